@@ -1,0 +1,42 @@
+"""The per-connection facts a backend may need to evaluate a statement.
+
+The gateway owns the session (it parses SET/SHOW and tracks the transaction); backends receive
+this read-only view with every call.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class SessionInfo:
+    user: str = "tidegate"
+    database: str = "tidegate"
+    application_name: str = ""
+    backend_pid: int = 0
+    # Every GUC currently set in the session, lower-case names -> PostgreSQL text values
+    # (e.g. "search_path" -> '"$user", public', "timezone" -> "UTC", "datestyle" -> "ISO, MDY").
+    settings: dict[str, str] = field(default_factory=dict)
+    in_transaction: bool = False
+
+    @property
+    def search_path(self) -> list[str]:
+        """Schemas named by search_path, unquoted, with "$user" expanded and kept only if it is a name."""
+        raw = self.settings.get("search_path", '"$user", public')
+        out: list[str] = []
+        for part in raw.split(","):
+            name = part.strip()
+            if name.startswith('"') and name.endswith('"'):
+                name = name[1:-1]
+            else:
+                name = name.lower()
+            if name == "$user":
+                name = self.user
+            if name:
+                out.append(name)
+        return out
+
+    @property
+    def timezone(self) -> str:
+        return self.settings.get("timezone", "UTC")
