@@ -34,6 +34,9 @@ class Settings:
     compact_min_files: int = 16
     vacuum_retention_hours: float = 168.0
     maintenance_interval_s: float = 30.0
+    # Flows: how often a flow without EVAL INTERVAL runs, and how many run at once.
+    flow_default_interval_s: float = 5.0
+    flow_workers: int = 2
 
     @property
     def warehouse_dir(self) -> Path:
@@ -52,9 +55,9 @@ def _coerce(name: str, value: Any) -> Any:
         return None
     if name in _PATH_FIELDS:
         return Path(value)
-    if name in ("port", "max_message_bytes", "max_connections", "compact_min_files"):
+    if name in ("port", "max_message_bytes", "max_connections", "compact_min_files", "flow_workers"):
         return int(value)
-    if name in ("vacuum_retention_hours", "maintenance_interval_s"):
+    if name in ("vacuum_retention_hours", "maintenance_interval_s", "flow_default_interval_s"):
         return float(value)
     if name == "users":
         if isinstance(value, str):

@@ -55,10 +55,12 @@ _BASE: list[PgType] = [
     PgType(19, "name", 1003, 64, "S", "name"),
     PgType(20, "int8", 1016, 8, "N", "bigint"),
     PgType(21, "int2", 1005, 2, "N", "smallint"),
+    PgType(22, "int2vector", 1006, -1, "A", "int2vector"),  # pg_index.indkey etc. (text form "1 2")
     PgType(23, "int4", 1007, 4, "N", "integer"),
     PgType(24, "regproc", 1008, 4, "N", "regproc"),
     PgType(25, "text", 1009, -1, "S", "text"),
     PgType(26, "oid", 1028, 4, "N", "oid"),
+    PgType(30, "oidvector", 1013, -1, "A", "oidvector"),  # pg_proc.proargtypes etc. (text form "23 25")
     PgType(114, "json", 199, -1, "U", "json"),
     PgType(700, "float4", 1021, 4, "N", "real"),
     PgType(701, "float8", 1022, 8, "N", "double precision"),
@@ -233,6 +235,8 @@ _ARROW_BY_NAME: dict[str, pa.DataType] = {
     "regclass": pa.int64(),
     "regtype": pa.int64(),
     "regproc": pa.int64(),
+    "int2vector": pa.string(),
+    "oidvector": pa.string(),
 }
 
 

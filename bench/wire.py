@@ -1,0 +1,207 @@
+"""Wire-level throughput and latency: tidegate vs PostgreSQL 15 vs direct Spark, side by side.
+
+Measures, over one table of N rows (bigint, text, double precision, timestamp):
+  - psycopg text-format rows/s and asyncpg binary-format rows/s for ``SELECT *``;
+  - ``SELECT 1`` and an information_schema.columns query median latency (ms);
+  - direct PySpark ``DataFrame.toArrow()`` rows/s over tidegate's own Delta files (the ceiling);
+  - the gateway process's RSS growth while a client streams a 10×N-row result;
+  - errors with 200 idle connections open and 20 connections running queries at once.
+
+Usage: python bench/wire.py [--rows N] [--only postgres|tidegate|all]
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+
+import _common as C  # noqa: N812  (run as a script from bench/)
+import asyncpg
+import psycopg
+
+TABLE = "bench_wire"
+# Targets are this project's own goals for a single 2-core machine (see bench/README.md).
+TARGET_PSYCOPG = 250_000
+TARGET_ASYNCPG = 500_000
+TARGET_SELECT1_MS = 5.0
+TARGET_INFOSCHEMA_MS = 20.0
+TARGET_RSS_MB = 500.0
+TARGET_ARROW_RATIO = 0.5  # asyncpg through the gateway vs direct Spark toArrow
+
+
+def load_table(conn: C.Conn, rows: int) -> float:
+    with psycopg.connect(conn.dsn, autocommit=True) as c:
+        c.execute(f"DROP TABLE IF EXISTS {TABLE}")
+        c.execute(f"CREATE TABLE {TABLE} (id bigint, name text, val double precision, ts timestamp)")
+        seconds = C.copy_rows_text(c, TABLE, rows)
+        count = c.execute(f"SELECT count(*) FROM {TABLE}").fetchone()[0]
+        assert count == rows, f"{conn.name}: loaded {count} rows, expected {rows}"
+    return seconds
+
+
+def psycopg_rows_per_s(conn: C.Conn, rows: int) -> float:
+    with psycopg.connect(conn.dsn, autocommit=True) as c:
+        c.execute(f"SELECT * FROM {TABLE} LIMIT 10").fetchall()  # warm plan/caches
+        start = time.perf_counter()
+        got = c.execute(f"SELECT * FROM {TABLE}").fetchall()
+        elapsed = time.perf_counter() - start
+    assert len(got) == rows
+    return rows / elapsed
+
+
+def asyncpg_rows_per_s(conn: C.Conn, rows: int) -> float:
+    async def run() -> float:
+        c = await asyncpg.connect(host=conn.host, port=conn.port, user=conn.user, database=conn.dbname)
+        try:
+            await c.fetch(f"SELECT * FROM {TABLE} LIMIT 10")
+            start = time.perf_counter()
+            got = await c.fetch(f"SELECT * FROM {TABLE}")
+            elapsed = time.perf_counter() - start
+        finally:
+            await c.close()
+        assert len(got) == rows
+        return rows / elapsed
+    return asyncio.run(run())
+
+
+def latencies(conn: C.Conn) -> tuple[float, float]:
+    with psycopg.connect(conn.dsn, autocommit=True) as c:
+        select1 = C.p50_ms(lambda: c.execute("SELECT 1").fetchall(), n=300)
+        info = C.p50_ms(lambda: c.execute(
+            "SELECT column_name, data_type, is_nullable FROM information_schema.columns"
+            " WHERE table_schema = 'public' AND table_name = %s ORDER BY ordinal_position", (TABLE,)).fetchall(),
+            n=100)
+    return select1, info
+
+
+def direct_spark_rows_per_s(tg: C.TidegateServer, rows: int) -> float:
+    spark = C.spark_session("bench-wire")
+    try:
+        df = C.delta_dataframe(spark, tg.data_dir / "warehouse" / "public" / TABLE)
+        df.limit(10).toArrow()
+        start = time.perf_counter()
+        table = df.toArrow()
+        elapsed = time.perf_counter() - start
+        assert table.num_rows == rows
+        return rows / elapsed
+    finally:
+        spark.stop()
+
+
+def rss_growth_mb(tg: C.TidegateServer, rows: int, factor: int = 10) -> tuple[float, int]:
+    """Stream factor×rows rows through one connection; returns (peak RSS growth MB, rows seen)."""
+    sql = (f"SELECT w.id, w.name, w.val, w.ts, k FROM {TABLE} w CROSS JOIN generate_series(1, {factor}) AS k")
+    seen = 0
+    with psycopg.connect(tg_conn_dsn(tg), autocommit=True) as c:
+        c.execute("SELECT 1")
+        with C.RssSampler(tg.proc.pid) as sampler:
+            for _ in c.cursor().stream(sql, size=10_000):
+                seen += 1
+    return (sampler.peak_kb - sampler.baseline_kb) / 1024, seen
+
+
+def tg_conn_dsn(tg: C.TidegateServer) -> str:
+    return C.tidegate_conn(tg).dsn
+
+
+def connection_storm(conn: C.Conn, idle: int = 200, active: int = 20, queries: int = 25) -> tuple[int, float]:
+    """Hold ``idle`` idle connections while ``active`` threads run queries; returns (errors, seconds)."""
+    errors: list[str] = []
+    lock = threading.Lock()
+    held: list[psycopg.Connection] = []
+    try:
+        for _ in range(idle):
+            try:
+                held.append(psycopg.connect(conn.dsn, autocommit=True, connect_timeout=20))
+            except psycopg.Error as exc:
+                with lock:
+                    errors.append(f"idle connect: {exc}")
+
+        def worker(k: int) -> None:
+            try:
+                with psycopg.connect(conn.dsn, autocommit=True, connect_timeout=20) as c:
+                    for i in range(queries):
+                        if i % 5 == 0:
+                            got = c.execute(f"SELECT count(*) FROM {TABLE} WHERE id %% 97 = %s", (k,)).fetchone()
+                            assert got is not None
+                        else:
+                            assert c.execute("SELECT %s::int + 1", (i,)).fetchone() == (i + 1,)
+            except Exception as exc:  # noqa: BLE001  (every failure is counted, whatever it is)
+                with lock:
+                    errors.append(f"worker {k}: {exc!r}")
+
+        start = time.perf_counter()
+        threads = [threading.Thread(target=worker, args=(k,)) for k in range(active)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(600)
+        elapsed = time.perf_counter() - start
+        for c in held:
+            try:
+                c.execute("SELECT 1")
+            except psycopg.Error as exc:
+                errors.append(f"idle reuse: {exc}")
+    finally:
+        for c in held:
+            c.close()
+    for e in errors[:5]:
+        print(f"    {conn.name} error: {e}")
+    return len(errors), elapsed
+
+
+def main() -> None:
+    args = C.parse_args(__doc__.splitlines()[0], default_rows=1_000_000)
+    rows = args.rows
+    report = C.Report(f"bench/wire.py — {rows:,} rows (bigint, text, double, timestamp)",
+                      ["tidegate", "PostgreSQL 15", "direct Spark"])
+    with C.servers(args.only) as started:
+        conns = {}
+        if "tidegate" in started:
+            conns["tidegate"] = C.tidegate_conn(started["tidegate"])
+        if "postgres" in started:
+            conns["PostgreSQL 15"] = C.postgres_conn(started["postgres"])
+        for label, conn in conns.items():
+            print(f"loading {rows:,} rows into {label} ...", flush=True)
+            load_table(conn, rows)
+
+        vals = {label: psycopg_rows_per_s(conn, rows) for label, conn in conns.items()}
+        tg_v = vals.get("tidegate")
+        report.add("psycopg text rows/s", vals, f">= {TARGET_PSYCOPG:,}",
+                   None if tg_v is None else tg_v >= TARGET_PSYCOPG)
+
+        vals = {label: asyncpg_rows_per_s(conn, rows) for label, conn in conns.items()}
+        asyncpg_tg = vals.get("tidegate")
+        report.add("asyncpg binary rows/s", vals, f">= {TARGET_ASYNCPG:,}",
+                   None if asyncpg_tg is None else asyncpg_tg >= TARGET_ASYNCPG)
+
+        lat = {label: latencies(conn) for label, conn in conns.items()}
+        s1 = {label: v[0] for label, v in lat.items()}
+        report.add("SELECT 1 p50 ms", s1, f"<= {TARGET_SELECT1_MS}",
+                   None if "tidegate" not in s1 else s1["tidegate"] <= TARGET_SELECT1_MS)
+        info = {label: v[1] for label, v in lat.items()}
+        report.add("information_schema.columns p50 ms", info, f"<= {TARGET_INFOSCHEMA_MS}",
+                   None if "tidegate" not in info else info["tidegate"] <= TARGET_INFOSCHEMA_MS)
+
+        if "tidegate" in started:
+            tg = started["tidegate"]
+            spark_rate = direct_spark_rows_per_s(tg, rows)
+            ratio = None if asyncpg_tg is None else asyncpg_tg / spark_rate
+            report.add("Spark toArrow rows/s (same Delta files)", {"direct Spark": spark_rate},
+                       f"asyncpg/direct >= {TARGET_ARROW_RATIO}", None if ratio is None else ratio >= TARGET_ARROW_RATIO,
+                       note="" if ratio is None else f"asyncpg through tidegate / direct Spark = {ratio:.2f}")
+            growth, seen = rss_growth_mb(tg, rows)
+            report.add(f"gateway RSS growth MB, streaming {seen:,} rows", {"tidegate": growth},
+                       f"<= {TARGET_RSS_MB:.0f}", growth <= TARGET_RSS_MB,
+                       note=f"VmRSS of pid {tg.proc.pid} (the gateway process; Spark's JVM is a child)")
+
+        storm = {label: connection_storm(conn) for label, conn in conns.items()}
+        report.add("200 idle + 20 active: errors", {k: v[0] for k, v in storm.items()}, "0",
+                   None if "tidegate" not in storm else storm["tidegate"][0] == 0,
+                   note="; ".join(f"{k} active phase {v[1]:.1f}s" for k, v in storm.items()))
+    report.print()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,394 @@
+"""Our CREATE TABLE dialect: PostgreSQL plus GreptimeDB's TIME INDEX, WITH options and COMMENT.
+
+sqlglot parses PostgreSQL's column definitions well but not GreptimeDB's additions, so the
+statement is first split by a small quote-aware scanner: the column list's elements are taken
+apart, ``TIME INDEX (col)`` constraints, inline ``TIME INDEX`` and column ``COMMENT '...'`` are
+removed and recorded, and the tail after the column list (``WITH (k = v)``, ``COMMENT 'x'``,
+``ENGINE = x``) is read here; the cleaned statement then goes to sqlglot. The inverse,
+:func:`render_create_table`, prints the statement SHOW CREATE TABLE returns.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import sqlglot
+from sqlglot import exp
+
+from catalog.store import ColumnDef, TableDef
+from tidegate.errors import SqlError
+from tidegate.pgtypes import ColumnType, column_type
+
+_TOKEN = re.compile(
+    r"""(?P<ws>\s+|--[^\n]*|/\*.*?\*/)
+      |(?P<str>[eE]?'(?:[^']|'')*')
+      |(?P<qid>"(?:[^"]|"")*")
+      |(?P<word>[A-Za-z_][A-Za-z0-9_$]*)
+      |(?P<num>\d+(?:\.\d*)?(?:[eE][+-]?\d+)?|\.\d+)
+      |(?P<op>::|<=|>=|<>|!=|.)""",
+    re.S | re.X,
+)
+
+
+@dataclass
+class Tok:
+    kind: str
+    text: str
+    start: int
+    end: int
+
+    @property
+    def upper(self) -> str:
+        return self.text.upper() if self.kind == "word" else self.text
+
+
+def scan(sql: str) -> list[Tok]:
+    """Quote-aware tokens of ``sql`` (whitespace and comments dropped)."""
+    out: list[Tok] = []
+    for m in _TOKEN.finditer(sql):
+        kind = m.lastgroup or "op"
+        if kind == "ws":
+            continue
+        out.append(Tok(kind, m.group(), m.start(), m.end()))
+    return out
+
+
+def ident_value(tok: Tok) -> str:
+    """An identifier token's name: quoted kept as is, unquoted folded to lower case."""
+    if tok.kind == "qid":
+        return tok.text[1:-1].replace('""', '"')
+    return tok.text.lower()
+
+
+def string_value(tok: Tok) -> str:
+    body = tok.text[1:-1] if tok.text[0] == "'" else tok.text[2:-1]
+    return body.replace("''", "'")
+
+
+def _matching(toks: list[Tok], i: int) -> int:
+    """Index of the ')' closing the '(' at ``i``."""
+    depth = 0
+    for j in range(i, len(toks)):
+        if toks[j].text == "(":
+            depth += 1
+        elif toks[j].text == ")":
+            depth -= 1
+            if depth == 0:
+                return j
+    raise SqlError("42601", "syntax error at end of input", position=len(toks) and toks[-1].end)
+
+
+def _split_top(toks: list[Tok], lo: int, hi: int) -> list[tuple[int, int]]:
+    """Ranges [a, b) of the comma-separated elements between tokens lo..hi (exclusive)."""
+    parts, depth, start = [], 0, lo
+    for j in range(lo, hi):
+        t = toks[j].text
+        if t in ("(", "["):
+            depth += 1
+        elif t in (")", "]"):
+            depth -= 1
+        elif t == "," and depth == 0:
+            parts.append((start, j))
+            start = j + 1
+    if start < hi:
+        parts.append((start, hi))
+    return parts
+
+
+@dataclass
+class CreateTable:
+    schema: str | None
+    name: str
+    if_not_exists: bool
+    columns: list[ColumnDef] = field(default_factory=list)
+    primary_key: list[str] = field(default_factory=list)
+    time_index: str | None = None
+    options: dict[str, str] = field(default_factory=dict)
+    comment: str | None = None
+    as_query: exp.Expression | None = None
+    as_query_sql: str | None = None
+
+
+def is_create_table(sql: str) -> bool:
+    toks = scan(sql[:200])
+    words = [t.upper for t in toks[:4]]
+    return len(words) >= 2 and words[0] == "CREATE" and ("TABLE" in words[1:3]) and words[1] in ("TABLE", "TEMP", "TEMPORARY", "UNLOGGED")
+
+
+def parse_create_table(sql: str) -> CreateTable:
+    """Parse our CREATE TABLE (see the module docstring) into a :class:`CreateTable`."""
+    toks = scan(sql)
+    i = 0
+    if toks[i].upper != "CREATE":
+        raise SqlError("42601", "syntax error", position=1)
+    i += 1
+    if toks[i].upper in ("TEMP", "TEMPORARY", "UNLOGGED"):
+        raise SqlError("0A000", f"CREATE {toks[i].upper} TABLE is not supported")
+    if toks[i].upper != "TABLE":
+        raise SqlError("42601", f'syntax error at or near "{toks[i].text}"', position=toks[i].start + 1)
+    i += 1
+    if_not_exists = False
+    if i + 2 < len(toks) and [t.upper for t in toks[i:i + 3]] == ["IF", "NOT", "EXISTS"]:
+        if_not_exists = True
+        i += 3
+    if i >= len(toks) or toks[i].kind not in ("word", "qid"):
+        raise SqlError("42601", "syntax error at end of input" if i >= len(toks) else
+                       f'syntax error at or near "{toks[i].text}"', position=toks[i].start + 1 if i < len(toks) else len(sql))
+    name_parts = [ident_value(toks[i])]
+    i += 1
+    while i + 1 < len(toks) and toks[i].text == ".":
+        name_parts.append(ident_value(toks[i + 1]))
+        i += 2
+    if len(name_parts) > 3:
+        raise SqlError("42601", f"improper qualified name (too many dotted names): {'.'.join(name_parts)}")
+    if len(name_parts) == 3 and name_parts[0] != "tidegate":
+        raise SqlError("0A000", f'cross-database references are not implemented: "{".".join(name_parts)}"')
+    schema = name_parts[-2] if len(name_parts) >= 2 else None
+    ct = CreateTable(schema, name_parts[-1], if_not_exists)
+
+    if i < len(toks) and toks[i].upper == "AS":
+        ct.as_query_sql = sql[toks[i + 1].start:].strip().rstrip(";") if i + 1 < len(toks) else ""
+        if not ct.as_query_sql:
+            raise SqlError("42601", "syntax error at end of input", position=len(sql))
+        return ct
+    if i >= len(toks) or toks[i].text != "(":
+        raise SqlError("42601", "syntax error at end of input" if i >= len(toks) else
+                       f'syntax error at or near "{toks[i].text}"', position=toks[i].start + 1 if i < len(toks) else len(sql))
+    close = _matching(toks, i)
+    kept: list[str] = []
+    col_comments: dict[str, str] = {}
+    for a, b in _split_top(toks, i + 1, close):
+        el = toks[a:b]
+        if not el:
+            raise SqlError("42601", 'syntax error at or near ")"', position=toks[b].start + 1)
+        ups = [t.upper for t in el]
+        if ups[:2] == ["TIME", "INDEX"]:
+            if len(el) < 5 or el[2].text != "(":
+                raise SqlError("42601", "TIME INDEX needs a column: TIME INDEX (col)", position=el[0].start + 1)
+            ct.time_index = ident_value(el[3])
+            continue
+        if ups[0] == "CONSTRAINT" and len(ups) > 3 and ups[2:4] == ["TIME", "INDEX"]:
+            ct.time_index = ident_value(el[5])
+            continue
+        pieces: list[str] = []
+        col_name = ident_value(el[0]) if el[0].kind in ("word", "qid") else None
+        j = 0
+        while j < len(el):
+            t = el[j]
+            if t.upper == "TIME" and j + 1 < len(el) and el[j + 1].upper == "INDEX" and j > 0:
+                ct.time_index = col_name
+                j += 2
+                continue
+            if t.upper == "COMMENT" and j > 0 and j + 1 < len(el) and el[j + 1].kind == "str":
+                if col_name:
+                    col_comments[col_name] = string_value(el[j + 1])
+                j += 2
+                continue
+            pieces.append(sql[t.start:t.end])
+            j += 1
+        kept.append(_join(el, sql, skip_texts=None) if len(pieces) == len(el) else " ".join(pieces))
+    # The tail: WITH (...), COMMENT [=] '...', ENGINE [=] name, in any order.
+    j = close + 1
+    while j < len(toks):
+        t = toks[j]
+        if t.text == ";":
+            j += 1
+            continue
+        if t.upper == "WITH" and j + 1 < len(toks) and toks[j + 1].text == "(":
+            end = _matching(toks, j + 1)
+            for a, b in _split_top(toks, j + 2, end):
+                el = toks[a:b]
+                if len(el) >= 3 and el[1].text == "=":
+                    key = ident_value(el[0]) if el[0].kind != "str" else string_value(el[0])
+                    val_tok = el[2]
+                    value = string_value(val_tok) if val_tok.kind == "str" else val_tok.text
+                    ct.options[key.lower()] = value
+                elif len(el) == 1:
+                    ct.options[ident_value(el[0])] = "true"
+                else:
+                    raise SqlError("42601", "syntax error in WITH options", position=el[0].start + 1)
+            j = end + 1
+            continue
+        if t.upper == "COMMENT":
+            k = j + 1
+            if k < len(toks) and toks[k].text == "=":
+                k += 1
+            if k >= len(toks) or toks[k].kind != "str":
+                raise SqlError("42601", "COMMENT needs a string literal", position=t.start + 1)
+            ct.comment = string_value(toks[k])
+            j = k + 1
+            continue
+        if t.upper == "ENGINE":
+            k = j + 1
+            if k < len(toks) and toks[k].text == "=":
+                k += 1
+            j = k + 1
+            continue
+        raise SqlError("42601", f'syntax error at or near "{t.text}"', position=t.start + 1)
+
+    clean = f"CREATE TABLE __tg_t ({', '.join(kept)})" if kept else None
+    if clean is None:
+        raise SqlError("42601", "a table must have at least one column")
+    try:
+        tree = sqlglot.parse_one(clean, read="postgres")
+    except sqlglot.errors.ParseError as exc:
+        raise SqlError("42601", f"syntax error in CREATE TABLE: {str(exc).splitlines()[0]}") from None
+    schema_node = tree.this
+    for node in schema_node.expressions:
+        if isinstance(node, exp.ColumnDef):
+            ct.columns.append(_column_def(node, ct))
+        elif isinstance(node, (exp.Constraint, exp.PrimaryKey)):
+            pk = node if isinstance(node, exp.PrimaryKey) else node.find(exp.PrimaryKey)
+            if pk is None:
+                raise SqlError("0A000", f"table constraint {node.sql('postgres')} is not supported")
+            if ct.primary_key:
+                raise SqlError("42P16", f'multiple primary keys for table "{ct.name}" are not allowed')
+            ct.primary_key = [_ident_name(e) for e in pk.expressions]
+        else:
+            raise SqlError("0A000", f"table element {node.sql('postgres')} is not supported")
+    for name, comment in col_comments.items():
+        for c in ct.columns:
+            if c.name == name:
+                c.comment = comment
+    _validate(ct)
+    return ct
+
+
+def _join(el: list[Tok], sql: str, skip_texts: None) -> str:
+    return sql[el[0].start:el[-1].end]
+
+
+def _ident_name(e: exp.Expression) -> str:
+    if isinstance(e, exp.Identifier):
+        return e.this if e.quoted else e.this.lower()
+    if isinstance(e, exp.Column):
+        return _ident_name(e.this)
+    if isinstance(e, exp.Ordered):
+        return _ident_name(e.this)
+    return e.name.lower()
+
+
+_TYPE_TEXT = re.compile(r"^\s*([A-Za-z ]+?)\s*(?:\(\s*(\d+)\s*(?:,\s*(\d+)\s*)?\))?\s*((?:\[\d*\])*)\s*$")
+_SQLGLOT_NAMES = {"DECIMAL": "numeric", "INT": "integer", "TIMESTAMPTZ": "timestamptz", "DOUBLE PRECISION": "float8",
+                  "CHAR": "char", "VARCHAR": "varchar", "SERIAL": "integer", "BIGSERIAL": "bigint",
+                  "SMALLSERIAL": "smallint", "DATETIME": "timestamp", "TIMESTAMPNTZ": "timestamp"}
+
+
+def type_from_sqlglot(dt: exp.DataType) -> ColumnType:
+    """A sqlglot DataType (as parsed from PostgreSQL) -> ColumnType."""
+    text = dt.sql("postgres")
+    m = _TYPE_TEXT.match(text)
+    if not m:
+        raise SqlError("42704", f'type "{text.lower()}" does not exist')
+    name, p1, p2, arr = m.groups()
+    name = _SQLGLOT_NAMES.get(name.upper(), name.lower())
+    params = [int(p) for p in (p1, p2) if p is not None]
+    if name == "timestamptz" and params:
+        return column_type("timestamptz", *params)
+    ct = column_type(name + ("[]" if arr else ""), *params)
+    if ct.pg.name in ("varchar", "bpchar") and ct.length is not None and ct.length < 1:
+        raise SqlError("22023", f"length for type {ct.pg.name} must be at least 1")
+    if ct.pg.name == "numeric" and ct.precision is not None:
+        if not 1 <= ct.precision <= 38:
+            raise SqlError("22023", f"NUMERIC precision {ct.precision} must be between 1 and 38")
+        if ct.scale is not None and not 0 <= ct.scale <= ct.precision:
+            raise SqlError("22023", f"NUMERIC scale {ct.scale} must be between 0 and precision {ct.precision}")
+    return ct
+
+
+def type_from_text(text: str) -> ColumnType:
+    """A PostgreSQL type spelling (``varchar(20)``, ``timestamp with time zone``) -> ColumnType."""
+    try:
+        dt = exp.DataType.build(text, dialect="postgres")
+    except Exception:  # noqa: BLE001 - sqlglot raises several kinds
+        raise SqlError("42704", f'type "{text}" does not exist') from None
+    return type_from_sqlglot(dt)
+
+
+def _column_def(node: exp.ColumnDef, ct: CreateTable) -> ColumnDef:
+    name = _ident_name(node.this)
+    kind = node.args.get("kind")
+    if kind is None:
+        raise SqlError("42601", f'column "{name}" needs a type')
+    col = ColumnDef(name, type_from_sqlglot(kind))
+    for cons in node.constraints:
+        k = cons.args.get("kind")
+        if isinstance(k, exp.NotNullColumnConstraint):
+            col.not_null = not k.args.get("allow_null")
+        elif isinstance(k, exp.DefaultColumnConstraint):
+            col.default = k.this.sql("postgres")
+        elif isinstance(k, exp.PrimaryKeyColumnConstraint):
+            if ct.primary_key:
+                raise SqlError("42P16", f'multiple primary keys for table "{ct.name}" are not allowed')
+            ct.primary_key = [name]
+        elif isinstance(k, exp.CommentColumnConstraint):
+            col.comment = k.this.name
+        else:
+            raise SqlError("0A000", f"column constraint {cons.sql('postgres')} is not supported")
+    return col
+
+
+def _validate(ct: CreateTable) -> None:
+    names = {c.name for c in ct.columns}
+    for k in ct.primary_key:
+        if k not in names:
+            raise SqlError("42703", f'column "{k}" named in key does not exist')
+    if ct.time_index is not None:
+        if ct.time_index not in names:
+            raise SqlError("42703", f'column "{ct.time_index}" named in TIME INDEX does not exist')
+        col = next(c for c in ct.columns if c.name == ct.time_index)
+        if col.type.pg.name not in ("timestamp", "timestamptz", "int8", "date"):
+            raise SqlError("42804", f'TIME INDEX column "{col.name}" must be a timestamp, not {col.type.sql()}')
+    for c in ct.columns:
+        if c.name in ct.primary_key or c.name == ct.time_index:
+            c.not_null = True
+    for key, value in ct.options.items():
+        if key == "append_mode" and value.lower() not in ("true", "false"):
+            raise SqlError("22023", f"invalid value for option append_mode: {value!r}")
+
+
+# -- SHOW CREATE TABLE --------------------------------------------------------------------------
+
+def quote_ident(name: str) -> str:
+    if re.fullmatch(r"[a-z_][a-z0-9_$]*", name) and name.upper() not in _RESERVED:
+        return name
+    return '"' + name.replace('"', '""') + '"'
+
+
+def quote_literal(s: str) -> str:
+    return "'" + s.replace("'", "''") + "'"
+
+
+_RESERVED = {"ALL", "AND", "ANY", "ARRAY", "AS", "ASC", "CASE", "CAST", "CHECK", "COLUMN", "CONSTRAINT", "CREATE",
+             "DEFAULT", "DESC", "DISTINCT", "DO", "ELSE", "END", "FALSE", "FOR", "FOREIGN", "FROM", "GRANT", "GROUP",
+             "HAVING", "IN", "INDEX", "INTO", "IS", "JOIN", "KEY", "LIMIT", "NOT", "NULL", "ON", "OR", "ORDER", "PRIMARY",
+             "REFERENCES", "SELECT", "TABLE", "THEN", "TIME", "TIMESTAMP", "TO", "TRUE", "UNION", "UNIQUE", "USER",
+             "USING", "WHEN", "WHERE", "WITH", "USER", "OFFSET", "WINDOW"}
+
+
+def render_create_table(t: TableDef) -> str:
+    """The CREATE TABLE statement that re-creates ``t`` (SHOW CREATE TABLE)."""
+    lines = []
+    for c in t.columns:
+        line = f"  {quote_ident(c.name)} {c.type.sql()}"
+        if c.not_null and c.name not in t.primary_key and c.name != t.time_index:
+            line += " NOT NULL"
+        elif c.not_null:
+            line += " NOT NULL"
+        if c.default is not None:
+            line += f" DEFAULT {c.default}"
+        if c.comment is not None:
+            line += f" COMMENT {quote_literal(c.comment)}"
+        lines.append(line)
+    if t.time_index:
+        lines.append(f"  TIME INDEX ({quote_ident(t.time_index)})")
+    if t.primary_key:
+        lines.append(f"  PRIMARY KEY ({', '.join(quote_ident(k) for k in t.primary_key)})")
+    name = quote_ident(t.name) if t.schema == "public" else f"{quote_ident(t.schema)}.{quote_ident(t.name)}"
+    out = f"CREATE TABLE IF NOT EXISTS {name} (\n" + ",\n".join(lines) + "\n)"
+    if t.options:
+        out += "\nWITH(\n" + ",\n".join(f"  {k} = {quote_literal(v)}" for k, v in sorted(t.options.items())) + "\n)"
+    if t.comment is not None:
+        out += f"\nCOMMENT {quote_literal(t.comment)}"
+    return out

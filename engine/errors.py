@@ -1,0 +1,203 @@
+"""Spark exceptions -> PostgreSQL errors (SQLSTATE + the message PostgreSQL would print).
+
+Spark's error classes are stable identifiers (``getCondition()``); the message parameters carry
+the pieces PostgreSQL puts into its own wording, so clients and tools that match on SQLSTATE or
+message text behave as they would against PostgreSQL.
+"""
+
+from __future__ import annotations
+
+import re
+
+from tidegate.errors import SqlError
+
+# Spark type names (as they appear in error parameters) -> PostgreSQL type names in messages.
+_PG_TYPE_NAMES: dict[str, str] = {
+    "INT": "integer",
+    "BIGINT": "bigint",
+    "SMALLINT": "smallint",
+    "TINYINT": "smallint",
+    "DOUBLE": "double precision",
+    "FLOAT": "real",
+    "BOOLEAN": "boolean",
+    "DATE": "date",
+    "TIMESTAMP": "timestamp with time zone",
+    "TIMESTAMP_NTZ": "timestamp without time zone",
+    "STRING": "text",
+    "BINARY": "bytea",
+}
+
+_OUT_OF_RANGE: dict[str, str] = {
+    "INT": "integer out of range",
+    "BIGINT": "bigint out of range",
+    "SMALLINT": "smallint out of range",
+    "TINYINT": "smallint out of range",
+}
+
+
+def pg_type_name(spark_type: str) -> str:
+    """PostgreSQL's name for a Spark SQL type as printed in Spark error parameters."""
+    name = spark_type.strip().strip('"').upper()
+    if name.startswith("DECIMAL") or name.startswith("NUMERIC"):
+        return "numeric"
+    if name.startswith("VARCHAR") or name.startswith("CHAR"):
+        return "character varying"
+    if name.startswith("INTERVAL"):
+        return "interval"
+    if name.startswith("ARRAY"):
+        return "array"
+    return _PG_TYPE_NAMES.get(name, name.lower())
+
+
+def _unquote(text: str) -> str:
+    """Spark quotes identifiers with backticks and values with single quotes."""
+    text = text.strip()
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"`":
+        text = text[1:-1]
+    return text
+
+
+def _identifier_path(text: str) -> list[str]:
+    return [part.replace("``", "`") for part in re.findall(r"`((?:[^`]|``)*)`", text)] or [
+        p for p in text.split(".") if p
+    ]
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    # py4j wraps JVM exceptions: "An error occurred while calling o12.x.\n: org...Exception: msg"
+    wrapped = re.search(r"(?m)^: ?[\w.$]+(?:Exception|Error): (.+)$", text)
+    if wrapped:
+        text = wrapped.group(1)
+    line = text.splitlines()[0] if text else type(exc).__name__
+    return re.sub(r"\s*SQLSTATE: \w+.*$", "", line).strip()
+
+
+def _condition(exc: BaseException) -> str | None:
+    for getter in ("getCondition", "getErrorClass"):
+        fn = getattr(exc, getter, None)
+        if fn is None:
+            continue
+        try:
+            value = fn()
+        except Exception:  # noqa: BLE001 - py4j can fail on a dead JVM; fall back to the text
+            value = None
+        if value:
+            return str(value)
+    match = re.search(r"\[([A-Z][A-Z0-9_]*(?:\.[A-Z0-9_]+)*)\]", str(exc))
+    return match.group(1) if match else None
+
+
+def _params(exc: BaseException) -> dict[str, str]:
+    fn = getattr(exc, "getMessageParameters", None)
+    if fn is None:
+        return {}
+    try:
+        return dict(fn() or {})
+    except Exception:  # noqa: BLE001
+        return {}
+
+
+def _overflow_message(text: str) -> str:
+    """Which integer type overflowed, from Spark's wording (``300S * 300S``, ``long overflow``)."""
+    lowered = text.lower()
+    if "decimal" in lowered:
+        return "numeric field overflow"
+    if re.search(r"\d+L\b", text) or "long" in lowered or "bigint" in lowered:
+        return "bigint out of range"
+    if re.search(r"\d+S\b", text) or "short" in lowered or "smallint" in lowered:
+        return "smallint out of range"
+    return "integer out of range"
+
+
+def _is_cancellation(text: str) -> bool:
+    lowered = text.lower()
+    return (
+        "cancelled" in lowered or "canceled" in lowered or "operation_canceled" in lowered
+    ) and ("job" in lowered or "stage" in lowered or "operation" in lowered or "query" in lowered)
+
+
+def map_spark_error(exc: BaseException, sql: str | None = None) -> SqlError:
+    """Turn an exception raised by Spark (or py4j around it) into a PostgreSQL-style SqlError.
+
+    ``sql`` is the statement text Spark ran; it is used for nothing but positions today and
+    may be ``None``.
+    """
+    if isinstance(exc, SqlError):
+        return exc
+    condition = _condition(exc) or ""
+    base = condition.split(".")[0]
+    params = _params(exc)
+    text = str(exc)
+
+    if base in ("DIVIDE_BY_ZERO", "REMAINDER_BY_ZERO", "INTERVAL_DIVIDED_BY_ZERO"):
+        return SqlError("22012", "division by zero")
+    if base == "CAST_INVALID_INPUT":
+        value = _unquote(params.get("expression", ""))
+        target = params.get("targetType", "")
+        pg = pg_type_name(target)
+        if pg == "timestamp without time zone":
+            pg = "timestamp"  # PostgreSQL's wording for input errors of type timestamp
+        # PostgreSQL reports bad date/time text as invalid_datetime_format.
+        state = "22007" if pg in ("date", "timestamp", "timestamp with time zone", "time") else "22P02"
+        return SqlError(state, f'invalid input syntax for type {pg}: "{value}"')
+    if base == "CAST_OVERFLOW" or base == "CAST_OVERFLOW_IN_TABLE_INSERT":
+        target = params.get("targetType", "").strip('"').upper()
+        message = _OUT_OF_RANGE.get(target) or (
+            "numeric field overflow" if target.startswith("DECIMAL") else f"{pg_type_name(target)} out of range"
+        )
+        return SqlError("22003", message)
+    if base == "BINARY_ARITHMETIC_OVERFLOW":
+        values = f"{params.get('value1', '')} {params.get('value2', '')}"
+        return SqlError("22003", _overflow_message(values))
+    if base == "ARITHMETIC_OVERFLOW":
+        return SqlError("22003", _overflow_message(params.get("message", "") + " " + params.get("alternative", "")))
+    if base in ("NUMERIC_VALUE_OUT_OF_RANGE", "NUMERIC_OUT_OF_SUPPORTED_RANGE", "DECIMAL_PRECISION_EXCEEDS_MAX_PRECISION"):
+        return SqlError("22003", "numeric field overflow")
+    if base in ("DATETIME_OVERFLOW", "DATETIME_FIELD_OUT_OF_BOUNDS"):
+        return SqlError("22008", "date/time field value out of range")
+    if base in ("INVALID_ARRAY_INDEX", "INVALID_ARRAY_INDEX_IN_ELEMENT_AT"):
+        return SqlError("2202E", "array subscript out of range")
+    if base == "UNRESOLVED_COLUMN" or base == "UNRESOLVED_FIELD":
+        path = _identifier_path(params.get("objectName", params.get("fieldName", "")))
+        if len(path) > 1:
+            return SqlError("42703", f"column {'.'.join(path[-2:])} does not exist")
+        return SqlError("42703", f'column "{path[-1] if path else "?"}" does not exist')
+    if base in ("TABLE_OR_VIEW_NOT_FOUND", "VIEW_NOT_FOUND", "TABLE_NOT_FOUND"):
+        path = _identifier_path(params.get("relationName", ""))
+        return SqlError("42P01", f'relation "{path[-1] if path else "?"}" does not exist')
+    if base == "UNRESOLVED_ROUTINE":
+        path = _identifier_path(params.get("routineName", ""))
+        name = path[-1] if path else "?"
+        return SqlError(
+            "42883",
+            f"function {name} does not exist",
+            hint="No function matches the given name and argument types. "
+            "You might need to add explicit type casts.",
+        )
+    if base == "AMBIGUOUS_REFERENCE":
+        path = _identifier_path(params.get("name", ""))
+        return SqlError("42702", f'column reference "{path[-1] if path else "?"}" is ambiguous')
+    if base in ("MISSING_AGGREGATION", "MISSING_GROUP_BY"):
+        expr = _unquote(params.get("expression", "")).strip('"')
+        return SqlError(
+            "42803", f'column "{expr}" must appear in the GROUP BY clause or be used in an aggregate function'
+        )
+    if base in ("PARSE_SYNTAX_ERROR", "PARSE_EMPTY_STATEMENT"):
+        token = _unquote(params.get("error", "")) or "end of input"
+        return SqlError("42601", f'syntax error at or near "{token}"')
+    if condition == "DATATYPE_MISMATCH.IN_SUBQUERY_LENGTH_MISMATCH":
+        return SqlError("42601", "subquery has too many columns")
+    if base == "SCALAR_SUBQUERY_TOO_MANY_ROWS":
+        return SqlError("21000", "more than one row returned by a subquery used as an expression")
+    if base == "NUM_COLUMNS_MISMATCH":
+        return SqlError("42601", "each UNION query must have the same number of columns")
+    if base == "DATATYPE_MISMATCH" or base == "INCOMPATIBLE_COLUMN_TYPE" or base == "CANNOT_UP_CAST_DATATYPE":
+        return SqlError("42804", _first_line(exc))
+    if base == "USER_RAISED_EXCEPTION":
+        return SqlError("P0001", params.get("errorMessage", _first_line(exc)))
+    if base.startswith("UNSUPPORTED") or base == "NOT_SUPPORTED_COMMAND_WITHOUT_HIVE_SUPPORT":
+        return SqlError("0A000", _first_line(exc))
+    if base == "OPERATION_CANCELED" or _is_cancellation(text):
+        return SqlError("57014", "canceling statement due to user request")
+    return SqlError("XX000", _first_line(exc))

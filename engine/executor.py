@@ -1,0 +1,1767 @@
+"""EngineSession: one client connection's DDL, DML and queries over Spark and Delta.
+
+Statement path: a cheap keyword scan picks the handler. DDL touches only the catalog and
+deltalake (no Spark wait). Queries go through ``engine.translate`` (PostgreSQL -> Spark SQL);
+the :class:`StatementResolver` pins one Delta version of every table a statement reads and
+registers it as a Spark temp view (re-used while the version and columns are unchanged).
+
+Writes (see :mod:`engine.storage`): every statement is validated in full (types, NOT NULL,
+lengths, keys) before its single Delta commit. ``INSERT ... VALUES`` of constants is evaluated
+in Python (no Spark round trip); other sources run on Spark and are written from Arrow.
+
+Transaction blocks (begin/commit/rollback): DML is validated at once and its commits are queued;
+commit() applies them in order (one Delta commit per statement, not atomic across statements),
+rollback() drops them. A read inside the block sees committed data as of that statement, not
+the block's own pending writes; UPDATE/DELETE of a table the block already wrote is refused
+(0A000) because it could not see those writes. DDL inside a block takes effect at once.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import re
+import threading
+import time as _time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime, timezone
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import sqlglot
+from sqlglot import exp
+
+from catalog.store import Catalog, ColumnDef, TableDef
+from engine import ddl
+from engine import spark as sparkmod
+from engine.storage import (
+    Snapshot, TableStore, WriteOp, coerce_array, dedupe_last, duplicate_keys, key_text,
+    python_value, storage_schema, storage_to_result, storage_type,
+)
+from tidegate.config import Settings
+from tidegate.errors import SqlError
+from tidegate.pgtypes import TEXT, ColumnType, pg_type_for_arrow
+from tidegate.results import CommandResult, CopyTarget, ResultField, RowStream
+from tidegate.session import SessionInfo
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+    from engine.maintenance import Maintenance
+
+log = logging.getLogger(__name__)
+
+_session_ids = itertools.count(1)
+
+
+class NotConstant(Exception):
+    """An expression the Python evaluator cannot fold (it needs Spark)."""
+
+
+_DEFAULT = object()  # the DEFAULT keyword in a VALUES row
+
+
+# -- the engine ---------------------------------------------------------------------------------
+
+class Engine:
+    """Owns Spark, the Delta table store and background maintenance for one gateway."""
+
+    def __init__(self, settings: Settings, catalog: Catalog) -> None:
+        from engine.maintenance import Maintenance
+
+        self.settings = settings
+        self.catalog = catalog
+        self.runtime = sparkmod.SparkRuntime(settings)
+        self.store = TableStore(settings.warehouse_dir)
+        self.maintenance: Maintenance = Maintenance(self.store, catalog, settings)
+
+    def start(self) -> None:
+        self.runtime.start()
+        self.maintenance.start()
+
+    def ready(self) -> bool:
+        return self.runtime.ready()
+
+    def open_session(self) -> EngineSession:
+        return EngineSession(self)
+
+    def shutdown(self) -> None:
+        self.maintenance.stop()
+        self.runtime.stop()
+
+
+# -- per-statement table resolution ---------------------------------------------------------------
+
+class StatementResolver:
+    """The translator's TableResolver: pins one Delta version per table for one statement."""
+
+    def __init__(self, session: EngineSession, info: SessionInfo, overrides: dict[str, Any] | None = None) -> None:
+        self.session = session
+        self.info = info
+        self.snapshots: dict[str, Snapshot] = {}
+        self.tables: dict[str, TableDef] = {}
+        self.overrides = overrides or {}
+
+    def resolve(self, schema: str | None, name: str) -> Any:
+        from engine.translate import ResolvedRelation
+
+        key = name if schema is None else f"{schema}.{name}"
+        if key in self.overrides:
+            return self.overrides[key]
+        if schema in ("pg_catalog", "information_schema"):
+            raise SqlError("0A000", f'relation "{key}" (a system catalog) cannot be joined with tables')
+        t = self.session.catalog.resolve_table(name, schema, self.info.search_path)
+        cols = [(c.name, c.type) for c in t.columns]
+        if t.kind == "view":
+            return ResolvedRelation(t.schema, t.name, None, cols, t.view_sql)
+        view = self.session.table_view(t, self)
+        return ResolvedRelation(t.schema, t.name, view, cols, None)
+
+
+@dataclass
+class _ViewEntry:
+    version: int
+    signature: tuple
+    view_name: str
+
+
+# -- the session --------------------------------------------------------------------------------
+
+class EngineSession:
+    """One connection's engine state: its Spark session, temp views and transaction queue."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self.catalog = engine.catalog
+        self.store = engine.store
+        self.id = next(_session_ids)
+        self._spark: SparkSession | None = None
+        self._views: dict[str, _ViewEntry] = {}
+        self._view_seq = itertools.count(1)
+        self._tag_seq = itertools.count(1)
+        self._lock = threading.Lock()
+        self._current_tag: str | None = None
+        self._cancelled = False
+        self._pending: list[WriteOp] | None = None
+        self._closed = False
+
+    # -- Spark plumbing ---------------------------------------------------------------------
+
+    @property
+    def spark(self) -> SparkSession:
+        if self._spark is None:
+            self._spark = self.engine.runtime.new_session()
+        return self._spark
+
+    def table_view(self, t: TableDef, resolver: StatementResolver) -> str:
+        """Register (or re-use) a temp view over the current Delta snapshot of ``t``."""
+        snap = self.store.snapshot(t.location)
+        resolver.snapshots[t.location] = snap
+        resolver.tables[t.location] = t
+        signature = (t.oid, tuple((c.name, c.type) for c in t.columns))
+        entry = self._views.get(t.location)
+        if entry is not None and entry.version == snap.version and entry.signature == signature:
+            return entry.view_name
+        df = self.snapshot_frame(t, snap)
+        view_name = f"tg_{re.sub(r'[^a-z0-9_]', '_', t.name.lower())[:40]}_{t.oid}_{next(self._view_seq)}"
+        df.createOrReplaceTempView(view_name)
+        if entry is not None:
+            self.spark.catalog.dropTempView(entry.view_name)
+        self._views[t.location] = _ViewEntry(snap.version, signature, view_name)
+        return view_name
+
+    def snapshot_frame(self, t: TableDef, snap: Snapshot) -> DataFrame:
+        schema = sparkmod.spark_schema_ddl([(c.name, c.type) for c in t.columns])
+        if not snap.files:
+            return self._empty_frame(t)
+        return self.spark.read.schema(schema).parquet(*snap.files)
+
+    def _empty_frame(self, t: TableDef) -> DataFrame:
+        """An empty DataFrame with ``t``'s storage schema (no Python worker, unlike createDataFrame([]))."""
+        cols = [f"CAST(NULL AS {sparkmod.spark_type_sql(c.type)}) AS `{c.name.replace('`', '``')}`" for c in t.columns]
+        return self.spark.range(0).selectExpr(*cols)
+
+    def _run(self, fn: Any, sql: str | None = None) -> Any:
+        """Run Spark work tagged for cancel(); map Spark errors to SqlError."""
+        spark = self.spark
+        sc = spark.sparkContext
+        tag = f"tidegate-s{self.id}-q{next(self._tag_seq)}"
+        with self._lock:
+            self._current_tag = tag
+            self._cancelled = False
+        spark.addTag(tag)
+        sc.addJobTag(tag)
+        try:
+            return fn()
+        except SqlError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - every Spark failure becomes a SqlError
+            if self._cancelled:
+                raise SqlError("57014", "canceling statement due to user request") from None
+            from engine.errors import map_spark_error
+
+            raise map_spark_error(exc, sql) from None
+        finally:
+            spark.removeTag(tag)
+            sc.removeJobTag(tag)
+            with self._lock:
+                self._current_tag = None
+
+    def cancel(self) -> None:
+        """Interrupt the running statement's Spark jobs (thread-safe)."""
+        with self._lock:
+            tag = self._current_tag
+            if tag is None or self._spark is None:
+                return
+            self._cancelled = True
+        try:
+            self._spark.interruptTag(tag)
+            self._spark.sparkContext.cancelJobsWithTag(tag)
+        except Exception:  # noqa: BLE001 - nothing running any more
+            log.debug("cancel of %s found nothing to interrupt", tag)
+
+    def close(self) -> None:
+        self._pending = None
+        self._closed = True
+        if self._spark is not None:
+            try:
+                for entry in self._views.values():
+                    self._spark.catalog.dropTempView(entry.view_name)
+            except Exception:  # noqa: BLE001 - Spark may be stopping
+                pass
+        self._views.clear()
+
+    # -- transactions ------------------------------------------------------------------------
+
+    def begin(self) -> None:
+        if self._pending is None:
+            self._pending = []
+
+    def commit(self) -> None:
+        pending, self._pending = self._pending, None
+        for op in pending or []:
+            self.store.apply(op)
+
+    def rollback(self) -> None:
+        self._pending = None
+
+    def _write(self, op: WriteOp) -> None:
+        if self._pending is not None:
+            self._pending.append(op)
+        else:
+            self.store.apply(op)
+
+    # -- entry points ------------------------------------------------------------------------
+
+    def execute(self, sql: str, params: Sequence[Any] = (), info: SessionInfo | None = None) -> RowStream | CommandResult:
+        info = info or SessionInfo()
+        params = list(params)
+        toks = ddl.scan(sql[:400])
+        if not toks:
+            raise SqlError("42601", "syntax error at end of input")
+        w = [t.upper for t in toks[:4]] + ["", "", "", ""]
+        first = w[0]
+        if first == "CREATE" and (w[1] == "TABLE" or w[1] in ("TEMP", "TEMPORARY", "UNLOGGED")):
+            return self._create_table(sql, params, info)
+        if first == "INSERT":
+            fast = self._insert_fast(sql, params, info)
+            if fast is not None:
+                return fast
+        if first == "SHOW":
+            return self._show(sql, toks, info)
+        if first == "EXPLAIN":
+            return self._explain(sql, params, info)
+        if first == "COMMENT":
+            return self._comment(sql, info)
+        if first in ("BEGIN", "COMMIT", "ROLLBACK", "START", "END", "SET", "RESET"):
+            raise SqlError("0A000", f"{first} must be handled by the session, not the engine")
+        tree = self._parse_one(sql)
+        return self._dispatch(tree, sql, params, info)
+
+    def _parse_one(self, sql: str) -> exp.Expression:
+        from engine.translate import parse_postgres
+
+        trees = parse_postgres(sql)
+        trees = [t for t in trees if t is not None]
+        if len(trees) != 1:
+            raise SqlError("42601", "cannot execute several statements at once" if trees else "empty statement")
+        return trees[0]
+
+    def _dispatch(self, tree: exp.Expression, sql: str, params: list[Any], info: SessionInfo) -> RowStream | CommandResult:
+        if isinstance(tree, (exp.Query, exp.Values)) or (isinstance(tree, exp.Subquery)):
+            return self._query(tree, sql, params, info)
+        if isinstance(tree, exp.Insert):
+            return self._insert(tree, params, info)
+        if isinstance(tree, exp.Update):
+            return self._update(tree, params, info)
+        if isinstance(tree, exp.Delete):
+            return self._delete(tree, params, info)
+        if isinstance(tree, exp.Create):
+            return self._create(tree, sql, params, info)
+        if isinstance(tree, exp.Drop):
+            return self._drop(tree, info)
+        if isinstance(tree, exp.Alter):
+            return self._alter(tree, info)
+        if isinstance(tree, exp.TruncateTable):
+            return self._truncate(tree, info)
+        if isinstance(tree, exp.Copy):
+            raise SqlError("0A000", "COPY must be sent through the COPY protocol")
+        word = sql.strip().split(None, 1)[0].upper() if sql.strip() else ""
+        raise SqlError("0A000", f"statement {word} is not supported")
+
+    # -- queries -----------------------------------------------------------------------------
+
+    def _translate(self, tree: exp.Expression, params: Sequence[Any], info: SessionInfo,
+                   resolver: StatementResolver | None = None) -> tuple[Any, StatementResolver]:
+        from engine.translate import translate_query
+
+        resolver = resolver or StatementResolver(self, info)
+        tq = translate_query(tree, resolver, list(params))
+        return tq, resolver
+
+    def _query(self, tree: exp.Expression, sql: str, params: list[Any], info: SessionInfo) -> RowStream:
+        self.engine.runtime.wait()
+
+        def work() -> RowStream:
+            tq, _ = self._translate(tree, params, info)
+            df = self.spark.sql(tq.spark_sql)
+            return self._rowstream(df, tq.output_names, tq.output_types, tq.spark_sql)
+
+        return self._run(work, sql)
+
+    def _rowstream(self, df: DataFrame, names: Sequence[str] | None, types: Sequence[ColumnType | None] | None,
+                   spark_sql: str | None, command: str = "SELECT") -> RowStream:
+        """Run ``df`` and wrap its result; large results stream partition by partition."""
+        arrow_schema = sparkmod.arrow_schema_of(df)
+        names = list(names) if names else [f.name for f in arrow_schema]
+        types = list(types) if types else [None] * len(names)
+        fields = [ResultField(n, t if t is not None else pg_type_for_arrow(f.type))
+                  for n, t, f in zip(names, types, arrow_schema)]
+        if sparkmod.prefers_collect(df):
+            table = sparkmod.collect_arrow(df)
+            batches: Iterator[pa.RecordBatch] = iter(table.to_batches())
+            return RowStream(fields, _convert_batches(batches, fields), command=command)
+        raw = sparkmod.stream_arrow(df)
+        session = self
+
+        def guarded() -> Iterator[pa.RecordBatch]:
+            it = iter(raw)
+            while True:
+                try:
+                    batch = session._run(lambda: next(it, None), spark_sql)
+                except StopIteration:
+                    return
+                if batch is None:
+                    return
+                yield batch
+
+        gen = _convert_batches(guarded(), fields)
+
+        def close() -> None:
+            try:
+                raw.close()
+            except Exception:  # noqa: BLE001 - already finished
+                pass
+
+        return RowStream(fields, gen, close=close, command=command)
+
+    def _explain(self, sql: str, params: list[Any], info: SessionInfo) -> RowStream:
+        """EXPLAIN [(options)] query: Spark's plan, one line per row in column ``QUERY PLAN``."""
+        tree = self._parse_one(sql)
+        self.engine.runtime.wait()
+
+        def work() -> RowStream:
+            tq, _ = self._translate(tree, params, info)
+            rows = sparkmod.collect_arrow(self.spark.sql(tq.spark_sql))
+            text = "\n".join(str(v) for v in rows.column(0).to_pylist()) if rows.num_columns else ""
+            lines = [line for line in text.rstrip("\n").split("\n")]
+            table = pa.table({"QUERY PLAN": pa.array(lines, pa.string())})
+            return RowStream.from_table([ResultField("QUERY PLAN", ColumnType(TEXT))], table, command="EXPLAIN")
+
+        return self._run(work, sql)
+
+    # -- SHOW --------------------------------------------------------------------------------
+
+    def _show(self, sql: str, toks: list[ddl.Tok], info: SessionInfo) -> RowStream:
+        words = [t.upper for t in toks]
+        full = len(words) > 1 and words[1] == "FULL"
+        i = 2 if full else 1
+        if i < len(words) and words[i] == "TABLES":
+            schema = self._current_schema(info)
+            rest = toks[i + 1:]
+            pattern = None
+            if len(rest) >= 2 and rest[0].upper in ("FROM", "IN"):
+                schema = ddl.ident_value(rest[1])
+                rest = rest[2:]
+            if len(rest) >= 2 and rest[0].upper == "LIKE" and rest[1].kind == "str":
+                pattern = ddl.string_value(rest[1])
+            if self.catalog.get_schema(schema) is None:
+                raise SqlError("3F000", f'schema "{schema}" does not exist')
+            tables = sorted(self.catalog.list_tables(schema), key=lambda t: t.name)
+            if pattern is not None:
+                rx = re.compile("^" + re.escape(pattern).replace("%", ".*").replace("_", ".") + "$", re.S)
+                tables = [t for t in tables if rx.match(t.name)]
+            names = pa.array([t.name for t in tables], pa.string())
+            if full:
+                kinds = pa.array(["VIEW" if t.kind == "view" else "BASE TABLE" for t in tables], pa.string())
+                return RowStream.from_table([ResultField("Tables", ColumnType(TEXT)), ResultField("Table_type", ColumnType(TEXT))],
+                                            pa.table({"Tables": names, "Table_type": kinds}), command="SHOW")
+            return RowStream.from_table([ResultField("Tables", ColumnType(TEXT))], pa.table({"Tables": names}), command="SHOW")
+        if i + 1 < len(words) and words[1] == "CREATE" and words[2] in ("TABLE", "VIEW"):
+            rest = toks[3:]
+            if not rest:
+                raise SqlError("42601", "syntax error at end of input")
+            parts = [ddl.ident_value(rest[0])]
+            j = 1
+            while j + 1 < len(rest) and rest[j].text == ".":
+                parts.append(ddl.ident_value(rest[j + 1]))
+                j += 2
+            t = self.catalog.resolve_table(parts[-1], parts[-2] if len(parts) > 1 else None, info.search_path)
+            if t.kind == "view":
+                text = f"CREATE VIEW {ddl.quote_ident(t.name)} AS {t.view_sql}"
+                return RowStream.from_table([ResultField("View", ColumnType(TEXT)), ResultField("Create View", ColumnType(TEXT))],
+                                            pa.table({"View": [t.name], "Create View": [text]}), command="SHOW")
+            text = ddl.render_create_table(t)
+            return RowStream.from_table([ResultField("Table", ColumnType(TEXT)), ResultField("Create Table", ColumnType(TEXT))],
+                                        pa.table({"Table": [t.name], "Create Table": [text]}), command="SHOW")
+        raise SqlError("0A000", f"{' '.join(w for w in words[:3])} is not supported")
+
+    def _current_schema(self, info: SessionInfo) -> str:
+        for s in info.search_path:
+            if self.catalog.get_schema(s) is not None:
+                return s
+        return "public"
+
+    def _table_name(self, node: exp.Table) -> tuple[str | None, str]:
+        catalog_part = node.args.get("catalog")
+        if catalog_part is not None and _ident(catalog_part) not in ("tidegate", self.catalog.database):
+            raise SqlError("0A000", f'cross-database references are not implemented: "{node.sql("postgres")}"')
+        db = node.args.get("db")
+        return (_ident(db) if db is not None else None), _ident(node.this)
+
+    def _resolve_target(self, node: exp.Table, info: SessionInfo, *, allow_view: bool = False) -> TableDef:
+        schema, name = self._table_name(node)
+        t = self.catalog.resolve_table(name, schema, info.search_path)
+        if t.kind == "view" and not allow_view:
+            raise SqlError("42809", f'"{t.name}" is not a table')
+        return t
+
+    # -- DDL ---------------------------------------------------------------------------------
+
+    def _create_table(self, sql: str, params: list[Any], info: SessionInfo) -> CommandResult:
+        ct = ddl.parse_create_table(sql)
+        schema = ct.schema or self._current_schema(info)
+        if ct.as_query_sql is not None:
+            return self._create_table_as(ct, schema, params, info)
+        if self.catalog.get_schema(schema) is None:
+            raise SqlError("3F000", f'schema "{schema}" does not exist')
+        if self.catalog.get_table(schema, ct.name) is not None:
+            if ct.if_not_exists:
+                return CommandResult("CREATE TABLE", notices=[f'relation "{ct.name}" already exists, skipping'])
+            raise SqlError("42P07", f'relation "{ct.name}" already exists')
+        for c in ct.columns:
+            if c.default is not None:
+                self._check_default(c)
+        table = TableDef(schema, ct.name, ct.columns, primary_key=ct.primary_key, time_index=ct.time_index,
+                         options=ct.options, comment=ct.comment,
+                         location=self.store.location_for(schema, ct.name))
+        self._create_storage_and_entry(table, ct.if_not_exists)
+        return CommandResult("CREATE TABLE")
+
+    def _create_storage_and_entry(self, table: TableDef, if_not_exists: bool) -> TableDef:
+        self.store.create(table)
+        try:
+            stored = self.catalog.create_table(table, if_not_exists=if_not_exists)
+        except BaseException:
+            self.store.drop(table.location)
+            raise
+        return stored or table
+
+    def _check_default(self, c: ColumnDef) -> None:
+        try:
+            value = self._eval_default_text(c.default, {})
+        except NotConstant:
+            return
+        python_value(value, c.type, c.name)
+
+    def _create_table_as(self, ct: ddl.CreateTable, schema: str, params: list[Any], info: SessionInfo) -> CommandResult:
+        if self.catalog.get_schema(schema) is None:
+            raise SqlError("3F000", f'schema "{schema}" does not exist')
+        if self.catalog.get_table(schema, ct.name) is not None:
+            if ct.if_not_exists:
+                return CommandResult("CREATE TABLE AS", notices=[f'relation "{ct.name}" already exists, skipping'])
+            raise SqlError("42P07", f'relation "{ct.name}" already exists')
+        tree = self._parse_one(ct.as_query_sql or "")
+        self.engine.runtime.wait()
+
+        def work() -> tuple[list[str], list[ColumnType], pa.Table]:
+            tq, _ = self._translate(tree, params, info)
+            df = self.spark.sql(tq.spark_sql)
+            table = sparkmod.collect_arrow(df)
+            names = list(tq.output_names) if tq.output_names else table.column_names
+            types = [t if t is not None else pg_type_for_arrow(f.type)
+                     for t, f in zip(tq.output_types or [None] * len(names), table.schema)]
+            return names, types, table
+
+        names, types, data = self._run(work, ct.as_query_sql)
+        seen: set[str] = set()
+        for n in names:
+            if n in seen:
+                raise SqlError("42701", f'column "{n}" specified more than once')
+            seen.add(n)
+        columns = [ColumnDef(n, _storable_type(t)) for n, t in zip(names, types)]
+        table = TableDef(schema, ct.name, columns, location=self.store.location_for(schema, ct.name),
+                         options=ct.options, comment=ct.comment)
+        arrays = [coerce_array(storage_to_result(data.column(i), t), c.type, c.name)
+                  for i, (c, t) in enumerate(zip(columns, types))]
+        rows = pa.Table.from_arrays(arrays, schema=storage_schema(columns))
+        stored = self._create_storage_and_entry(table, False)
+        try:
+            if rows.num_rows:
+                self.store.apply(WriteOp(stored, "append", rows))
+        except BaseException:
+            self.catalog.drop_table(schema, ct.name)
+            self.store.drop(stored.location)
+            raise
+        return CommandResult(f"SELECT {rows.num_rows}")
+
+    def _create(self, tree: exp.Create, sql: str, params: list[Any], info: SessionInfo) -> CommandResult:
+        kind = (tree.args.get("kind") or "").upper()
+        if kind == "SCHEMA":
+            node = tree.this
+            name = _ident(node.args.get("db") or node.this)
+            created = self.catalog.create_schema(name, if_not_exists=bool(tree.args.get("exists")), owner=info.user)
+            notices = [] if created else [f'schema "{name}" already exists, skipping']
+            return CommandResult("CREATE SCHEMA", notices=notices)
+        if kind == "VIEW":
+            return self._create_view(tree, sql, info)
+        raise SqlError("0A000", f"CREATE {kind or 'statement'} is not supported")
+
+    def _create_view(self, tree: exp.Create, sql: str, info: SessionInfo) -> CommandResult:
+        target = tree.this
+        columns_alias: list[str] = []
+        if isinstance(target, exp.Schema):
+            columns_alias = [_ident(e) for e in target.expressions]
+            target = target.this
+        schema, name = self._table_name(target)
+        schema = schema or self._current_schema(info)
+        query = tree.expression
+        if query is None:
+            raise SqlError("42601", "CREATE VIEW needs AS query")
+        query_sql = _original_query_text(sql) or query.sql("postgres")
+        if columns_alias:
+            query_sql = f"SELECT * FROM ({query_sql}) AS __tg_v({', '.join(ddl.quote_ident(c) for c in columns_alias)})"
+        # Validate the query (and learn its columns) through the translator.
+        view_cols: list[ColumnDef] = []
+        try:
+            self.engine.runtime.wait()
+
+            def work() -> list[ColumnDef]:
+                qtree = self._parse_one(query_sql)
+                tq, _ = self._translate(qtree, [], info)
+                df = self.spark.sql(tq.spark_sql)
+                arrow = sparkmod.arrow_schema_of(df)
+                names = list(tq.output_names) if tq.output_names else arrow.names
+                types = list(tq.output_types) if tq.output_types else [None] * len(names)
+                return [ColumnDef(n, t if t is not None else pg_type_for_arrow(f.type))
+                        for n, t, f in zip(names, types, arrow)]
+
+            view_cols = self._run(work, query_sql)
+        except SqlError:
+            raise
+        existing = self.catalog.get_table(schema, name)
+        view = TableDef(schema, name, view_cols, kind="view", view_sql=query_sql)
+        if existing is not None:
+            if not tree.args.get("replace"):
+                raise SqlError("42P07", f'relation "{name}" already exists')
+            if existing.kind != "view":
+                raise SqlError("42809", f'"{name}" is not a view')
+            self.catalog.replace_table(replace(view, oid=existing.oid, comment=existing.comment))
+        else:
+            self.catalog.create_table(view)
+        return CommandResult("CREATE VIEW")
+
+    def _dependent_views(self, t: TableDef) -> list[TableDef]:
+        out = []
+        pattern = re.compile(r'(?<![\w."])"?' + re.escape(t.name) + r'"?(?![\w"])', re.I)
+        for v in self.catalog.list_tables(kind="view"):
+            if v.view_sql and (v.schema, v.name) != (t.schema, t.name) and pattern.search(v.view_sql):
+                out.append(v)
+        return out
+
+    def _drop(self, tree: exp.Drop, info: SessionInfo) -> CommandResult:
+        kind = (tree.args.get("kind") or "").upper()
+        if_exists = bool(tree.args.get("exists"))
+        cascade = bool(tree.args.get("cascade"))
+        notices: list[str] = []
+        if kind == "SCHEMA":
+            for node in _drop_targets(tree):
+                name = _ident(node.args.get("db") or node.this)
+                dropped = self.catalog.drop_schema(name, if_exists=if_exists, cascade=cascade)
+                if not dropped and self.catalog.get_schema(name) is None and if_exists:
+                    notices.append(f'schema "{name}" does not exist, skipping')
+                for t in dropped:
+                    if t.kind == "table":
+                        self.store.drop(t.location)
+            return CommandResult("DROP SCHEMA", notices=notices)
+        if kind not in ("TABLE", "VIEW"):
+            raise SqlError("0A000", f"DROP {kind} is not supported")
+        targets: list[TableDef] = []
+        for node in _drop_targets(tree):
+            schema, name = self._table_name(node)
+            try:
+                t = self.catalog.resolve_table(name, schema, info.search_path)
+            except SqlError:
+                if if_exists:
+                    notices.append(f'{kind.lower()} "{name}" does not exist, skipping')
+                    continue
+                if kind == "VIEW":
+                    raise SqlError("42P01", f'view "{name}" does not exist') from None
+                raise
+            if (t.kind == "view") != (kind == "VIEW"):
+                raise SqlError("42809", f'"{t.name}" is not a {kind.lower()}',
+                               hint=f"Use DROP {'VIEW' if t.kind == 'view' else 'TABLE'} to remove a {'view' if t.kind == 'view' else 'table'}.")
+            targets.append(t)
+        dropping = {(t.schema, t.name) for t in targets}
+        for t in list(targets):
+            deps = [v for v in self._dependent_views(t) if (v.schema, v.name) not in dropping]
+            if deps and not cascade:
+                raise SqlError("2BP01", f"cannot drop {'view' if t.kind == 'view' else 'table'} {t.name} because other objects depend on it",
+                               detail="\n".join(f"view {v.name} depends on {'view' if t.kind == 'view' else 'table'} {t.name}" for v in deps),
+                               hint="Use DROP ... CASCADE to drop the dependent objects too.")
+            for v in deps:
+                notices.append(f"drop cascades to view {v.name}")
+                dropping.add((v.schema, v.name))
+                targets.append(v)
+        for t in targets:
+            if self.catalog.get_table(t.schema, t.name) is None:
+                continue
+            self.catalog.drop_table(t.schema, t.name)
+            if t.kind == "table":
+                self.store.drop(t.location)
+                self._views.pop(t.location or "", None)
+        return CommandResult(f"DROP {kind}", notices=notices)
+
+    def _alter(self, tree: exp.Alter, info: SessionInfo) -> CommandResult:
+        if (tree.args.get("kind") or "TABLE").upper() not in ("TABLE",):
+            raise SqlError("0A000", f"ALTER {tree.args.get('kind')} is not supported")
+        try:
+            t = self._resolve_target(tree.this, info)
+        except SqlError:
+            if tree.args.get("exists"):
+                return CommandResult("ALTER TABLE", notices=[f'relation "{tree.this.name}" does not exist, skipping'])
+            raise
+        for action in tree.args.get("actions") or []:
+            t = self._alter_action(t, action, info)
+        return CommandResult("ALTER TABLE")
+
+    def _alter_action(self, t: TableDef, action: exp.Expression, info: SessionInfo) -> TableDef:
+        if isinstance(action, exp.ColumnDef):
+            holder = ddl.CreateTable(t.schema, t.name, False)
+            col = ddl._column_def(action, holder)
+            if holder.primary_key:
+                raise SqlError("0A000", "ALTER TABLE ADD COLUMN ... PRIMARY KEY is not supported")
+            if t.column(col.name) is not None:
+                if action.args.get("exists"):
+                    return t
+                raise SqlError("42701", f'column "{col.name}" of relation "{t.name}" already exists')
+            if col.default is not None:
+                self._check_default(col)
+            fill = None
+            if col.default is not None:
+                fill = self._eval_default_text(col.default, {})
+            has_rows = self._row_count(t) > 0
+            if col.not_null and fill is None and has_rows:
+                raise SqlError("23502", f'column "{col.name}" of relation "{t.name}" contains null values')
+            new = replace(t, columns=t.columns + [col])
+            if fill is not None and has_rows:
+                self._rewrite(t, new, {col.name: fill})
+            else:
+                self.store.add_columns(t.location, [col])
+            return self.catalog.replace_table(new)
+        if isinstance(action, exp.Drop) and (action.args.get("kind") or "").upper() == "COLUMN":
+            new = t
+            for node in _drop_targets(action):
+                name = _ident(node.this if isinstance(node, exp.Column) else node)
+                if new.column(name) is None:
+                    if action.args.get("exists"):
+                        continue
+                    raise SqlError("42703", f'column "{name}" of relation "{t.name}" does not exist')
+                if name in t.primary_key or name == t.time_index:
+                    raise SqlError("0A000", f'cannot drop column "{name}": it is part of the primary key or the time index')
+                if len(new.columns) == 1:
+                    raise SqlError("0A000", "a table must keep at least one column")
+                new = replace(new, columns=[c for c in new.columns if c.name != name])
+            if new is not t:
+                self._rewrite(t, new, {})
+                return self.catalog.replace_table(new)
+            return t
+        if isinstance(action, exp.RenameColumn):
+            old = _ident(action.this.this if isinstance(action.this, exp.Column) else action.this)
+            to = _ident(action.args["to"].this if isinstance(action.args["to"], exp.Column) else action.args["to"])
+            if t.column(old) is None:
+                raise SqlError("42703", f'column "{old}" does not exist')
+            if t.column(to) is not None:
+                raise SqlError("42701", f'column "{to}" of relation "{t.name}" already exists')
+            cols = [replace(c, name=to) if c.name == old else c for c in t.columns]
+            new = replace(t, columns=cols, primary_key=[to if k == old else k for k in t.primary_key],
+                          time_index=to if t.time_index == old else t.time_index)
+            self._rewrite(t, new, {}, renames={to: old})
+            return self.catalog.replace_table(new)
+        if isinstance(action, exp.AlterRename):
+            new_name = _ident(action.this.this)
+            if self.catalog.get_table(t.schema, new_name) is not None:
+                raise SqlError("42P07", f'relation "{new_name}" already exists')
+            if t.kind == "view":
+                return self.catalog.rename_table(t.schema, t.name, new_name)
+            new_loc = self.store.location_for(t.schema, new_name)
+            self.store.move(t.location, new_loc)
+            try:
+                renamed = self.catalog.rename_table(t.schema, t.name, new_name)
+                renamed = self.catalog.replace_table(replace(renamed, location=new_loc))
+            except BaseException:
+                self.store.move(new_loc, t.location)
+                raise
+            self._views.pop(t.location or "", None)
+            return renamed
+        raise SqlError("0A000", f"ALTER TABLE action {action.sql('postgres')} is not supported")
+
+    def _row_count(self, t: TableDef) -> int:
+        return self.store.read_arrow(t.location, columns=[t.columns[0].name]).num_rows
+
+    def _rewrite(self, old: TableDef, new: TableDef, fills: dict[str, Any], renames: dict[str, str] | None = None) -> None:
+        """Rewrite the table's content for a new column list in one overwrite commit."""
+        renames = renames or {}
+        base = self.store.version(old.location)
+        data = self.store.read_arrow(old.location)
+        arrays = []
+        for c in new.columns:
+            src = renames.get(c.name, c.name)
+            if src in data.column_names and old.column(src) is not None:
+                arrays.append(data.column(src))
+            else:
+                value = python_value(fills.get(c.name), c.type, c.name)
+                arrays.append(pa.array([value] * data.num_rows, type=storage_type(c.type)))
+        table = pa.Table.from_arrays(arrays, schema=storage_schema(new.columns))
+        self.store.apply(WriteOp(replace(new, location=old.location), "overwrite", table, base_version=base, schema_change=True))
+
+    def _truncate(self, tree: exp.TruncateTable, info: SessionInfo) -> CommandResult:
+        tables = [self._resolve_target(node, info) for node in tree.expressions]
+        for t in tables:
+            base = self.store.version(t.location)
+            self._write(WriteOp(t, "overwrite", storage_schema(t.columns).empty_table(), base_version=base))
+        return CommandResult("TRUNCATE TABLE")
+
+    def _comment(self, sql: str, info: SessionInfo) -> CommandResult:
+        """COMMENT ON {TABLE|VIEW|COLUMN|SCHEMA} name IS 'text' | NULL (sqlglot cannot read IS NULL)."""
+        toks = ddl.scan(sql)
+        words = [t.upper for t in toks]
+        if len(toks) < 6 or words[1] != "ON":
+            raise SqlError("42601", "syntax error in COMMENT", position=1)
+        kind = words[2]
+        try:
+            is_at = words.index("IS", 3)
+        except ValueError:
+            raise SqlError("42601", "syntax error at end of input", position=len(sql)) from None
+        name_toks = toks[3:is_at]
+        parts = [ddl.ident_value(t) for t in name_toks if t.kind in ("word", "qid")]
+        if len(name_toks) != 2 * len(parts) - 1 or not parts:
+            raise SqlError("42601", f'syntax error at or near "{toks[3].text}"', position=toks[3].start + 1)
+        value_toks = [t for t in toks[is_at + 1:] if t.text != ";"]
+        if len(value_toks) == 1 and value_toks[0].upper == "NULL":
+            comment = None
+        elif len(value_toks) == 1 and value_toks[0].kind == "str":
+            comment = ddl.string_value(value_toks[0])
+        else:
+            raise SqlError("42601", "COMMENT needs a string literal or NULL", position=toks[is_at].start + 1)
+        if kind == "SCHEMA":
+            self.catalog.set_schema_comment(parts[-1], comment)
+        elif kind in ("TABLE", "VIEW"):
+            if len(parts) > 2:
+                raise SqlError("0A000", "cross-database references are not implemented")
+            t = self.catalog.resolve_table(parts[-1], parts[-2] if len(parts) == 2 else None, info.search_path)
+            if (t.kind == "view") != (kind == "VIEW"):
+                raise SqlError("42809", f'"{t.name}" is not a {kind.lower()}')
+            self.catalog.replace_table(replace(t, comment=comment))
+        elif kind == "COLUMN":
+            if len(parts) < 2:
+                raise SqlError("42601", "column name must be qualified")
+            col_name, table_name = parts[-1], parts[-2]
+            schema_name = parts[-3] if len(parts) >= 3 else None
+            t = self.catalog.resolve_table(table_name, schema_name, info.search_path)
+            if t.column(col_name) is None:
+                raise SqlError("42703", f'column "{col_name}" of relation "{t.name}" does not exist')
+            cols = [replace(c, comment=comment) if c.name == col_name else c for c in t.columns]
+            self.catalog.replace_table(replace(t, columns=cols))
+        else:
+            raise SqlError("0A000", f"COMMENT ON {kind} is not supported")
+        return CommandResult("COMMENT")
+
+    # -- defaults and constants ---------------------------------------------------------------
+
+    def _eval_default_text(self, text: str, ctx: dict[str, Any]) -> Any:
+        tree = _parse_default(text)
+        return const_eval(tree, [], ctx)
+
+    def _default_value(self, c: ColumnDef, ctx: dict[str, Any], info: SessionInfo) -> Any:
+        if c.default is None:
+            return None
+        try:
+            return self._eval_default_text(c.default, ctx)
+        except NotConstant:
+            pass
+        self.engine.runtime.wait()
+
+        def work() -> Any:
+            tree = self._parse_one(f"SELECT {c.default}")
+            tq, _ = self._translate(tree, [], info)
+            table = sparkmod.collect_arrow(self.spark.sql(tq.spark_sql))
+            return table.column(0)[0].as_py()
+
+        return self._run(work, c.default)
+
+    # -- INSERT ------------------------------------------------------------------------------
+
+    def _insert_fast(self, sql: str, params: list[Any], info: SessionInfo) -> CommandResult | None:
+        """INSERT INTO t [(cols)] VALUES (constants), ... without sqlglot or Spark."""
+        m = _FAST_INSERT_HEAD.match(sql)
+        if not m:
+            return None
+        rows = _scan_values(sql, m.end(), params)
+        if rows is None:
+            return None
+        parts = _split_qualified(m.group("table"))
+        if parts is None:
+            return None
+        schema, name = (parts[0], parts[1]) if len(parts) == 2 else (None, parts[0])
+        cols = None
+        if m.group("cols") is not None:
+            cols = []
+            for raw in m.group("cols").split(","):
+                raw = raw.strip()
+                if raw.startswith('"') and raw.endswith('"'):
+                    cols.append(raw[1:-1].replace('""', '"'))
+                elif re.fullmatch(r"[A-Za-z_][A-Za-z0-9_$]*", raw):
+                    cols.append(raw.lower())
+                else:
+                    return None
+        t = self.catalog.resolve_table(name, schema, info.search_path)
+        if t.kind == "view":
+            raise SqlError("42809", f'cannot insert into view "{t.name}"')
+        target_cols = self._target_columns(t, cols)
+        width = len(target_cols)
+        for r in rows:
+            if len(r) > width:
+                raise SqlError("42601", "INSERT has more expressions than target columns")
+            if len(r) < width and cols is not None:
+                raise SqlError("42601", "INSERT has more target columns than expressions")
+        ctx = {"now": datetime.now(timezone.utc)}
+        columns_values: dict[str, list[Any]] = {c.name: [] for c in target_cols}
+        for r in rows:
+            for k, c in enumerate(target_cols):
+                v = r[k] if k < len(r) else _DEFAULT
+                columns_values[c.name].append(v)
+        data = self._build_rows(t, columns_values, len(rows), ctx, info)
+        op = self._plan_insert(t, data, None)
+        self._write(op)
+        return CommandResult(f"INSERT 0 {data.num_rows}")
+
+    def _target_columns(self, t: TableDef, cols: list[str] | None) -> list[ColumnDef]:
+        if cols is None:
+            return list(t.columns)
+        out = []
+        seen = set()
+        for name in cols:
+            c = t.column(name)
+            if c is None:
+                raise SqlError("42703", f'column "{name}" of relation "{t.name}" does not exist')
+            if name in seen:
+                raise SqlError("42701", f'column "{name}" specified more than once')
+            seen.add(name)
+            out.append(c)
+        return out
+
+    def _build_rows(self, t: TableDef, values: dict[str, list[Any] | pa.Array], n: int, ctx: dict[str, Any],
+                    info: SessionInfo) -> pa.Table:
+        """Full storage-form rows of ``t`` from given column values, defaults for the rest."""
+        arrays = []
+        for c in t.columns:
+            given = values.get(c.name)
+            if given is None:
+                dv = python_value(self._default_value(c, ctx, info), c.type, c.name) if c.default is not None else None
+                arr = pa.array([dv] * n, type=storage_type(c.type)) if dv is not None else pa.nulls(n, storage_type(c.type))
+            elif isinstance(given, list):
+                if any(v is _DEFAULT for v in given):
+                    dv = self._default_value(c, ctx, info) if c.default is not None else None
+                    given = [dv if v is _DEFAULT else v for v in given]
+                arr = _fast_array(given, c)
+            else:
+                arr = coerce_array(given, c.type, c.name)
+            if c.not_null and arr.null_count:
+                raise self._not_null_error(t, c, arrays, arr)
+            arrays.append(arr)
+        return pa.Table.from_arrays(arrays, schema=storage_schema(t.columns))
+
+    def _not_null_error(self, t: TableDef, c: ColumnDef, done: list[pa.Array], arr: pa.Array) -> SqlError:
+        idx = pc.index(pc.is_null(arr), True).as_py()
+        return SqlError("23502", f'null value in column "{c.name}" of relation "{t.name}" violates not-null constraint',
+                        detail=f"Failing row contains ({', '.join('null' if a[idx].as_py() is None else str(a[idx].as_py()) for a in done + [arr])}"
+                               f"{', null' * (len(t.columns) - len(done) - 1)}).")
+
+    def _check_not_null(self, t: TableDef, data: pa.Table) -> None:
+        for i, c in enumerate(t.columns):
+            if c.not_null and data.column(i).null_count:
+                col = data.column(i).combine_chunks()
+                raise self._not_null_error(t, c, [data.column(j).combine_chunks() for j in range(i)], col)
+
+    def _keys(self, t: TableDef) -> list[str]:
+        if t.time_index:
+            return list(dict.fromkeys(t.primary_key + [t.time_index]))
+        return list(t.primary_key)
+
+    def _append_mode(self, t: TableDef) -> bool:
+        return t.options.get("append_mode", "false").lower() == "true"
+
+    def _plan_insert(self, t: TableDef, data: pa.Table, on_conflict: exp.OnConflict | None,
+                     ) -> WriteOp:
+        """The write for inserting ``data`` under ``t``'s key semantics and ON CONFLICT."""
+        keys = self._keys(t)
+        if not keys or (t.time_index and self._append_mode(t)):
+            if on_conflict is not None and not keys:
+                raise SqlError("42P10", "there is no unique or exclusion constraint matching the ON CONFLICT specification")
+            return WriteOp(t, "append", data)
+        if t.time_index and on_conflict is None:
+            return WriteOp(t, "upsert", dedupe_last(data, keys), keys=keys)
+        # Unique keys (PostgreSQL semantics).
+        if on_conflict is None:
+            dups = duplicate_keys(data, keys)
+            if dups.num_rows:
+                raise self._unique_error(t, dups.slice(0, 1).to_pylist()[0])
+            existing = self.store.existing_keys(t.location, keys, data)
+            if existing.num_rows:
+                raise self._unique_error(t, existing.slice(0, 1).to_pylist()[0])
+            return WriteOp(t, "append", data)
+        conflict_cols = [_ident(e.this.this if isinstance(e, exp.Ordered) else e.this if isinstance(e, exp.Column) else e)
+                         for e in (on_conflict.args.get("conflict_keys") or [])]
+        if conflict_cols and sorted(conflict_cols) != sorted(keys):
+            raise SqlError("42P10", "there is no unique or exclusion constraint matching the ON CONFLICT specification")
+        if on_conflict.args.get("constraint") is not None:
+            cname = _ident(on_conflict.args["constraint"])
+            if cname != f"{t.name}_pkey":
+                raise SqlError("42704", f'constraint "{cname}" for table "{t.name}" does not exist')
+        action = on_conflict.args.get("action")
+        do_nothing = bool(on_conflict.args.get("nothing")) or (action is not None and "NOTHING" in action.name.upper())
+        if do_nothing:
+            # Keep the first of in-batch duplicates, then drop rows whose key exists.
+            positions = pa.array(range(data.num_rows), pa.int64())
+            firsts = data.select(keys).append_column("__tg_i", positions).group_by(keys, use_threads=False).aggregate(
+                [("__tg_i", "min")]).column("__tg_i_min").combine_chunks()
+            data = data.take(firsts.sort())
+            existing = self.store.existing_keys(t.location, keys, data)
+            if existing.num_rows:
+                hits = existing.append_column("__tg_hit", pa.array([True] * existing.num_rows))
+                joined = data.select(keys).append_column("__tg_i", pa.array(range(data.num_rows), pa.int64())).join(
+                    hits, keys=keys, join_type="left outer")
+                keep = pc.filter(joined.column("__tg_i"), pc.is_null(joined.column("__tg_hit"))).combine_chunks()
+                data = data.take(keep.sort())
+            return WriteOp(t, "append", data)
+        dups = duplicate_keys(data, keys)
+        if dups.num_rows:
+            raise SqlError("21000", "ON CONFLICT DO UPDATE command cannot affect row a second time",
+                           hint="Ensure that no rows proposed for insertion within the same command have duplicate constrained values.")
+        updates = {}
+        for assignment in on_conflict.expressions or []:
+            target = _ident(assignment.this.this if isinstance(assignment.this, exp.Column) else assignment.this)
+            if t.column(target) is None:
+                raise SqlError("42703", f'column "{target}" of relation "{t.name}" does not exist')
+            updates[target] = _datafusion_expr(assignment.expression, t)
+        if on_conflict.args.get("where") is not None:
+            raise SqlError("0A000", "ON CONFLICT DO UPDATE ... WHERE is not supported")
+        return WriteOp(t, "merge", data, keys=keys, updates=updates)
+
+    def _unique_error(self, t: TableDef, row: dict[str, Any]) -> SqlError:
+        return SqlError("23505", f'duplicate key value violates unique constraint "{t.name}_pkey"',
+                        detail=f"{key_text(row)} already exists.")
+
+    def _insert(self, tree: exp.Insert, params: list[Any], info: SessionInfo) -> CommandResult:
+        target = tree.this
+        cols: list[str] | None = None
+        if isinstance(target, exp.Schema):
+            cols = [_ident(e) for e in target.expressions]
+            target = target.this
+        t = self._resolve_target(target, info)
+        target_cols = self._target_columns(t, cols)
+        source = tree.expression
+        ctx = {"now": datetime.now(timezone.utc)}
+        data: pa.Table | None = None
+        if isinstance(source, exp.Values):
+            rows = []
+            try:
+                for tup in source.expressions:
+                    items = tup.expressions if isinstance(tup, exp.Tuple) else [tup]
+                    rows.append([_DEFAULT if _is_default(e) else const_eval(e, params, ctx) for e in items])
+                values: dict[str, Any] = {c.name: [] for c in target_cols}
+                for r in rows:
+                    if len(r) > len(target_cols):
+                        raise SqlError("42601", "INSERT has more expressions than target columns")
+                    if len(r) < len(target_cols) and cols is not None:
+                        raise SqlError("42601", "INSERT has more target columns than expressions")
+                    for k, c in enumerate(target_cols):
+                        values[c.name].append(r[k] if k < len(r) else _DEFAULT)
+                data = self._build_rows(t, values, len(rows), ctx, info)
+            except NotConstant:
+                data = None
+        if data is None:
+            if source is None:
+                data = self._build_rows(t, {}, 1, ctx, info)
+            else:
+                data = self._insert_source_via_spark(t, target_cols, source, params, info, ctx)
+        op = self._plan_insert(t, data, tree.args.get("conflict"))
+        rows_written = op.data.num_rows if isinstance(op.data, pa.Table) else 0
+        self._write(op)
+        returning = tree.args.get("returning")
+        result_rows = None
+        if returning is not None:
+            affected = op.data
+            if op.kind == "merge" and self._pending is None and isinstance(op.data, pa.Table) and op.data.num_rows:
+                affected = self.store.rows_with_keys(t.location, op.keys, op.data)
+            result_rows = self._returning(t, affected, returning, params, info)
+        return CommandResult(f"INSERT 0 {rows_written}", rows=result_rows)
+
+    def _insert_source_via_spark(self, t: TableDef, target_cols: list[ColumnDef], source: exp.Expression,
+                                 params: list[Any], info: SessionInfo, ctx: dict[str, Any]) -> pa.Table:
+        if isinstance(source, exp.Values) and any(_is_default(e) for tup in source.expressions for e in tup.expressions):
+            raise SqlError("0A000", "DEFAULT mixed with non-constant expressions in VALUES is not supported")
+        self.engine.runtime.wait()
+
+        def work() -> tuple[pa.Table, list[ColumnType | None]]:
+            tq, _ = self._translate(source, params, info)
+            table = sparkmod.collect_arrow(self.spark.sql(tq.spark_sql))
+            return table, list(tq.output_types or [None] * table.num_columns)
+
+        result, types = self._run(work)
+        if result.num_columns > len(target_cols):
+            raise SqlError("42601", "INSERT has more expressions than target columns")
+        values: dict[str, Any] = {}
+        for i, c in enumerate(target_cols[:result.num_columns]):
+            src_type = types[i] if i < len(types) else None
+            _check_assignable(c, src_type)
+            col = result.column(i)
+            if src_type is not None:
+                col = storage_to_result(col, src_type)
+            values[c.name] = col
+        return self._build_rows(t, values, result.num_rows, ctx, info)
+
+    def _returning(self, t: TableDef, data: pa.Table | None, returning: exp.Returning, params: list[Any],
+                   info: SessionInfo) -> RowStream:
+        """Evaluate RETURNING over the affected rows (storage form ``data``)."""
+        data = data if isinstance(data, pa.Table) else storage_schema(t.columns).empty_table()
+        exprs = returning.expressions
+        simple: list[tuple[str, int]] = []
+        for e in exprs:
+            if isinstance(e, exp.Star):
+                simple.extend((c.name, i) for i, c in enumerate(t.columns))
+                continue
+            node = e.this if isinstance(e, exp.Alias) else e
+            if isinstance(node, exp.Column) and not isinstance(node.this, exp.Star):
+                name = _ident(node.this)
+                idx = next((i for i, c in enumerate(t.columns) if c.name == name), None)
+                if idx is None:
+                    raise SqlError("42703", f'column "{name}" does not exist')
+                simple.append((e.alias_or_name if isinstance(e, exp.Alias) else name, idx))
+                continue
+            if isinstance(node, exp.Column) and isinstance(node.this, exp.Star):
+                simple.extend((c.name, i) for i, c in enumerate(t.columns))
+                continue
+            simple = []
+            break
+        else:
+            fields = [ResultField(n, t.columns[i].type) for n, i in simple]
+            arrays = [storage_to_result(data.column(i), t.columns[i].type) for _, i in simple]
+            table = pa.Table.from_arrays(arrays, names=[f"c{k}" for k in range(len(arrays))]) if arrays else pa.table({})
+            return RowStream(fields, _convert_batches(iter(table.to_batches()), fields))
+        # General expressions: evaluate on Spark over the affected rows registered as the table.
+        from engine.translate import ResolvedRelation
+
+        self.engine.runtime.wait()
+
+        def work() -> RowStream:
+            view = f"tg_returning_{self.id}_{next(self._view_seq)}"
+            schema = sparkmod.spark_schema_ddl([(c.name, c.type) for c in t.columns])
+            from pyspark.sql.types import _parse_datatype_string
+
+            sdf = (self.spark.createDataFrame(data, schema=_parse_datatype_string(schema)) if data.num_rows
+                   else self._empty_frame(t))
+            sdf.createOrReplaceTempView(view)
+            rel = ResolvedRelation(t.schema, t.name, view, [(c.name, c.type) for c in t.columns], None)
+            resolver = StatementResolver(self, info, overrides={t.name: rel, f"{t.schema}.{t.name}": rel})
+            select = exp.Select(expressions=[e.copy() for e in exprs]).from_(exp.Table(this=exp.to_identifier(t.name)))
+            tq, _ = self._translate(select, params, info, resolver)
+            df = self.spark.sql(tq.spark_sql)
+            stream = self._rowstream(df, tq.output_names, tq.output_types, tq.spark_sql)
+            table = pa.Table.from_batches(list(stream.batches)) if True else None
+            self.spark.catalog.dropTempView(view)
+            return RowStream.from_table(stream.fields, table)
+
+        return self._run(work)
+
+    # -- UPDATE / DELETE ---------------------------------------------------------------------
+
+    def _check_no_pending(self, t: TableDef, verb: str) -> None:
+        if self._pending and any(op.table.location == t.location for op in self._pending):
+            raise SqlError("0A000", f"{verb} of a table already written in the same transaction block is not supported")
+
+    def _scan_with_flag(self, t: TableDef, alias: str, where: exp.Expression | None, extra: list[exp.Expression],
+                        params: list[Any], info: SessionInfo, matched_only: bool) -> tuple[pa.Table, int]:
+        """Rows of ``t`` (storage form) + ``__tg_m`` (the WHERE holds) + ``extra`` values, from one
+        snapshot; with ``matched_only`` just the rows the WHERE selects. Returns (rows, version)."""
+        flag = exp.func("COALESCE", exp.paren(where.copy()), exp.false()) if where is not None else exp.true()
+        inner = exp.Select(expressions=[exp.Star(), exp.alias_(flag, "__tg_m")]).from_(
+            exp.Table(this=exp.to_identifier(t.name), db=exp.to_identifier(t.schema),
+                      alias=exp.TableAlias(this=exp.to_identifier(alias))))
+        outer_exprs: list[exp.Expression] = [exp.column(c.name, quoted=True) for c in t.columns]
+        outer_exprs.append(exp.column("__tg_m"))
+        for k, e in enumerate(extra):
+            value = e.copy() if matched_only else exp.Case(ifs=[exp.If(this=exp.column("__tg_m"), true=e.copy())])
+            outer_exprs.append(exp.alias_(value, f"__tg_new_{k}"))
+        outer = exp.Select(expressions=outer_exprs).from_(
+            exp.Subquery(this=inner, alias=exp.TableAlias(this=exp.to_identifier(alias))))
+        if matched_only:
+            outer = outer.where(exp.column("__tg_m"))
+        self.engine.runtime.wait()
+
+        def work() -> tuple[pa.Table, int]:
+            tq, resolver = self._translate(outer, params, info)
+            table = sparkmod.collect_arrow(self.spark.sql(tq.spark_sql))
+            snap = resolver.snapshots.get(t.location)
+            version = snap.version if snap else self.store.version(t.location)
+            n = len(t.columns)
+            cols = [table.column(i) for i in range(table.num_columns)]
+            for i, c in enumerate(t.columns):
+                if cols[i].type != storage_type(c.type):
+                    cols[i] = coerce_array(cols[i], c.type, c.name)
+            if tq.output_types:
+                for i in range(n + 1, table.num_columns):
+                    ty = tq.output_types[i] if i < len(tq.output_types) else None
+                    if ty is not None:
+                        cols[i] = storage_to_result(cols[i], ty)
+            return pa.Table.from_arrays(cols, names=table.column_names), version
+
+        return self._run(work)
+
+    def _match_columns(self, t: TableDef) -> list[str] | None:
+        """Columns identifying a row for a merge: the key, else every column (None: not hashable)."""
+        keys = self._keys(t)
+        if keys:
+            return keys
+        if any(c.type.is_array for c in t.columns):
+            return None
+        return [c.name for c in t.columns]
+
+    def _update(self, tree: exp.Update, params: list[Any], info: SessionInfo) -> CommandResult:
+        """UPDATE: Spark evaluates WHERE and SET over one snapshot; the changed rows are merged back
+        (delta-rs merge matched on the key, or on all old values for key-less tables), so only the
+        files holding them are rewritten and the change feed records update pre/post images."""
+        if tree.args.get("from_") or tree.args.get("from"):
+            raise SqlError("0A000", "UPDATE ... FROM is not supported")
+        target = tree.this
+        t = self._resolve_target(target, info)
+        self._check_no_pending(t, "UPDATE")
+        alias = target.alias or t.name
+        sets: list[tuple[ColumnDef, exp.Expression]] = []
+        for eq in tree.expressions:
+            col_node = eq.this
+            name = _ident(col_node.this if isinstance(col_node, exp.Column) else col_node)
+            c = t.column(name)
+            if c is None:
+                raise SqlError("42703", f'column "{name}" of relation "{t.name}" does not exist')
+            if any(c is prev for prev, _ in sets):
+                raise SqlError("42601", f'multiple assignments to same column "{name}"')
+            sets.append((c, eq.expression))
+        where = tree.args.get("where")
+        match_cols = self._match_columns(t)
+        matched_only = match_cols is not None
+        table, version = self._scan_with_flag(t, alias, where.this if where is not None else None,
+                                              [exp.null() if _is_default(e) else e for _, e in sets],
+                                              params, info, matched_only)
+        n = len(t.columns)
+        mask = (pc.fill_null(table.column(n).combine_chunks(), False) if table.num_rows
+                else pa.array([], pa.bool_()))
+        old = table.select(list(range(n))).combine_chunks()
+        if not matched_only:
+            old_matched = old.filter(mask)
+        else:
+            old_matched = old
+        count = old_matched.num_rows
+        ctx = {"now": datetime.now(timezone.utc)}
+        new_cols = [old_matched.column(i) for i in range(n)]
+        for k, (c, e) in enumerate(sets):
+            idx = t.columns.index(c)
+            if _is_default(e):
+                dv = python_value(self._default_value(c, ctx, info), c.type, c.name)
+                new_cols[idx] = pa.array([dv] * count, type=storage_type(c.type))
+            else:
+                raw = table.column(n + 1 + k)
+                raw = raw.filter(mask) if not matched_only else raw
+                new_cols[idx] = coerce_array(raw, c.type, c.name)
+        new = pa.Table.from_arrays(new_cols, schema=storage_schema(t.columns))
+        if count:
+            self._check_not_null(t, new)
+            keys = self._keys(t)
+            if keys and any(c.name in keys for c, _ in sets):
+                dups = duplicate_keys(new, keys)
+                if dups.num_rows:
+                    raise self._unique_error(t, dups.slice(0, 1).to_pylist()[0])
+                clash = self.store.existing_keys(t.location, keys, new)
+                if clash.num_rows:
+                    moved = old_matched.select(keys).append_column("__tg_moved", pa.array([True] * count))
+                    clash = clash.join(moved, keys=keys, join_type="left outer")
+                    clash = clash.filter(pc.is_null(clash.column("__tg_moved")))
+                    if clash.num_rows:
+                        raise self._unique_error(t, clash.select(keys).slice(0, 1).to_pylist()[0])
+            if match_cols is None:
+                full = [pc.if_else(mask, _scatter(new.column(i).combine_chunks(), mask, storage_type(c.type)),
+                                   old.column(i)) for i, c in enumerate(t.columns)]
+                data = pa.Table.from_arrays(full, schema=storage_schema(t.columns))
+                self._write(WriteOp(t, "overwrite", data, base_version=version))
+            else:
+                source = new
+                for m in match_cols:
+                    source = source.append_column(f"__tg_old_{m}", old_matched.column(m))
+                if not self._keys(t):
+                    source = dedupe_last(source, [f"__tg_old_{m}" for m in match_cols])
+                self._write(WriteOp(t, "update", source, keys=match_cols, null_safe=not self._keys(t)))
+        result_rows = None
+        if tree.args.get("returning") is not None:
+            result_rows = self._returning(t, new, tree.args["returning"], params, info)
+        return CommandResult(f"UPDATE {count}", rows=result_rows)
+
+    def _delete(self, tree: exp.Delete, params: list[Any], info: SessionInfo) -> CommandResult:
+        """DELETE: Spark finds the rows over one snapshot; they are removed by a delta-rs merge
+        matched on the key (or on all values for key-less tables): only their files change."""
+        if tree.args.get("using"):
+            raise SqlError("0A000", "DELETE ... USING is not supported")
+        target = tree.this
+        t = self._resolve_target(target, info)
+        self._check_no_pending(t, "DELETE")
+        alias = target.alias or t.name
+        where = tree.args.get("where")
+        returning = tree.args.get("returning")
+        if where is None and returning is None:
+            base = self.store.version(t.location)
+            count = self._row_count(t)
+            if count:
+                self._write(WriteOp(t, "overwrite", storage_schema(t.columns).empty_table(), base_version=base))
+            return CommandResult(f"DELETE {count}")
+        match_cols = self._match_columns(t)
+        matched_only = match_cols is not None
+        table, version = self._scan_with_flag(t, alias, where.this if where is not None else None, [], params, info,
+                                              matched_only)
+        n = len(t.columns)
+        rows_all = table.select(list(range(n))).combine_chunks()
+        mask = (pc.fill_null(table.column(n).combine_chunks(), False) if table.num_rows
+                else pa.array([], pa.bool_()))
+        deleted = rows_all if matched_only else rows_all.filter(mask)
+        count = deleted.num_rows
+        if count:
+            if match_cols is None:
+                self._write(WriteOp(t, "overwrite", rows_all.filter(pc.invert(mask)), base_version=version))
+            else:
+                source = deleted.select(match_cols)
+                source = dedupe_last(source, match_cols)
+                self._write(WriteOp(t, "delete", source, keys=match_cols, null_safe=not self._keys(t)))
+        result_rows = None
+        if returning is not None:
+            result_rows = self._returning(t, deleted, returning, params, info)
+        return CommandResult(f"DELETE {count}", rows=result_rows)
+
+    # -- COPY --------------------------------------------------------------------------------
+
+    def copy_target(self, sql: str, info: SessionInfo | None = None) -> CopyTarget:
+        info = info or SessionInfo()
+        m = re.match(r"\s*copy\s+(?P<table>(?:\"(?:[^\"]|\"\")*\"|[A-Za-z_][\w$]*)(?:\s*\.\s*(?:\"(?:[^\"]|\"\")*\"|[A-Za-z_][\w$]*))?)"
+                     r"\s*(?:\((?P<cols>[^)]*)\))?\s*from\s+stdin\b", sql, re.I | re.S)
+        if not m:
+            raise SqlError("0A000", "only COPY table [(columns)] FROM STDIN is supported here")
+        parts = _split_qualified(m.group("table"))
+        if parts is None:
+            raise SqlError("42601", "syntax error in COPY table name")
+        schema, name = (parts[0], parts[1]) if len(parts) == 2 else (None, parts[0])
+        t = self.catalog.resolve_table(name, schema, info.search_path)
+        if t.kind == "view":
+            raise SqlError("42809", f'cannot copy to view "{t.name}"')
+        cols = None
+        if m.group("cols") is not None:
+            cols = [ddl.ident_value(tok) for tok in ddl.scan(m.group("cols")) if tok.kind in ("word", "qid")]
+        target_cols = self._target_columns(t, cols)
+        return CopyTarget(t.schema, t.name, [ResultField(c.name, c.type, t.oid, t.columns.index(c) + 1) for c in target_cols])
+
+    def copy_from(self, target: CopyTarget, batches: Iterator[pa.RecordBatch], info: SessionInfo | None = None) -> int:
+        """Write the client's rows in ONE commit; if ``batches`` raises, nothing is committed."""
+        info = info or SessionInfo()
+        t = self.catalog.get_table(target.schema, target.table)
+        if t is None:
+            raise SqlError("42P01", f'relation "{target.table}" does not exist')
+        ctx = {"now": datetime.now(timezone.utc)}
+        given = [f.name for f in target.fields]
+        for name in given:
+            if t.column(name) is None:
+                raise SqlError("42703", f'column "{name}" of relation "{t.name}" does not exist')
+        # Constant defaults for the columns the client does not send, computed once.
+        fills: dict[str, Any] = {}
+        for c in t.columns:
+            if c.name not in given:
+                fills[c.name] = python_value(self._default_value(c, ctx, info), c.type, c.name) if c.default is not None else None
+        schema = storage_schema(t.columns)
+        counter = [0]
+
+        def convert() -> Iterator[pa.RecordBatch]:
+            for batch in batches:
+                n = batch.num_rows
+                if n == 0:
+                    continue
+                arrays = []
+                for c in t.columns:
+                    if c.name in given:
+                        arr = coerce_array(batch.column(given.index(c.name)), c.type, c.name)
+                    else:
+                        v = fills[c.name]
+                        arr = pa.nulls(n, storage_type(c.type)) if v is None else pa.array([v] * n, type=storage_type(c.type))
+                    if c.not_null and arr.null_count:
+                        raise self._not_null_error(t, c, arrays, arr)
+                    arrays.append(arr)
+                counter[0] += n
+                yield pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+        keys = self._keys(t)
+        needs_whole = bool(keys) and not (t.time_index and self._append_mode(t))
+        if needs_whole or self._pending is not None:
+            data = pa.Table.from_batches(list(convert()), schema=schema)
+            if data.num_rows == 0:
+                return 0
+            op = self._plan_insert(t, data, None)
+            self._write(op)
+            return data.num_rows
+        failure: list[BaseException] = []
+
+        def guarded() -> Iterator[pa.RecordBatch]:
+            try:
+                yield from convert()
+            except BaseException as exc:
+                failure.append(exc)
+                raise
+
+        reader = pa.RecordBatchReader.from_batches(schema, guarded())
+        try:
+            self.store.apply(WriteOp(t, "append", reader))
+        except Exception:
+            if failure:  # the client's data or our validation failed: report that, not the writer's wrapper
+                raise failure[0] from None
+            raise
+        return counter[0]
+
+    # -- describe ----------------------------------------------------------------------------
+
+    def describe(self, sql: str, param_types: Sequence[ColumnType | None], info: SessionInfo | None = None,
+                 ) -> tuple[list[ColumnType], list[ResultField] | None]:
+        info = info or SessionInfo()
+        toks = ddl.scan(sql[:400])
+        first = toks[0].upper if toks else ""
+        if first == "SHOW":
+            stream = self._show(sql, toks, info)
+            return list(_fill_params(param_types, {})), stream.fields
+        if first in ("CREATE", "DROP", "ALTER", "TRUNCATE", "COMMENT", "EXPLAIN", "COPY"):
+            if first == "EXPLAIN":
+                return list(_fill_params(param_types, {})), [ResultField("QUERY PLAN", ColumnType(TEXT))]
+            return list(_fill_params(param_types, {})), None
+        tree = self._parse_one(sql)
+        inferred = self._infer_params(tree, info)
+        types = _fill_params(param_types, inferred, _max_param(tree))
+        if isinstance(tree, (exp.Insert, exp.Update, exp.Delete)):
+            returning = tree.args.get("returning")
+            if returning is None:
+                return types, None
+            target = tree.this.this if isinstance(tree.this, exp.Schema) else tree.this
+            t = self._resolve_target(target, info)
+            fields = []
+            for e in returning.expressions:
+                node = e.this if isinstance(e, exp.Alias) else e
+                if isinstance(node, exp.Star) or (isinstance(node, exp.Column) and isinstance(node.this, exp.Star)):
+                    fields.extend(ResultField(c.name, c.type) for c in t.columns)
+                elif isinstance(node, exp.Column) and t.column(_ident(node.this)) is not None:
+                    fields.append(ResultField(e.alias_or_name, t.column(_ident(node.this)).type))
+                else:
+                    fields.append(ResultField(e.alias_or_name or "?column?", ColumnType(TEXT)))
+            return types, fields
+        if isinstance(tree, (exp.Query, exp.Values)):
+            self.engine.runtime.wait()
+
+            def work() -> list[ResultField]:
+                tq, _ = self._translate(tree, [None] * len(types), info)
+                df = self.spark.sql(tq.spark_sql)
+                arrow = sparkmod.arrow_schema_of(df)
+                names = list(tq.output_names) if tq.output_names else arrow.names
+                otypes = list(tq.output_types) if tq.output_types else [None] * len(names)
+                return [ResultField(n, ty if ty is not None else pg_type_for_arrow(f.type))
+                        for n, ty, f in zip(names, otypes, arrow)]
+
+            return types, self._run(work, sql)
+        return types, None
+
+    def _infer_params(self, tree: exp.Expression, info: SessionInfo) -> dict[int, ColumnType]:
+        """$n compared with / assigned to / inserted into a typed column -> that column's type."""
+        out: dict[int, ColumnType] = {}
+        columns: dict[str, ColumnType] = {}
+        for tbl in tree.find_all(exp.Table):
+            try:
+                schema, name = self._table_name(tbl)
+                t = self.catalog.resolve_table(name, schema, info.search_path)
+            except SqlError:
+                continue
+            for c in t.columns:
+                columns.setdefault(c.name, c.type)
+        if isinstance(tree, exp.Insert) and isinstance(tree.expression, exp.Values):
+            target = tree.this
+            cols = [_ident(e) for e in target.expressions] if isinstance(target, exp.Schema) else None
+            tnode = target.this if isinstance(target, exp.Schema) else target
+            try:
+                schema, name = self._table_name(tnode)
+                t = self.catalog.resolve_table(name, schema, info.search_path)
+                tcols = self._target_columns(t, cols)
+            except SqlError:
+                tcols = []
+            for tup in tree.expression.expressions:
+                for k, e in enumerate(tup.expressions if isinstance(tup, exp.Tuple) else [tup]):
+                    n = _param_index(e)
+                    if n is not None and k < len(tcols):
+                        out.setdefault(n, tcols[k].type)
+        if isinstance(tree, exp.Update):
+            for eq in tree.expressions:
+                n = _param_index(eq.expression)
+                name = _ident(eq.this.this if isinstance(eq.this, exp.Column) else eq.this)
+                if n is not None and name in columns:
+                    out.setdefault(n, columns[name])
+        for node in tree.find_all(exp.Binary):
+            if isinstance(node, (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.Add, exp.Sub, exp.Like, exp.ILike)):
+                left, right = node.this, node.expression
+                for a, b in ((left, right), (right, left)):
+                    n = _param_index(b)
+                    if n is not None and isinstance(a, exp.Column) and _ident(a.this) in columns:
+                        out.setdefault(n, columns[_ident(a.this)])
+        for node in tree.find_all(exp.In):
+            if isinstance(node.this, exp.Column) and _ident(node.this.this) in columns:
+                for e in node.expressions:
+                    n = _param_index(e)
+                    if n is not None:
+                        out.setdefault(n, columns[_ident(node.this.this)])
+        for node in tree.find_all(exp.Cast):
+            n = _param_index(node.this)
+            if n is not None:
+                try:
+                    out.setdefault(n, ddl.type_from_sqlglot(node.to))
+                except SqlError:
+                    pass
+        return out
+
+
+# -- helpers ------------------------------------------------------------------------------------
+
+def _ident(node: Any) -> str:
+    if node is None:
+        return ""
+    if isinstance(node, str):
+        return node
+    if isinstance(node, exp.Identifier):
+        return node.this if node.quoted else node.this.lower()
+    if isinstance(node, (exp.Column, exp.Table)):
+        return _ident(node.this)
+    if isinstance(node, exp.Expression) and isinstance(node.this, (exp.Identifier, str)):
+        return _ident(node.this)
+    return node.name.lower()
+
+
+def _drop_targets(tree: exp.Drop) -> list[exp.Expression]:
+    return list(tree.args.get("tables") or []) or list(tree.expressions)
+
+
+def _split_qualified(text: str) -> list[str] | None:
+    toks = ddl.scan(text)
+    parts = []
+    expect_name = True
+    for tok in toks:
+        if expect_name and tok.kind in ("word", "qid"):
+            parts.append(ddl.ident_value(tok))
+            expect_name = False
+        elif not expect_name and tok.text == ".":
+            expect_name = True
+        else:
+            return None
+    if expect_name or not 1 <= len(parts) <= 2:
+        return None
+    return parts
+
+
+def _is_default(e: exp.Expression) -> bool:
+    return (isinstance(e, exp.Var) and e.name.upper() == "DEFAULT") or (
+        isinstance(e, exp.Column) and not e.table and isinstance(e.this, exp.Identifier)
+        and not e.this.quoted and e.this.this.upper() == "DEFAULT")
+
+
+def _param_index(e: exp.Expression) -> int | None:
+    if isinstance(e, exp.Parameter):
+        inner = e.this
+        try:
+            return int(inner.name if isinstance(inner, exp.Expression) else inner)
+        except (TypeError, ValueError):
+            return None
+    if isinstance(e, exp.Placeholder):
+        try:
+            return int(e.name)
+        except (TypeError, ValueError):
+            return None
+    if isinstance(e, exp.Cast):
+        return None
+    return None
+
+
+def _max_param(tree: exp.Expression) -> int:
+    n = 0
+    for node in tree.find_all(exp.Parameter, exp.Placeholder):
+        k = _param_index(node)
+        if k:
+            n = max(n, k)
+    return n
+
+
+def _fill_params(given: Sequence[ColumnType | None], inferred: dict[int, ColumnType], count: int = 0) -> list[ColumnType]:
+    size = max(len(given), count)
+    out = []
+    for i in range(size):
+        t = given[i] if i < len(given) else None
+        out.append(t if t is not None else inferred.get(i + 1, ColumnType(TEXT)))
+    return out
+
+
+def _storable_type(t: ColumnType) -> ColumnType:
+    """A result column type a CREATE TABLE AS column can have."""
+    base = t.element if t.is_array else t
+    if base.pg.name in ("unknown", "record", "void", "name", "char"):
+        return ColumnType(TEXT).array_of() if t.is_array else ColumnType(TEXT)
+    return t
+
+
+def _check_assignable(c: ColumnDef, src: ColumnType | None) -> None:
+    """PostgreSQL refuses assigning a typed text expression to a non-text column (42804)."""
+    if src is None:
+        return
+    target = c.type.pg.name
+    text_like = ("text", "varchar", "bpchar", "name")
+    if src.pg.name in text_like and target not in text_like + ("json", "jsonb", "uuid", "interval", "unknown"):
+        raise SqlError("42804", f'column "{c.name}" is of type {c.type.sql()} but expression is of type {src.sql()}',
+                       hint="You will need to rewrite or cast the expression.")
+    numeric = ("int2", "int4", "int8", "float4", "float8", "numeric")
+    if src.pg.name in numeric and target in ("bool", "date", "timestamp", "timestamptz", "time", "bytea"):
+        raise SqlError("42804", f'column "{c.name}" is of type {c.type.sql()} but expression is of type {src.sql()}',
+                       hint="You will need to rewrite or cast the expression.")
+
+
+def _scatter(values: pa.Array, mask: pa.Array, typ: pa.DataType) -> pa.Array:
+    """Place ``values`` (one per true in ``mask``) at the true positions; nulls elsewhere."""
+    positions = pc.indices_nonzero(mask)
+    out_idx = pa.array([None] * len(mask), pa.int64()).to_pylist()
+    for k, pos in enumerate(positions.to_pylist()):
+        out_idx[pos] = k
+    return pc.take(values, pa.array(out_idx, pa.int64())) if len(values) else pa.nulls(len(mask), typ)
+
+
+def _convert_batches(batches: Iterator[pa.RecordBatch], fields: list[ResultField]) -> Iterator[pa.RecordBatch]:
+    """Spark/storage Arrow -> the pgtypes Arrow form, with the result's column names."""
+    names = [f.name for f in fields]
+    for batch in batches:
+        arrays = []
+        for arr, f in zip(batch.columns, fields):
+            arr = storage_to_result(arr, f.type)
+            want = f.type.arrow() if f.type.pg.name not in ("unknown", "record", "void") else None
+            if want is not None and arr.type != want and not pa.types.is_null(arr.type):
+                try:
+                    if pa.types.is_timestamp(arr.type) and pa.types.is_timestamp(want):
+                        arr = arr.cast(pa.timestamp("us", tz=arr.type.tz)).cast(want) if (arr.type.tz is None) == (want.tz is None) else arr
+                    elif not (pa.types.is_interval(want) and pa.types.is_duration(arr.type)):
+                        arr = pc.cast(arr, want)
+                except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+                    pass
+            arrays.append(arr)
+        yield pa.RecordBatch.from_arrays(arrays, names=names)
+
+
+def _fast_array(values: list[Any], c: ColumnDef) -> pa.Array:
+    """Literal texts/Python values -> the storage array of ``c`` (vectorised for the common types)."""
+    t = c.type
+    name = t.pg.name
+    if not t.is_array and name in ("int2", "int4", "int8", "float4", "float8") and all(type(v) is str or v is None for v in values):
+        try:
+            arr = pc.cast(pa.array(values, pa.string()), pa.int64() if name.startswith("int") else pa.float64())
+            return coerce_array(arr, t, c.name)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            pass
+    if not t.is_array and name in ("text", "varchar", "bpchar", "json", "uuid") and name == "text" and all(type(v) is str or v is None for v in values):
+        return pa.array(values, pa.string())
+    if not t.is_array and name in ("timestamp", "timestamptz") and all(type(v) is str or v is None for v in values):
+        try:
+            arr = pc.cast(pa.array(values, pa.string()), pa.timestamp("us"))
+            return coerce_array(arr, t, c.name)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            pass
+    return pa.array([python_value(v, t, c.name) for v in values], type=storage_type(t))
+
+
+_FAST_INSERT_HEAD = re.compile(
+    r"\s*insert\s+into\s+(?P<table>(?:\"(?:[^\"]|\"\")*\"|[A-Za-z_][\w$]*)(?:\s*\.\s*(?:\"(?:[^\"]|\"\")*\"|[A-Za-z_][\w$]*))?)"
+    r"\s*(?:\((?P<cols>[^()]*)\))?\s*values\s*", re.I | re.S)
+_FAST_VALUE = re.compile(
+    r"\s*(?:'(?P<s>(?:[^']|'')*)'|(?P<n>[+-]?(?:\d+\.?\d*(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?))|(?P<w>null|true|false|default)\b|\$(?P<p>\d+))\s*",
+    re.I)
+
+
+def _scan_values(sql: str, pos: int, params: list[Any]) -> list[list[Any]] | None:
+    """Rows of literal VALUES starting at ``pos``; None if anything else appears."""
+    rows: list[list[Any]] = []
+    n = len(sql)
+    match = _FAST_VALUE.match
+    while True:
+        while pos < n and sql[pos].isspace():
+            pos += 1
+        if pos >= n or sql[pos] != "(":
+            return None
+        pos += 1
+        row: list[Any] = []
+        while True:
+            m = match(sql, pos)
+            if not m:
+                return None
+            pos = m.end()
+            if m.group("s") is not None:
+                row.append(m.group("s").replace("''", "'"))
+            elif m.group("n") is not None:
+                row.append(m.group("n"))
+            elif m.group("w") is not None:
+                w = m.group("w").lower()
+                row.append(None if w == "null" else True if w == "true" else False if w == "false" else _DEFAULT)
+            else:
+                k = int(m.group("p"))
+                if not 1 <= k <= len(params):
+                    raise SqlError("42P02", f"there is no parameter ${k}")
+                row.append(params[k - 1])
+            if pos < n and sql[pos] == ",":
+                pos += 1
+                continue
+            if pos < n and sql[pos] == ")":
+                pos += 1
+                break
+            return None
+        rows.append(row)
+        while pos < n and sql[pos].isspace():
+            pos += 1
+        if pos < n and sql[pos] == ",":
+            pos += 1
+            continue
+        rest = sql[pos:].strip()
+        if rest in ("", ";"):
+            return rows
+        return None
+
+
+_DEFAULT_CACHE: dict[str, exp.Expression] = {}
+
+
+def _parse_default(text: str) -> exp.Expression:
+    tree = _DEFAULT_CACHE.get(text)
+    if tree is None:
+        tree = sqlglot.parse_one(f"SELECT {text}", read="postgres").expressions[0]
+        _DEFAULT_CACHE[text] = tree
+    return tree
+
+
+_NOW_FUNCS = {"NOW", "CURRENT_TIMESTAMP", "TRANSACTION_TIMESTAMP", "STATEMENT_TIMESTAMP", "CLOCK_TIMESTAMP", "LOCALTIMESTAMP"}
+
+
+def const_eval(e: exp.Expression, params: Sequence[Any], ctx: dict[str, Any]) -> Any:
+    """Fold a constant expression in Python; NotConstant when it needs Spark."""
+    if isinstance(e, exp.Paren):
+        return const_eval(e.this, params, ctx)
+    if isinstance(e, exp.Literal):
+        return e.this if e.is_string else e.this
+    if isinstance(e, exp.Null):
+        return None
+    if isinstance(e, exp.Boolean):
+        return bool(e.this)
+    if isinstance(e, exp.Neg):
+        v = const_eval(e.this, params, ctx)
+        if isinstance(v, str) and re.fullmatch(r"[+-]?[\d.]+(e[+-]?\d+)?", v, re.I):
+            return v[1:] if v.startswith("-") else "-" + v
+        if isinstance(v, (int, float, Decimal)):
+            return -v
+        raise NotConstant()
+    if isinstance(e, (exp.Parameter, exp.Placeholder)):
+        k = _param_index(e)
+        if k is None or not 1 <= k <= len(params):
+            raise SqlError("42P02", f"there is no parameter ${k}")
+        return params[k - 1]
+    if isinstance(e, (exp.CurrentTimestamp,)) or (isinstance(e, exp.Anonymous) and e.name.upper() in _NOW_FUNCS and not e.expressions):
+        return ctx.setdefault("now", datetime.now(timezone.utc))
+    if isinstance(e, exp.CurrentDate):
+        return ctx.setdefault("now", datetime.now(timezone.utc)).date()
+    if isinstance(e, (exp.Cast, exp.TryCast)):
+        inner = const_eval(e.this, params, ctx)
+        to = ddl.type_from_sqlglot(e.to)
+        value = python_value(inner, to, "?")
+        if to.pg.name == "time" and value is not None:
+            return _micros_to_time(value)
+        return value
+    if isinstance(e, exp.Array):
+        return [const_eval(x, params, ctx) for x in e.expressions]
+    raise NotConstant()
+
+
+def _micros_to_time(us: int) -> Any:
+    from datetime import time as dtime
+
+    if us >= 86_400_000_000:
+        us = 86_400_000_000 - 1
+    s, frac = divmod(us, 1_000_000)
+    h, rem = divmod(s, 3600)
+    m, sec = divmod(rem, 60)
+    return dtime(h, m, sec, frac)
+
+
+def _datafusion_expr(e: exp.Expression, t: TableDef) -> str:
+    """ON CONFLICT DO UPDATE SET expression -> DataFusion SQL over target ``t`` and source ``s``."""
+    tree = exp.Paren(this=e.copy())
+    for col in list(tree.find_all(exp.Column)):
+        qualifier = col.table.lower() if col.table else ""
+        name = _ident(col.this)
+        if t.column(name) is None:
+            raise SqlError("42703", f'column "{name}" does not exist')
+        alias = "s" if qualifier == "excluded" else "t"
+        col.replace(exp.column(name, table=alias, quoted=True))
+    if any(isinstance(n, (exp.Subquery, exp.Select)) for n in tree.walk()):
+        raise SqlError("0A000", "subqueries in ON CONFLICT DO UPDATE are not supported")
+    return tree.sql("postgres")
+
+
+def _original_query_text(sql: str) -> str | None:
+    """The text after the first top-level AS of a CREATE VIEW statement (kept as written)."""
+    toks = ddl.scan(sql)
+    depth = 0
+    for i, tok in enumerate(toks):
+        if tok.text == "(":
+            depth += 1
+        elif tok.text == ")":
+            depth -= 1
+        elif depth == 0 and tok.upper == "AS" and i + 1 < len(toks):
+            return sql[toks[i + 1].start:].strip().rstrip(";").strip()
+    return None
+

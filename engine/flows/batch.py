@@ -1,0 +1,271 @@
+"""Batch execution of a flow on Spark: dirty windows in, one idempotent sink commit out.
+
+A run (see :meth:`BatchExecutor.run`):
+
+1. pins one Delta snapshot per source; if no source moved since the last run, there is nothing
+   to do (no Spark job);
+2. decides what to re-evaluate: the dirty windows of the time table, from its change data feed
+   between the last processed version and the snapshot (every change type: inserts, deletes,
+   update pre/post images), or everything (first run, a change in another source, no usable
+   window, an unreadable change feed);
+3. re-evaluates the flow's query on Spark with the time table replaced by a view of its snapshot
+   restricted to those windows (files pruned by their Delta min/max statistics first);
+4. writes the sink in ONE Delta merge: the windows' new rows are upserted on the sink's (primary
+   key, time index), and the sink rows of those windows that the new result lacks are deleted.
+   The commit carries the app transaction (``tidegate-flow-<id>``, run sequence), recorded before
+   and checked after a crash, so a replay neither loses nor duplicates rows.
+
+EXPIRE AFTER narrows the re-evaluated windows to those ending after ``now - expire``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import time
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+from deltalake import CommitProperties, DeltaTable, Transaction
+
+from catalog.store import TableDef
+from engine.flows.plan import TS_PLACEHOLDER, UPDATE_AT, FlowPlan, table_refs, upsert_keys
+from engine.flows.runtime import ActiveFlow, FlowExecutor, RunResult
+from engine.flows.windows import US, Range, delta_predicate, merge_ranges, spark_predicate, times_to_micros
+from engine.storage import Snapshot, coerce_array, dedupe_last, storage_schema, storage_to_result
+from tidegate.errors import SqlError
+
+if TYPE_CHECKING:
+    from engine.executor import EngineSession
+
+log = logging.getLogger(__name__)
+_view_seq = itertools.count(1)
+
+
+def app_id(flow_id: int) -> str:
+    return f"tidegate-flow-{flow_id}"
+
+
+class BatchExecutor(FlowExecutor):
+    """``flow_type = 'batching'``: re-evaluate dirty windows on the runtime's cadence and on flush."""
+
+    flow_type = "batching"
+    periodic = True
+
+    def start(self, flow: ActiveFlow) -> None:
+        """Nothing runs between evaluations."""
+
+    def stop(self, flow: ActiveFlow, *, dropped: bool) -> None:
+        """A running evaluation is interrupted by the runtime (job tag); nothing else to release."""
+
+    def run(self, af: ActiveFlow, *, flush: bool) -> RunResult:
+        rt = self.runtime
+        flow = af.flow
+        session = rt.session()
+        plan, sink = rt.prepare(af, session)
+        progress = rt.flows.progress(flow.flow_id)
+        aid = app_id(flow.flow_id)
+        # A run whose plan was recorded but whose outcome was not: did its sink commit land?
+        if progress.planned_seq is not None:
+            landed = rt.store.app_version(sink.location, aid)
+            if landed is not None and landed >= progress.planned_seq:
+                progress.seq = progress.planned_seq
+                progress.versions = dict(progress.planned_versions or {})
+            progress.planned_seq = progress.planned_versions = None
+            rt.flows.save_progress(flow.flow_id, progress)
+        snaps: dict[str, Snapshot] = {str(t.oid): rt.store.snapshot(t.location) for t in plan.sources}
+        changed = [oid for oid, s in snaps.items() if progress.versions.get(oid, -1) != s.version]
+        if not changed and not af.force_full:
+            return RunResult(0, 0, changed=False)
+        new_versions = {oid: s.version for oid, s in snaps.items()}
+        window = plan.window
+        ranges: list[Range] | None = None  # None: every row (within EXPIRE AFTER)
+        full = (window is None or af.force_full
+                or any(progress.versions.get(oid, -1) < 0 for oid in snaps)
+                or any(oid != str(window.table.oid) for oid in changed))
+        if not full and window is not None:
+            oid = str(window.table.oid)
+            try:
+                starts = self._dirty_starts(window.table.location, window.column, progress.versions[oid] + 1,
+                                            snaps[oid].version, plan)
+                ranges = merge_ranges(window.fn, starts)
+            except Exception as exc:  # noqa: BLE001 - e.g. a schema change in between: recompute whole
+                log.info("flow %s: change feed unreadable (%s); recomputing whole", flow.name, exc)
+                ranges = None
+        if window is not None and flow.expire_after is not None:
+            lo = window.fn.start_of(int(time.time() * US) - flow.expire_after * US)
+            if ranges is None:
+                ranges = [(lo, None)]
+            else:
+                ranges = [(max(a, lo), b) for a, b in ranges if b is None or b > lo]
+        if ranges is not None and not ranges:
+            # Only expired windows changed: nothing to write.
+            progress.versions = new_versions
+            rt.flows.save_progress(flow.flow_id, progress)
+            return RunResult(0, 0)
+        data = self._evaluate(session, af, plan, sink, snaps, ranges)
+        seq = progress.seq + 1
+        progress.planned_seq, progress.planned_versions = seq, new_versions
+        rt.flows.save_progress(flow.flow_id, progress)
+        af.check_cancelled()
+        written, deleted = self._commit(sink, plan, data, ranges, window.output if window else None,
+                                        window.column_type if window else None, aid, seq)
+        progress.seq, progress.versions = seq, new_versions
+        progress.planned_seq = progress.planned_versions = None
+        rt.flows.save_progress(flow.flow_id, progress)
+        af.force_full = False
+        return RunResult(written, deleted)
+
+    # -- change feed -------------------------------------------------------------------------------
+
+    def _dirty_starts(self, location: str, column: str, start: int, end: int, plan: FlowPlan) -> list[int]:
+        if start > end:
+            return []
+        reader = DeltaTable(location).load_cdf(starting_version=start, ending_version=end, columns=[column])
+        table = pa.table(reader.read_all())
+        if table.num_rows == 0:
+            return []
+        assert plan.window is not None
+        return plan.window.fn.starts(times_to_micros(table.column(column)))
+
+    # -- evaluation -------------------------------------------------------------------------------
+
+    def _evaluate(self, session: EngineSession, af: ActiveFlow, plan: FlowPlan, sink: TableDef,
+                  snaps: dict[str, Snapshot], ranges: list[Range] | None) -> pa.Table:
+        from engine import spark as sparkmod
+        from engine.executor import StatementResolver
+        from engine.translate import ResolvedRelation, translate_query
+
+        rt = self.runtime
+        info = rt.session_info(af.flow)
+        overrides: dict[str, Any] = {}
+        view_name: str | None = None
+        spark = session.spark
+        tag = f"tidegate-flow-{af.flow.flow_id}-r{next(_view_seq)}"
+        af.running_job = (spark, tag)
+        spark.addTag(tag)
+        spark.sparkContext.addJobTag(tag)
+        try:
+            window = plan.window
+            if window is not None and ranges is not None:
+                t = window.table
+                snap = snaps[str(t.oid)]
+                files = _prune_files(t.location, snap, window.column, ranges)
+                df = session.snapshot_frame(t, Snapshot(snap.location, snap.version, files))
+                df = df.where(spark_predicate(window.column, window.column_type, ranges))
+                view_name = f"tg_flow_{af.flow.flow_id}_{next(_view_seq)}"
+                df.createOrReplaceTempView(view_name)
+                rel = ResolvedRelation(t.schema, t.name, view_name, [(c.name, c.type) for c in t.columns], None)
+                assert plan.query_tree is not None
+                for ref in table_refs(plan.query_tree):
+                    if ref.name == t.name:
+                        db = ref.args.get("db")
+                        overrides[ref.name if db is None else f"{db.name}.{ref.name}"] = rel
+            resolver = StatementResolver(session, info, overrides)
+            assert plan.query_tree is not None
+            tq = translate_query(plan.query_tree, resolver, [])
+            result = sparkmod.collect_arrow(spark.sql(tq.spark_sql))
+        except SqlError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - Spark failures become SqlErrors
+            af.check_cancelled()
+            from engine.errors import map_spark_error
+
+            raise map_spark_error(exc, None) from None
+        finally:
+            af.running_job = None
+            spark.removeTag(tag)
+            spark.sparkContext.removeJobTag(tag)
+            if view_name is not None:
+                try:
+                    spark.catalog.dropTempView(view_name)
+                except Exception:  # noqa: BLE001 - best effort
+                    pass
+        return _to_sink_rows(result, plan, sink)
+
+    # -- the sink commit --------------------------------------------------------------------------
+
+    def _commit(self, sink: TableDef, plan: FlowPlan, data: pa.Table, ranges: list[Range] | None,
+                window_output: str | None, window_type: str | None, aid: str, seq: int) -> tuple[int, int]:
+        rt = self.runtime
+        location = sink.location
+        assert location
+        keys = upsert_keys(sink, plan)
+        data = dedupe_last(data, keys)
+        delete_pred: str | None = None
+        if ranges is not None:
+            column = sink.time_index if sink.time_index == window_output else None
+            ctype = sink.column(column).type.pg.name if column else None
+            if column is None or ctype not in ("timestamp", "timestamptz", "date"):
+                raise SqlError("42P16", f'sink table "{sink.qualified_name}" has no time index holding the '
+                                        f'flow\'s window column "{window_output}"')
+            delete_pred = "(" + delta_predicate(column, ctype, ranges) + ")"
+        with rt.store.lock(location):
+            rt.store.forget(location)
+            dt = DeltaTable(location)
+            landed = dt.transaction_version(aid)
+            if landed is not None and landed >= seq:
+                return data.num_rows, 0
+            pred = " AND ".join(f'(t."{k}" = s."{k}" OR (t."{k}" IS NULL AND s."{k}" IS NULL))' for k in keys)
+            merger = dt.merge(data, predicate=pred, source_alias="s", target_alias="t",
+                              commit_properties=CommitProperties(app_transactions=[Transaction(aid, seq)]))
+            merger = merger.when_matched_update_all().when_not_matched_insert_all()
+            if delete_pred is None:
+                merger = merger.when_not_matched_by_source_delete()
+            else:
+                merger = merger.when_not_matched_by_source_delete(predicate=delete_pred)
+            metrics = merger.execute()
+            rt.store.forget(location)
+        return data.num_rows, int(metrics.get("num_target_rows_deleted", 0))
+
+
+def _prune_files(location: str, snap: Snapshot, column: str, ranges: list[Range]) -> list[str]:
+    """The snapshot's files whose min/max statistics of ``column`` overlap ``ranges``."""
+    try:
+        actions = pa.table(DeltaTable(location, version=snap.version).get_add_actions(flatten=True))
+    except Exception:  # noqa: BLE001 - statistics are an optimisation
+        return snap.files
+    lo_col, hi_col = f"min.{column}", f"max.{column}"
+    if lo_col not in actions.column_names or hi_col not in actions.column_names or actions.num_rows == 0:
+        return snap.files
+    mins = times_to_micros(actions.column(lo_col)).to_pylist()
+    maxs = times_to_micros(actions.column(hi_col)).to_pylist()
+    keep_paths = set()
+    for path, mn, mx in zip(actions.column("path").to_pylist(), mins, maxs):
+        if mn is None or mx is None or any(mx >= lo and (hi is None or mn < hi) for lo, hi in ranges):
+            keep_paths.add(path)
+    out = []
+    for uri in snap.files:
+        if any(uri == p or uri.endswith("/" + p) for p in keep_paths):
+            out.append(uri)
+    return out
+
+
+def _to_sink_rows(result: pa.Table, plan: FlowPlan, sink: TableDef) -> pa.Table:
+    """Spark's result -> the sink's storage form (update_at stamped, placeholder time index)."""
+    n = result.num_rows
+    by_name = dict(zip(plan.output_names, range(len(plan.output_names))))
+    now = datetime.now(timezone.utc).replace(tzinfo=None)
+    now = now.replace(microsecond=now.microsecond // 1000 * 1000)
+    arrays = []
+    for c in sink.columns:
+        if c.name in by_name:
+            i = by_name[c.name]
+            col = storage_to_result(result.column(i), plan.output_types[i])
+            arr = coerce_array(col, c.type, c.name)
+        elif c.name == UPDATE_AT:
+            arr = pa.array([now] * n, pa.timestamp("us"))
+            arr = coerce_array(arr, c.type, c.name)
+        elif c.name == TS_PLACEHOLDER:
+            arr = coerce_array(pa.array([datetime(1970, 1, 1)] * n, pa.timestamp("us")), c.type, c.name)
+        else:
+            arr = pa.nulls(n, storage_schema([c]).field(0).type)
+        if c.not_null and arr.null_count:
+            raise SqlError("23502", f'null value in column "{c.name}" of relation "{sink.name}" violates not-null constraint',
+                           detail="The flow produced a row whose time index is NULL.")
+        arrays.append(arr)
+    return pa.Table.from_arrays(arrays, schema=storage_schema(sink.columns))
+
+
+__all__ = ["BatchExecutor", "app_id"]

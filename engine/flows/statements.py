@@ -1,0 +1,224 @@
+"""The FLOW statements as an engine session executes them (see :mod:`engine.flows.syntax`)."""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+
+from catalog.flows import FlowDef, render_create_flow
+from engine.flows import syntax
+from engine.flows.plan import analyze, check_sink, find_sources, parse_query, sink_definition
+from engine.flows.syntax import is_flow_statement
+from tidegate.errors import SqlError
+from tidegate.pgtypes import INT8, TEXT, ColumnType
+from tidegate.results import CommandResult, ResultField, RowStream
+from tidegate.session import SessionInfo
+
+if TYPE_CHECKING:
+    from engine.executor import EngineSession
+    from engine.flows.runtime import FlowRuntime
+
+__all__ = ["execute", "is_flow_statement"]
+
+_TEXT = ColumnType(TEXT)
+
+
+def execute(session: EngineSession, sql: str, info: SessionInfo) -> RowStream | CommandResult:
+    """Run one FLOW statement for ``session``."""
+    rt: FlowRuntime = session.engine.flows
+    stmt = syntax.parse(sql)
+    if isinstance(stmt, syntax.CreateFlow):
+        return _create(session, rt, stmt, info)
+    if isinstance(stmt, syntax.DropFlow):
+        f = rt.flows.get(stmt.name)
+        if f is None:
+            if stmt.if_exists:
+                return CommandResult("DROP FLOW", notices=[f'flow "{stmt.name}" does not exist, skipping'])
+            raise _unknown(stmt.name)
+        rt.drop_flow(f)
+        return CommandResult("DROP FLOW")
+    if isinstance(stmt, syntax.ShowFlows):
+        return _show_flows(session, rt, stmt, info)
+    if isinstance(stmt, syntax.ShowCreateFlow):
+        f = rt.flows.get(stmt.name)
+        if f is None:
+            raise _unknown(stmt.name)
+        return RowStream.from_table([ResultField("Flow", _TEXT), ResultField("Create Flow", _TEXT)],
+                                    pa.table({"Flow": [f.name], "Create Flow": [render_create_flow(f)]}),
+                                    command="SHOW")
+    if isinstance(stmt, syntax.ShowFlowStatus):
+        return _show_status(rt, stmt)
+    if isinstance(stmt, syntax.FlushFlow):
+        f = rt.flows.get(stmt.name)
+        if f is None:
+            raise _unknown(stmt.name)
+        rows = rt.flush(f)
+        return RowStream.from_table([ResultField(stmt.call_text, ColumnType(INT8))],
+                                    pa.table({stmt.call_text: pa.array([rows], pa.int64())}))
+    if isinstance(stmt, syntax.CommentOnFlow):
+        f = rt.flows.get(stmt.name)
+        if f is None:
+            raise _unknown(stmt.name)
+        f.comment = stmt.comment
+        rt.updated(rt.flows.update(f))
+        return CommandResult("COMMENT")
+    raise SqlError("0A000", "statement is not supported")
+
+
+def _unknown(name: str) -> SqlError:
+    return SqlError("42704", f'flow "{name}" does not exist')
+
+
+def current_schema(session: EngineSession, info: SessionInfo) -> str:
+    for s in info.search_path:
+        if session.catalog.get_schema(s) is not None:
+            return s
+    return "public"
+
+
+def _create(session: EngineSession, rt: FlowRuntime, stmt: syntax.CreateFlow, info: SessionInfo) -> CommandResult:
+    catalog = session.catalog
+    existing = rt.flows.get(stmt.name)
+    if existing is not None and stmt.if_not_exists:
+        return CommandResult("CREATE FLOW", notices=[f'flow "{stmt.name}" already exists, skipping'])
+    if existing is not None and not stmt.or_replace:
+        raise SqlError("42710", f'flow "{stmt.name}" already exists',
+                       hint="Use CREATE OR REPLACE FLOW to replace it, or DROP FLOW first.")
+    schema = current_schema(session, info)
+    sink_schema = stmt.sink_schema or schema
+    if catalog.get_schema(sink_schema) is None:
+        raise SqlError("3F000", f'schema "{sink_schema}" does not exist')
+    flow_type = stmt.options.get("flow_type", "batching")
+    if not rt.has_executor(flow_type):
+        raise SqlError("0A000", f"flow_type '{flow_type}' is not available in this gateway",
+                       hint="Use WITH (flow_type = 'batching').")
+    tree = parse_query(stmt.query)
+    sources, missing = find_sources(catalog, tree, info, schema)
+    sink_label = f"{sink_schema}.{stmt.sink_table}"
+    if any(t.qualified_name == sink_label for t in sources) or sink_label in missing:
+        raise SqlError("42P16", f'flow "{stmt.name}" cannot sink into its own source table "{sink_label}"',
+                       hint="Choose another SINK TO table.")
+    if missing and not stmt.defer_on_missing_source:
+        raise SqlError("42P01", f"source table(s) of flow \"{stmt.name}\" do not exist: {', '.join(missing)}",
+                       hint="Create them first, or use WITH (defer_on_missing_source = true) to create the "
+                            "flow pending until they exist.")
+    f = FlowDef(stmt.name, schema, sink_schema, stmt.sink_table, stmt.query,
+                info.settings.get("search_path", '"$user", public'), flow_type, dict(stmt.options),
+                stmt.expire_after, stmt.eval_interval, stmt.comment)
+    sink = catalog.get_table(sink_schema, stmt.sink_table)
+    plan = None
+    if sink is not None and sink.kind != "table":
+        raise SqlError("42809", f'sink "{sink.qualified_name}" is not a table')
+    if missing:
+        f.sources = [t.qualified_name for t in sources] + missing
+        f.missing_sources = missing
+    else:
+        plan = analyze(session, tree, info, sources)
+        if sink is not None:
+            check_sink(plan, sink)
+        f.sources = [t.qualified_name for t in sources]
+        f.source_ids = [t.oid for t in sources]
+    if existing is not None:
+        rt.remove(existing.flow_id)
+    if plan is not None and sink is None:
+        rt.create_sink(sink_definition(plan, sink_schema, stmt.sink_table))
+    stored = rt.flows.create(f, replace_existing=existing is not None)
+    rt.add(stored)
+    return CommandResult("CREATE FLOW")
+
+
+def _like(pattern: str) -> re.Pattern[str]:
+    out = []
+    i = 0
+    while i < len(pattern):
+        ch = pattern[i]
+        if ch == "\\" and i + 1 < len(pattern):
+            out.append(re.escape(pattern[i + 1]))
+            i += 2
+            continue
+        out.append(".*" if ch == "%" else "." if ch == "_" else re.escape(ch))
+        i += 1
+    return re.compile("^" + "".join(out) + "$", re.S)
+
+
+def _show_flows(session: EngineSession, rt: FlowRuntime, stmt: syntax.ShowFlows, info: SessionInfo) -> RowStream:
+    schema = stmt.schema or current_schema(session, info)
+    if session.catalog.get_schema(schema) is None:
+        raise SqlError("3F000", f'schema "{schema}" does not exist')
+    names = [f.name for f in rt.flows.list() if f.schema == schema]
+    if stmt.like is not None:
+        rx = _like(stmt.like)
+        names = [n for n in names if rx.match(n)]
+    table = pa.table({"Flows": pa.array(names, pa.string())})
+    if stmt.where is not None:
+        table = _filter(table, stmt.where)
+    return RowStream.from_table([ResultField("Flows", _TEXT)], table, command="SHOW")
+
+
+def _filter(table: pa.Table, where: str) -> pa.Table:
+    """Apply a SHOW ... WHERE condition (PostgreSQL syntax) to a small result."""
+    import duckdb
+
+    con = duckdb.connect(":memory:")
+    try:
+        con.register("tg_show", table)
+        names = ", ".join('"' + n.replace('"', '""') + '"' for n in table.column_names)
+        out = con.execute(f"SELECT {names} FROM tg_show WHERE {where}").fetch_arrow_table()
+    except duckdb.Error as e:
+        msg = str(e).split("\n")[0]
+        code = "42703" if "not found" in msg.lower() and "column" in msg.lower() else "42601"
+        raise SqlError(code, f"invalid WHERE condition: {msg}") from None
+    finally:
+        con.close()
+    return pa.table({n: out.column(n).cast(table.schema.field(n).type) for n in table.column_names})
+
+
+_STATUS_FIELDS = [("Flow", _TEXT), ("Type", _TEXT), ("Status", _TEXT), ("Execution", _TEXT), ("Runs", ColumnType(INT8)),
+                  ("Rows Written", ColumnType(INT8)), ("Last Execution Time", _TEXT), ("Last Error", _TEXT)]
+
+
+def _show_status(rt: FlowRuntime, stmt: syntax.ShowFlowStatus) -> RowStream:
+    flows = rt.flows.list()
+    if stmt.like is not None:
+        rx = _like(stmt.like)
+        flows = [f for f in flows if rx.match(f.name)]
+    stats = rt.flows.all_stats()
+    cols: dict[str, list] = {n: [] for n, _ in _STATUS_FIELDS}
+    for f in flows:
+        st = stats.get(f.flow_id)
+        af = rt.get(f.flow_id)
+        execution = (st.execution if st and st.execution else "")
+        if af is not None and af.plan is not None:
+            execution = af.plan.execution
+        if f.pending:
+            status = f"pending: waiting for {', '.join(f.missing_sources)}"
+            execution = ""
+        else:
+            status = st.status if st else "active"
+        cols["Flow"].append(f.name)
+        cols["Type"].append(f.flow_type)
+        cols["Status"].append(status)
+        cols["Execution"].append(execution or None)
+        cols["Runs"].append(st.runs if st else 0)
+        cols["Rows Written"].append(st.rows_written if st else 0)
+        cols["Last Execution Time"].append(st.last_execution_time.isoformat(sep=" ") if st and st.last_execution_time else None)
+        cols["Last Error"].append(st.last_error if st else None)
+    table = pa.table({"Flow": pa.array(cols["Flow"], pa.string()), "Type": pa.array(cols["Type"], pa.string()),
+                      "Status": pa.array(cols["Status"], pa.string()), "Execution": pa.array(cols["Execution"], pa.string()),
+                      "Runs": pa.array(cols["Runs"], pa.int64()), "Rows Written": pa.array(cols["Rows Written"], pa.int64()),
+                      "Last Execution Time": pa.array(cols["Last Execution Time"], pa.string()),
+                      "Last Error": pa.array(cols["Last Error"], pa.string())})
+    return RowStream.from_table([ResultField(n, t) for n, t in _STATUS_FIELDS], table, command="SHOW")
+
+
+def dependent_flows(session: EngineSession, tables: list) -> list[FlowDef]:
+    """Flows reading any of ``tables`` (for DROP TABLE's dependency check)."""
+    rt: FlowRuntime = session.engine.flows
+    out: list[FlowDef] = []
+    for t in tables:
+        for f in rt.flows_reading(t):
+            if all(f.flow_id != g.flow_id for g in out):
+                out.append(f)
+    return out

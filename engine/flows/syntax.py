@@ -1,0 +1,403 @@
+"""The FLOW statements' grammar (GreptimeDB's), intervals and option validation.
+
+sqlglot does not know these statements, so they are read with the quote-aware scanner of
+:mod:`engine.ddl`; the flow's query itself is kept as text (normalised: keywords upper-cased,
+whitespace collapsed, comments dropped) and parsed by the translator when the flow is planned.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from engine import ddl
+from engine.ddl import Tok
+from engine.storage import parse_interval
+from tidegate.errors import SqlError
+
+FLOW_TYPES = ("batching", "streaming")
+SUPPORTED_OPTIONS = ("defer_on_missing_source", "flow_type")
+_TRUE = {"true", "t", "on", "yes", "1"}
+_FALSE = {"false", "f", "off", "no", "0"}
+
+
+# -- statements ----------------------------------------------------------------------------------
+
+@dataclass
+class CreateFlow:
+    name: str
+    sink_schema: str | None
+    sink_table: str
+    query: str  # normalised text
+    or_replace: bool = False
+    if_not_exists: bool = False
+    expire_after: int | None = None
+    eval_interval: int | None = None
+    comment: str | None = None
+    options: dict[str, str] = field(default_factory=dict)  # validated, values normalised
+
+    @property
+    def defer_on_missing_source(self) -> bool:
+        return self.options.get("defer_on_missing_source") == "true"
+
+
+@dataclass
+class DropFlow:
+    name: str
+    if_exists: bool
+
+
+@dataclass
+class ShowFlows:
+    schema: str | None
+    like: str | None
+    where: str | None
+
+
+@dataclass
+class ShowCreateFlow:
+    name: str
+
+
+@dataclass
+class ShowFlowStatus:
+    like: str | None
+
+
+@dataclass
+class FlushFlow:
+    name: str
+    call_text: str  # "ADMIN FLUSH_FLOW('name')": the result column's name
+
+
+@dataclass
+class CommentOnFlow:
+    name: str
+    comment: str | None
+
+
+FlowStatement = CreateFlow | DropFlow | ShowFlows | ShowCreateFlow | ShowFlowStatus | FlushFlow | CommentOnFlow
+
+
+def is_flow_statement(sql: str) -> bool:
+    """Whether ``sql`` is one of the FLOW statements (cheap: looks at the first words)."""
+    w = [t.upper for t in ddl.scan(sql[:200])[:6]]
+    w += [""] * (6 - len(w))
+    if w[0] == "CREATE":
+        i = 3 if (w[1], w[2]) == ("OR", "REPLACE") else 1
+        return w[i] == "FLOW"
+    if w[0] == "DROP":
+        return w[1] == "FLOW"
+    if w[0] == "SHOW":
+        return w[1] in ("FLOWS", "FLOW") or (w[1] == "CREATE" and w[2] == "FLOW")
+    if w[0] == "ADMIN":
+        return w[1] == "FLUSH_FLOW"
+    if w[0] == "COMMENT":
+        return w[1] == "ON" and w[2] == "FLOW"
+    return False
+
+
+class _Reader:
+    """A cursor over the statement's tokens with PostgreSQL-style syntax errors."""
+
+    def __init__(self, sql: str) -> None:
+        self.sql = sql
+        self.toks = [t for t in ddl.scan(sql)]
+        while self.toks and self.toks[-1].text == ";":
+            self.toks.pop()
+        self.i = 0
+
+    def peek(self, k: int = 0) -> Tok | None:
+        j = self.i + k
+        return self.toks[j] if j < len(self.toks) else None
+
+    def word(self, k: int = 0) -> str:
+        t = self.peek(k)
+        return t.upper if t is not None and t.kind == "word" else ""
+
+    def at_end(self) -> bool:
+        return self.i >= len(self.toks)
+
+    def error(self, tok: Tok | None = None) -> SqlError:
+        tok = tok if tok is not None else self.peek()
+        if tok is None:
+            return SqlError("42601", "syntax error at end of input", position=len(self.sql.rstrip().rstrip(";")) + 1)
+        return SqlError("42601", f'syntax error at or near "{tok.text}"', position=tok.start + 1)
+
+    def accept(self, *words: str) -> bool:
+        if all(self.word(k) == w for k, w in enumerate(words)):
+            self.i += len(words)
+            return True
+        return False
+
+    def expect(self, *words: str) -> None:
+        for w in words:
+            if self.word() != w:
+                raise self.error()
+            self.i += 1
+
+    def expect_text(self, text: str) -> None:
+        t = self.peek()
+        if t is None or t.text != text:
+            raise self.error()
+        self.i += 1
+
+    def ident(self) -> str:
+        t = self.peek()
+        if t is None or t.kind not in ("word", "qid"):
+            raise self.error()
+        self.i += 1
+        return ddl.ident_value(t)
+
+    def qualified(self) -> list[str]:
+        parts = [self.ident()]
+        while self.peek() is not None and self.peek().text == "." and self.i + 1 < len(self.toks):
+            self.i += 1
+            parts.append(self.ident())
+        return parts
+
+    def string(self) -> str:
+        t = self.peek()
+        if t is None or t.kind != "str":
+            raise self.error()
+        self.i += 1
+        return ddl.string_value(t)
+
+    def done(self) -> None:
+        if not self.at_end():
+            raise self.error()
+
+
+def _flow_name(r: _Reader) -> str:
+    parts = r.qualified()
+    if len(parts) > 3:
+        raise r.error()
+    # Flows are named per database; a qualifier (catalog or schema) is accepted and ignored.
+    return parts[-1]
+
+
+def parse(sql: str) -> FlowStatement:
+    """Parse one FLOW statement; 42601 (with a position) on a syntax error."""
+    r = _Reader(sql)
+    head = r.word()
+    if head == "CREATE":
+        return _parse_create(r)
+    if head == "DROP":
+        r.expect("DROP", "FLOW")
+        if_exists = r.accept("IF", "EXISTS")
+        name = _flow_name(r)
+        r.done()
+        return DropFlow(name, if_exists)
+    if head == "SHOW":
+        r.expect("SHOW")
+        if r.accept("CREATE", "FLOW"):
+            name = _flow_name(r)
+            r.done()
+            return ShowCreateFlow(name)
+        if r.accept("FLOW", "STATUS"):
+            like = None
+            if r.accept("LIKE"):
+                like = r.string()
+            r.done()
+            return ShowFlowStatus(like)
+        r.expect("FLOWS")
+        schema = None
+        if r.word() in ("IN", "FROM"):
+            r.i += 1
+            schema = r.qualified()[-1]
+        like = where = None
+        if r.accept("LIKE"):
+            like = r.string()
+        elif r.accept("WHERE"):
+            if r.at_end():
+                raise r.error()
+            where = sql[r.peek().start:r.toks[-1].end]
+            r.i = len(r.toks)
+        r.done()
+        return ShowFlows(schema, like, where)
+    if head == "ADMIN":
+        r.expect("ADMIN", "FLUSH_FLOW")
+        r.expect_text("(")
+        name_tok = r.peek()
+        if name_tok is None:
+            raise r.error()
+        if name_tok.kind == "str":
+            name = r.string()
+        else:
+            name = r.ident()
+        r.expect_text(")")
+        r.done()
+        name = name.split(".")[-1] if name_tok.kind == "str" and "." in name else name
+        return FlushFlow(name, f"ADMIN FLUSH_FLOW('{name}')")
+    if head == "COMMENT":
+        r.expect("COMMENT", "ON", "FLOW")
+        name = _flow_name(r)
+        r.expect("IS")
+        if r.accept("NULL"):
+            comment = None
+        else:
+            comment = r.string()
+        r.done()
+        return CommentOnFlow(name, comment)
+    raise r.error(r.peek())
+
+
+def _parse_create(r: _Reader) -> CreateFlow:
+    r.expect("CREATE")
+    or_replace = r.accept("OR", "REPLACE")
+    r.expect("FLOW")
+    if_not_exists = r.accept("IF", "NOT", "EXISTS")
+    if or_replace and if_not_exists:
+        raise SqlError("42601", "CREATE OR REPLACE FLOW cannot be combined with IF NOT EXISTS",
+                       hint="Use either OR REPLACE (replace an existing flow) or IF NOT EXISTS (keep it).")
+    name = _flow_name(r)
+    r.expect("SINK", "TO")
+    sink = r.qualified()
+    if len(sink) > 3:
+        raise r.error()
+    if len(sink) == 3 and sink[0] != "tidegate":
+        raise SqlError("0A000", f'cross-database references are not implemented: "{".".join(sink)}"')
+    sink_schema = sink[-2] if len(sink) >= 2 else None
+    stmt = CreateFlow(name, sink_schema, sink[-1], "", or_replace, if_not_exists)
+    # Optional clauses, in this fixed order.
+    if r.accept("EXPIRE", "AFTER"):
+        stmt.expire_after = _interval_clause(r, "EXPIRE AFTER")
+    if r.accept("EVAL", "INTERVAL"):
+        stmt.eval_interval = _interval_clause(r, "EVAL INTERVAL")
+    if r.accept("COMMENT"):
+        stmt.comment = r.string()
+    if r.accept("WITH"):
+        stmt.options = _options(r)
+    if r.word() != "AS":
+        raise r.error()
+    as_tok = r.peek()
+    r.i += 1
+    if r.at_end():
+        raise r.error()
+    stmt.query = normalise_query(r.sql[as_tok.end:r.toks[-1].end])
+    return stmt
+
+
+def _interval_clause(r: _Reader, clause: str) -> int:
+    r.accept("INTERVAL")
+    t = r.peek()
+    text = r.string()
+    seconds = interval_seconds(text, clause, allow_months=False)
+    if clause == "EVAL INTERVAL" and seconds <= 0:
+        raise SqlError("22023", f"EVAL INTERVAL must be positive, got '{text}'", position=t.start + 1)
+    if clause == "EXPIRE AFTER" and seconds < 0:
+        raise SqlError("22023", f"EXPIRE AFTER must not be negative, got '{text}'", position=t.start + 1)
+    return seconds
+
+
+_COMPACT = re.compile(r"(\d+(?:\.\d+)?)\s*([a-z]+)")
+
+
+def interval_seconds(text: str, clause: str = "interval", *, allow_months: bool = False) -> int:
+    """``'5 minutes'``, ``'300 s'``, ``'1m'``, ``'2 days 1h 2 min'`` -> whole seconds.
+
+    Months and years have no fixed length in seconds and are rejected (22023).
+    """
+    cleaned = text.strip()
+    try:
+        months, days, micros = parse_interval(cleaned)
+    except SqlError:
+        raise SqlError("22007", f'invalid {clause} interval: "{text}"',
+                       hint="Write it like '5 minutes', '300 s', '1m' or '2 days 1h 2 min'.") from None
+    if months and not allow_months:
+        raise SqlError("22023", f"{clause} cannot use months or years: \"{text}\"",
+                       hint="Months have no fixed length; write the interval in days, hours, minutes or seconds.")
+    total_us = days * 86_400_000_000 + micros
+    return int(round(total_us / 1_000_000))
+
+
+def _options(r: _Reader) -> dict[str, str]:
+    r.expect_text("(")
+    out: dict[str, str] = {}
+    if r.peek() is not None and r.peek().text == ")":
+        r.i += 1
+        return out
+    while True:
+        key_tok = r.peek()
+        if key_tok is None:
+            raise r.error()
+        key = ddl.string_value(key_tok).lower() if key_tok.kind == "str" else r.ident()
+        if key_tok.kind == "str":
+            r.i += 1
+        if r.peek() is not None and r.peek().text == "=":
+            r.i += 1
+        vt = r.peek()
+        if vt is None or vt.text in (",", ")"):
+            raise r.error()
+        r.i += 1
+        value = ddl.string_value(vt) if vt.kind == "str" else vt.text
+        out[key] = _option_value(key, value)
+        t = r.peek()
+        if t is not None and t.text == ",":
+            r.i += 1
+            continue
+        r.expect_text(")")
+        return out
+
+
+def _option_value(key: str, value: str) -> str:
+    if key not in SUPPORTED_OPTIONS:
+        raise SqlError("22023", f'unrecognized flow option "{key}"; supported options: {", ".join(SUPPORTED_OPTIONS)}')
+    if key == "defer_on_missing_source":
+        low = value.strip().lower()
+        if low in _TRUE:
+            return "true"
+        if low in _FALSE:
+            return "false"
+        raise SqlError("22023", f'invalid value for flow option "{key}": "{value}" (expected true or false)')
+    low = value.strip().lower()
+    if low not in FLOW_TYPES:
+        raise SqlError("22023", f'invalid value for flow option "flow_type": "{value}" (expected \'batching\' or \'streaming\')')
+    return low
+
+
+# -- query normalisation ---------------------------------------------------------------------------
+
+_KEYWORDS = {
+    "select", "from", "where", "group", "by", "order", "having", "as", "and", "or", "not", "in", "is", "null",
+    "join", "left", "right", "inner", "outer", "full", "cross", "on", "using", "distinct", "case", "when",
+    "then", "else", "end", "limit", "offset", "union", "all", "intersect", "except", "interval", "between",
+    "like", "ilike", "with", "cast", "true", "false", "asc", "desc", "nulls", "first", "last", "exists",
+    "any", "some", "over", "partition", "filter", "within", "values", "lateral", "natural", "rows", "range",
+    "preceding", "following", "unbounded", "current", "row", "similar", "escape", "recursive", "fetch",
+    "next", "only", "window", "semi", "anti",
+}
+# Keywords that are also function names when a parenthesis follows: kept as written.
+_FUNCTION_WORDS = {"left", "right"}
+
+
+def normalise_query(text: str) -> str:
+    """The flow query as SHOW CREATE FLOW prints it: keywords upper-cased (not names or function
+    names), one space between tokens except around ``.``, ``::`` and inside parentheses, comments
+    dropped. The result parses to the same query."""
+    toks = ddl.scan(text)
+    while toks and toks[-1].text == ";":
+        toks.pop()
+    out: list[str] = []
+    prev: Tok | None = None
+    for k, t in enumerate(toks):
+        nxt = toks[k + 1] if k + 1 < len(toks) else None
+        piece = t.text
+        if t.kind == "word" and t.text.lower() in _KEYWORDS and not (
+                t.text.lower() in _FUNCTION_WORDS and nxt is not None and nxt.text == "("):
+            piece = t.text.upper()
+        if prev is not None and _space_between(prev, t):
+            out.append(" ")
+        out.append(piece)
+        prev = t
+    return "".join(out)
+
+
+def _space_between(a: Tok, b: Tok) -> bool:
+    if a.text in (".", "::", "(", "[") or b.text in (".", "::", ")", ",", "]", "[", ";"):
+        return False
+    if b.text == "(" and a.kind in ("word", "qid"):
+        low = a.text.lower()
+        # a function call (count(*), CAST(...)) hugs its parenthesis; clause keywords do not
+        return low in _KEYWORDS and low not in _FUNCTION_WORDS and low != "cast"
+    return True

@@ -1,0 +1,253 @@
+"""Spark lifecycle, per-statement tagging and Arrow result streaming.
+
+Spark takes 10-15 s to start, so :class:`SparkRuntime` starts it in a background thread and
+statements that need it wait (:meth:`SparkRuntime.session` raises 57P03 with the reason if the
+start failed). Every engine session gets its own ``SparkSession.newSession()`` (own temp views
+and SQL conf, shared SparkContext). Statements are tagged with ``SparkSession.addTag`` in the
+executing thread (tags are thread-local in classic PySpark) and cancelled with
+``interruptTag``, which interrupts exactly the jobs of that statement.
+
+Results: small results are collected as Arrow in one job (``collectAsArrowToPython``, the
+fastest path); results whose optimizer size estimate is large are streamed one partition at a
+time (``toArrowBatchRdd`` served by ``PythonRDD.toLocalIteratorAndServe``) so the driver and the
+gateway hold one partition at a time.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from tidegate.config import Settings
+from tidegate.errors import SqlError
+from tidegate.pgtypes import ColumnType
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+log = logging.getLogger(__name__)
+
+# Results whose optimizer estimate exceeds this many bytes are streamed partition by partition.
+STREAM_THRESHOLD_BYTES = 16 * 1024 * 1024
+
+DEFAULT_CONF: dict[str, str] = {
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.sql.session.timeZone": "UTC",
+    "spark.sql.shuffle.partitions": "8",
+    "spark.sql.ansi.enabled": "true",
+    "spark.sql.execution.arrow.pyspark.enabled": "true",
+    "spark.sql.execution.arrow.maxRecordsPerBatch": "65536",
+    "spark.driver.memory": "2g",
+    "spark.sql.adaptive.enabled": "true",
+    "spark.sql.sources.parallelPartitionDiscovery.threshold": "1000000",
+    "spark.sql.parquet.enableVectorizedReader": "true",
+    "spark.sql.legacy.timeParserPolicy": "CORRECTED",
+    "spark.driver.extraJavaOptions": "-Duser.timezone=UTC",
+    "spark.executor.extraJavaOptions": "-Duser.timezone=UTC",
+}
+
+
+class SparkRuntime:
+    """The process's one SparkContext, started in the background."""
+
+    def __init__(self, settings: Settings) -> None:
+        self._settings = settings
+        self._spark: SparkSession | None = None
+        self._error: BaseException | None = None
+        self._ready = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    def start(self) -> None:
+        with self._lock:
+            if self._thread is not None:
+                return
+            self._thread = threading.Thread(target=self._run, name="tidegate-spark-start", daemon=True)
+            self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            os.environ.setdefault("PYSPARK_PYTHON", __import__("sys").executable)
+            from pyspark.sql import SparkSession
+
+            started = time.monotonic()
+            builder = SparkSession.builder.master(self._settings.spark_master).appName("tidegate")
+            conf = dict(DEFAULT_CONF)
+            conf.update(self._settings.spark_conf)
+            for key, value in conf.items():
+                builder = builder.config(key, value)
+            spark = builder.getOrCreate()
+            spark.sparkContext.setLogLevel("ERROR")
+            # PySpark logs every failed query as JSON on stderr; the error reaches the client anyway.
+            from pyspark.logger import PySparkLogger
+
+            for name in ("SQLQueryContextLogger", "DataFrameQueryContextLogger"):
+                PySparkLogger.getLogger(name).setLevel(logging.CRITICAL)
+            # Warm the JVM paths every first statement would otherwise pay for.
+            spark.sql("SELECT 1").collect()
+            self._spark = spark
+            log.info("Spark ready in %.1f s (master %s)", time.monotonic() - started, self._settings.spark_master)
+        except BaseException as exc:  # noqa: BLE001 - reported to every waiting statement
+            log.exception("Spark failed to start")
+            self._error = exc
+        finally:
+            self._ready.set()
+
+    def ready(self) -> bool:
+        return self._ready.is_set() and self._spark is not None
+
+    def wait(self, timeout: float | None = None) -> SparkSession:
+        """The root SparkSession, waiting for start; 57P03 if Spark is not (or cannot be) up."""
+        if self._thread is None:
+            self.start()
+        if not self._ready.wait(timeout):
+            raise SqlError("57P03", "the database system is starting up",
+                           detail="Spark is still starting; retry shortly.")
+        if self._spark is None:
+            raise SqlError("57P03", f"Spark failed to start: {self._error}")
+        return self._spark
+
+    def new_session(self) -> SparkSession:
+        return self.wait().newSession()
+
+    def stop(self) -> None:
+        if self._spark is not None:
+            try:
+                self._spark.stop()
+            except Exception:  # noqa: BLE001 - shutting down anyway
+                log.exception("error stopping Spark")
+            self._spark = None
+
+
+# -- types ---------------------------------------------------------------------------------------
+
+def spark_type_sql(t: ColumnType) -> str:
+    """The Spark SQL type a column of type ``t`` has in its storage form (see engine.storage)."""
+    if t.is_array:
+        return f"array<{spark_type_sql(t.element)}>"
+    name = t.pg.name
+    if name == "numeric":
+        arrow = t.arrow()
+        return f"decimal({arrow.precision},{arrow.scale})"
+    return _SPARK_BY_NAME.get(name, "string")
+
+
+_SPARK_BY_NAME = {
+    "bool": "boolean", "int2": "smallint", "int4": "int", "int8": "bigint", "oid": "bigint",
+    "float4": "float", "float8": "double", "bytea": "binary", "date": "date",
+    "time": "bigint", "timestamp": "timestamp_ntz", "timestamptz": "timestamp",
+    "interval": "string",
+}
+
+
+def spark_schema_ddl(columns: list[tuple[str, ColumnType]]) -> str:
+    return ", ".join(f"`{name.replace('`', '``')}` {spark_type_sql(t)}" for name, t in columns)
+
+
+# -- execution -----------------------------------------------------------------------------------
+
+def prefers_collect(df: DataFrame) -> bool:
+    """Whether ``df``'s result is small enough to collect in one job rather than stream.
+
+    Aggregates and LIMITs are collected (one job, the fastest path); other plans are collected
+    only when the optimizer's size estimate (file sizes for scans) is small.
+    """
+    try:
+        plan = df._jdf.queryExecution().optimizedPlan()
+        size = int(str(plan.stats().sizeInBytes()))
+        node = plan
+        while True:
+            name = node.nodeName()
+            if name in ("Aggregate", "GlobalLimit", "LocalLimit", "Tail", "LocalRelation", "OneRowRelation"):
+                return size <= 16 * STREAM_THRESHOLD_BYTES
+            if name not in ("Sort", "Project", "Filter", "SubqueryAlias", "Window") or node.children().size() != 1:
+                break
+            node = node.children().apply(0)
+        return size <= STREAM_THRESHOLD_BYTES
+    except Exception:  # noqa: BLE001 - an estimate only: stream when unsure
+        return False
+
+
+def estimated_size(df: DataFrame) -> int:
+    """The optimizer's size estimate of ``df``'s result in bytes (no job runs)."""
+    try:
+        return int(str(df._jdf.queryExecution().optimizedPlan().stats().sizeInBytes()))
+    except Exception:  # noqa: BLE001 - an estimate only
+        return STREAM_THRESHOLD_BYTES + 1
+
+
+def collect_arrow(df: DataFrame) -> pa.Table:
+    """Run ``df`` as one job and return its rows as one Arrow table (schema kept when empty)."""
+    batches = df._collect_as_arrow(empty_list_if_zero_records=False)
+    return pa.Table.from_batches(batches, schema=batches[0].schema)
+
+
+def arrow_schema_of(df: DataFrame) -> pa.Schema:
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    return to_arrow_schema(df.schema, timezone="UTC")
+
+
+def stream_arrow(df: DataFrame) -> Iterator[pa.RecordBatch]:
+    """Yield ``df``'s rows partition by partition (one job per partition, the next prefetched).
+
+    Uses the same socket protocol as ``DataFrame.toLocalIterator`` but over Arrow batches
+    (``Dataset.toArrowBatchRdd``), so no rows are pickled and memory stays bounded by a partition.
+    """
+    from pyspark.serializers import read_int, write_int
+    from pyspark.util import _create_local_socket
+
+    sc = df.sparkSession.sparkContext
+    schema = arrow_schema_of(df)
+    jrdd = df._jdf.toArrowBatchRdd()
+    port, auth_secret, server = sc._jvm.PythonRDD.toLocalIteratorAndServe(jrdd, True)
+    sockfile, sock = _create_local_socket((port, auth_secret))
+    status = 1
+    in_partition = False
+    try:
+        while status == 1:
+            write_int(1, sockfile)
+            sockfile.flush()
+            status = read_int(sockfile)
+            if status == -1:
+                server.getResult()  # raises the JVM's error
+                raise RuntimeError("result streaming failed")
+            if status != 1:
+                break
+            in_partition = True
+            while True:
+                length = read_int(sockfile)
+                if length < 0:
+                    break
+                data = sockfile.read(length)
+                batch = pa.ipc.read_record_batch(pa.py_buffer(data), schema)
+                if batch.num_rows:
+                    yield batch
+            in_partition = False
+    finally:
+        if status == 1:
+            try:
+                if in_partition:  # drain the partition being sent before saying stop
+                    while read_int(sockfile) >= 0:
+                        pass
+                write_int(0, sockfile)
+                sockfile.flush()
+            except Exception:  # noqa: BLE001 - the JVM side may already be gone
+                pass
+        sockfile.close()
+        sock.close()
+
+
+def run_with_tag(spark: SparkSession, tag: str, fn: Any) -> Any:
+    spark.addTag(tag)
+    try:
+        return fn()
+    finally:
+        spark.removeTag(tag)

@@ -1,0 +1,778 @@
+"""Delta tables written with deltalake (delta-rs): layout, storage form, coercion and commits.
+
+Layout: one Delta table per SQL table at ``<warehouse>/<schema>/<table>``, created with
+``delta.enableChangeDataFeed=true``. Any Delta reader sees the same rows.
+
+Storage form: the Arrow form of :mod:`tidegate.pgtypes`, except for two types Delta lacks:
+
+* ``time`` is stored as ``long`` microseconds since midnight (exact, orders correctly, and
+  Spark 4.3 has no TIME type); queries see a bigint column that the executor turns back into
+  ``time64[us]`` on output.
+* ``interval`` is stored as a string in PostgreSQL's text form (IntervalStyle postgres, e.g.
+  ``1 year 2 mons 3 days 04:05:06``); the executor turns it back into month_day_nano on output.
+
+Commits: every statement's write is ONE Delta commit (append, merge or overwrite), made after the
+statement has been fully validated, so a failed statement writes nothing. UPDATE/DELETE and
+ALTER TABLE DROP/RENAME COLUMN rewrite the table in one overwrite commit (correct and simple;
+the cost is proportional to the table size). An overwrite computed from version *v* is refused
+(40001) if another writer committed after *v*. Idempotent writers (flows) pass ``app_id`` and
+``app_version``: the commit records a Delta app transaction, and :meth:`TableStore.app_version`
+reads the last one back.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import threading
+import uuid as uuidlib
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import date, datetime, time, timedelta, timezone
+from decimal import Decimal, InvalidOperation
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
+
+from catalog.store import ColumnDef, TableDef
+from tidegate.errors import SqlError
+from tidegate.pgtypes import ColumnType
+
+CDF_CONFIG = {"delta.enableChangeDataFeed": "true"}
+
+
+# -- storage form ------------------------------------------------------------------------------
+
+def storage_type(t: ColumnType) -> pa.DataType:
+    """The Arrow type a column of type ``t`` has inside Delta (see the module docstring)."""
+    if t.is_array:
+        return pa.list_(storage_type(t.element))
+    if t.pg.name == "time":
+        return pa.int64()
+    if t.pg.name == "interval":
+        return pa.string()
+    return t.arrow()
+
+
+def storage_schema(columns: Sequence[ColumnDef]) -> pa.Schema:
+    return pa.schema([pa.field(c.name, storage_type(c.type), nullable=True) for c in columns])
+
+
+# -- interval text -------------------------------------------------------------------------------
+
+_INTERVAL_UNITS = {
+    "microsecond": ("us", 1), "microseconds": ("us", 1), "us": ("us", 1), "usec": ("us", 1),
+    "millisecond": ("us", 1000), "milliseconds": ("us", 1000), "ms": ("us", 1000), "msec": ("us", 1000),
+    "second": ("us", 1_000_000), "seconds": ("us", 1_000_000), "sec": ("us", 1_000_000), "secs": ("us", 1_000_000), "s": ("us", 1_000_000),
+    "minute": ("us", 60_000_000), "minutes": ("us", 60_000_000), "min": ("us", 60_000_000), "mins": ("us", 60_000_000), "m": ("us", 60_000_000),
+    "hour": ("us", 3_600_000_000), "hours": ("us", 3_600_000_000), "h": ("us", 3_600_000_000), "hr": ("us", 3_600_000_000), "hrs": ("us", 3_600_000_000),
+    "day": ("d", 1), "days": ("d", 1), "d": ("d", 1),
+    "week": ("d", 7), "weeks": ("d", 7), "w": ("d", 7),
+    "month": ("mon", 1), "months": ("mon", 1), "mon": ("mon", 1), "mons": ("mon", 1),
+    "year": ("mon", 12), "years": ("mon", 12), "y": ("mon", 12), "yr": ("mon", 12), "yrs": ("mon", 12),
+    "decade": ("mon", 120), "decades": ("mon", 120), "century": ("mon", 1200), "centuries": ("mon", 1200),
+}
+_INTERVAL_TOKEN = re.compile(r"\s*(?:(?P<clock>[+-]?\d+:\d+(?::\d+(?:\.\d+)?)?)|(?P<num>[+-]?\d+(?:\.\d*)?|[+-]?\.\d+)\s*(?P<unit>[a-z]+)?)")
+_ISO_INTERVAL = re.compile(r"^P(?:(\d+)Y)?(?:(\d+)M)?(?:(\d+)W)?(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d+)?)S)?)?$")
+
+
+def parse_interval(text: str) -> tuple[int, int, int]:
+    """PostgreSQL interval input -> (months, days, microseconds); 22007 when malformed."""
+    s = text.strip().lower()
+    bad = SqlError("22007", f'invalid input syntax for type interval: "{text}"')
+    m = _ISO_INTERVAL.match(text.strip().upper())
+    if m and text.strip():
+        y, mo, w, d, h, mi, sec = m.groups()
+        months = int(y or 0) * 12 + int(mo or 0)
+        days = int(w or 0) * 7 + int(d or 0)
+        us = int(h or 0) * 3_600_000_000 + int(mi or 0) * 60_000_000 + round(float(sec or 0) * 1_000_000)
+        return months, days, us
+    ago = False
+    if s.startswith("@"):
+        s = s[1:]
+    if s.endswith(" ago"):
+        ago, s = True, s[:-4]
+    months = days = us = 0
+    pos = 0
+    if not s.strip():
+        raise bad
+    while pos < len(s):
+        if not s[pos:].strip():
+            break
+        tok = _INTERVAL_TOKEN.match(s, pos)
+        if not tok or tok.end() == pos:
+            raise bad
+        pos = tok.end()
+        if tok.group("clock"):
+            clock = tok.group("clock")
+            sign = -1 if clock.startswith("-") else 1
+            parts = clock.lstrip("+-").split(":")
+            h, mi = int(parts[0]), int(parts[1])
+            sec = float(parts[2]) if len(parts) > 2 else 0.0
+            us += sign * (h * 3_600_000_000 + mi * 60_000_000 + round(sec * 1_000_000))
+            continue
+        num = float(tok.group("num"))
+        unit = tok.group("unit") or "second"
+        if unit not in _INTERVAL_UNITS:
+            raise bad
+        kind, factor = _INTERVAL_UNITS[unit]
+        if kind == "mon":
+            whole = int(num * factor)
+            months += whole
+            frac_days = (num * factor - whole) * 30
+            days += int(frac_days)
+            us += round((frac_days - int(frac_days)) * 86_400_000_000)
+        elif kind == "d":
+            whole = int(num * factor)
+            days += whole
+            us += round((num * factor - whole) * 86_400_000_000)
+        else:
+            us += round(num * factor)
+    if ago:
+        months, days, us = -months, -days, -us
+    return months, days, us
+
+
+def format_interval(months: int, days: int, us: int) -> str:
+    """(months, days, microseconds) -> PostgreSQL's text form (IntervalStyle postgres)."""
+    parts: list[str] = []
+    years, mons = int(months / 12), months - int(months / 12) * 12
+    if years:
+        parts.append(f"{years} year{'s' if abs(years) != 1 else ''}")
+    if mons:
+        parts.append(f"{mons} mon{'s' if abs(mons) != 1 else ''}")
+    if days:
+        parts.append(f"{days} day{'s' if abs(days) != 1 else ''}")
+    if us or not parts:
+        sign = "-" if us < 0 else ("+" if parts and (months < 0 or days < 0) else "")
+        a = abs(us)
+        h, rem = divmod(a, 3_600_000_000)
+        mi, rem = divmod(rem, 60_000_000)
+        sec, frac = divmod(rem, 1_000_000)
+        clock = f"{sign}{h:02d}:{mi:02d}:{sec:02d}"
+        if frac:
+            clock += f".{frac:06d}".rstrip("0")
+        parts.append(clock)
+    return " ".join(parts)
+
+
+def interval_text_to_arrow(arr: pa.Array) -> pa.Array:
+    """Stored interval text -> month_day_nano_interval (for results)."""
+    out = []
+    for v in arr.to_pylist():
+        if v is None:
+            out.append(None)
+        else:
+            mo, d, us = parse_interval(v)
+            out.append(pa.MonthDayNano([mo, d, us * 1000]))
+    return pa.array(out, type=pa.month_day_nano_interval())
+
+
+# -- coercion to the storage form ----------------------------------------------------------------
+
+_INT_RANGES = {"int2": (-(2**15), 2**15 - 1, "smallint"), "int4": (-(2**31), 2**31 - 1, "integer"),
+               "int8": (-(2**63), 2**63 - 1, "bigint")}
+_TYPE_WORD = {"int2": "smallint", "int4": "integer", "int8": "bigint", "float4": "real",
+              "float8": "double precision", "numeric": "numeric", "bool": "boolean", "date": "date",
+              "timestamp": "timestamp", "timestamptz": "timestamp with time zone", "time": "time",
+              "interval": "interval", "uuid": "uuid", "json": "json", "jsonb": "json", "bytea": "bytea"}
+_BOOL_TEXT = {"t": True, "true": True, "y": True, "yes": True, "on": True, "1": True,
+              "f": False, "false": False, "n": False, "no": False, "off": False, "0": False}
+
+
+def _invalid(t: ColumnType, value: Any) -> SqlError:
+    word = _TYPE_WORD.get(t.pg.name, t.pg.sql_name)
+    code = "22007" if t.pg.name in ("date", "timestamp", "timestamptz", "time", "interval") else "22P02"
+    return SqlError(code, f'invalid input syntax for type {word}: "{value}"')
+
+
+def _parse_timestamp(text: str, with_tz: bool) -> datetime:
+    s = text.strip()
+    low = s.lower()
+    if low in ("now", "today"):
+        now = datetime.now(timezone.utc)
+        return now if low == "now" else now.replace(hour=0, minute=0, second=0, microsecond=0)
+    if low in ("epoch",):
+        return datetime(1970, 1, 1, tzinfo=timezone.utc)
+    s2 = s.replace("T", " ", 1) if "T" in s[:11] else s
+    if s2.endswith(("Z", "z")):
+        s2 = s2[:-1] + "+00:00"
+    s2 = re.sub(r"([+-]\d{2})$", r"\1:00", s2)
+    s2 = re.sub(r"\s+(UTC|GMT)$", "+00:00", s2, flags=re.I)
+    s2 = re.sub(r"\s+([+-]\d{2}:?\d{2})$", r"\1", s2)
+    dt = datetime.fromisoformat(s2)
+    if dt.tzinfo is not None:
+        dt = dt.astimezone(timezone.utc)
+    else:
+        dt = dt.replace(tzinfo=timezone.utc)
+    return dt if with_tz else dt.replace(tzinfo=None)
+
+
+def _parse_time_us(text: str) -> int:
+    s = text.strip()
+    s = re.sub(r"([+-]\d{2}(:?\d{2})?|Z)$", "", s) if re.search(r"\d[+-]\d{2}(:?\d{2})?$|Z$", s) else s
+    t = time.fromisoformat(s) if s.count(":") >= 1 else None
+    if t is None:
+        raise ValueError(text)
+    return ((t.hour * 60 + t.minute) * 60 + t.second) * 1_000_000 + t.microsecond
+
+
+def _time_us(v: Any) -> int:
+    if isinstance(v, time):
+        return ((v.hour * 60 + v.minute) * 60 + v.second) * 1_000_000 + v.microsecond
+    if isinstance(v, timedelta):
+        return (v.days * 86400 + v.seconds) * 1_000_000 + v.microseconds
+    if isinstance(v, int):
+        return v
+    return _parse_time_us(str(v))
+
+
+def _bytea(v: Any) -> bytes:
+    if isinstance(v, (bytes, bytearray, memoryview)):
+        return bytes(v)
+    s = str(v)
+    if s.startswith("\\x"):
+        return bytes.fromhex(s[2:])
+    out = bytearray()
+    i = 0
+    while i < len(s):
+        if s[i] == "\\":
+            if s[i + 1:i + 2] == "\\":
+                out.append(92)
+                i += 2
+            else:
+                out.append(int(s[i + 1:i + 4], 8))
+                i += 4
+        else:
+            out.extend(s[i].encode())
+            i += 1
+    return bytes(out)
+
+
+def _parse_pg_array(text: str) -> list[Any]:
+    """PostgreSQL array literal '{1,2,"a b",NULL}' -> list of element texts (one dimension)."""
+    s = text.strip()
+    if not (s.startswith("{") and s.endswith("}")):
+        raise ValueError(text)
+    body = s[1:-1]
+    items: list[Any] = []
+    if not body.strip():
+        return items
+    i, n = 0, len(body)
+    while i <= n:
+        while i < n and body[i] == " ":
+            i += 1
+        if i < n and body[i] == '"':
+            i += 1
+            buf = []
+            while i < n and body[i] != '"':
+                if body[i] == "\\":
+                    i += 1
+                buf.append(body[i])
+                i += 1
+            i += 1
+            items.append("".join(buf))
+            while i < n and body[i] != ",":
+                i += 1
+        else:
+            j = body.find(",", i)
+            j = n if j < 0 else j
+            raw = body[i:j].strip()
+            items.append(None if raw.upper() == "NULL" else raw)
+            i = j
+        i += 1
+    return items
+
+
+def python_value(v: Any, t: ColumnType, column: str) -> Any:
+    """One Python/text value -> the Python value of its storage form for column type ``t``."""
+    if v is None:
+        return None
+    name = t.pg.name
+    try:
+        if t.is_array:
+            items = _parse_pg_array(v) if isinstance(v, str) else list(v)
+            return [python_value(x, t.element, column) for x in items]
+        if name in _INT_RANGES:
+            lo, hi, word = _INT_RANGES[name]
+            if isinstance(v, bool):
+                raise SqlError("42804", f'column "{column}" is of type {word} but expression is of type boolean')
+            if isinstance(v, str):
+                s = v.strip()
+                if not re.fullmatch(r"[+-]?\d+", s):
+                    raise _invalid(t, v)
+                iv = int(s)
+            elif isinstance(v, float):
+                iv = int(round(v)) if v == v else None
+                if iv is None:
+                    raise SqlError("22003", f"{word} out of range")
+            elif isinstance(v, Decimal):
+                iv = int(v.quantize(Decimal(1), rounding="ROUND_HALF_UP"))
+            else:
+                iv = int(v)
+            if not lo <= iv <= hi:
+                raise SqlError("22003", f"{word} out of range")
+            return iv
+        if name in ("float4", "float8"):
+            if isinstance(v, str):
+                s = v.strip().lower()
+                special = {"nan": float("nan"), "infinity": float("inf"), "inf": float("inf"),
+                           "-infinity": float("-inf"), "-inf": float("-inf"), "+infinity": float("inf")}
+                if s in special:
+                    return special[s]
+                try:
+                    return float(s)
+                except ValueError:
+                    raise _invalid(t, v) from None
+            return float(v)
+        if name == "numeric":
+            arrow = t.arrow()
+            try:
+                d = Decimal(v.strip()) if isinstance(v, str) else Decimal(str(v)) if isinstance(v, float) else Decimal(v)
+            except InvalidOperation:
+                raise _invalid(t, v) from None
+            if not d.is_finite():
+                raise SqlError("22003", "numeric value out of range", detail="NaN and infinity cannot be stored")
+            q = d.quantize(Decimal(1).scaleb(-arrow.scale), rounding="ROUND_HALF_UP")
+            if len(q.as_tuple().digits) - (-q.as_tuple().exponent if q.as_tuple().exponent < 0 else 0) > arrow.precision - arrow.scale and q != 0:
+                if t.precision is not None:
+                    raise SqlError("22003", "numeric field overflow",
+                                   detail=f"A field with precision {t.precision}, scale {t.scale or 0} must round to an absolute value less than 10^{t.precision - (t.scale or 0)}.")
+                raise SqlError("22003", "numeric value out of range")
+            return q
+        if name == "bool":
+            if isinstance(v, bool):
+                return v
+            if isinstance(v, str):
+                b = _BOOL_TEXT.get(v.strip().lower())
+                if b is None:
+                    raise _invalid(t, v)
+                return b
+            if isinstance(v, int):
+                raise SqlError("42804", f'column "{column}" is of type boolean but expression is of type integer')
+            return bool(v)
+        if name in ("text", "varchar", "bpchar", "name", "char"):
+            s = v if isinstance(v, str) else _text_of(v)
+            return _fit_string(s, t)
+        if name == "bytea":
+            return _bytea(v)
+        if name == "date":
+            if isinstance(v, datetime):
+                return v.date()
+            if isinstance(v, date):
+                return v
+            s = str(v).strip()
+            try:
+                return date.fromisoformat(s[:10]) if len(s) >= 10 else date.fromisoformat(s)
+            except ValueError:
+                raise _invalid(t, v) from None
+        if name in ("timestamp", "timestamptz"):
+            with_tz = name == "timestamptz"
+            if isinstance(v, datetime):
+                if v.tzinfo is not None:
+                    v = v.astimezone(timezone.utc)
+                    return v if with_tz else v.replace(tzinfo=None)
+                return v.replace(tzinfo=timezone.utc) if with_tz else v
+            if isinstance(v, date):
+                d = datetime(v.year, v.month, v.day)
+                return d.replace(tzinfo=timezone.utc) if with_tz else d
+            try:
+                return _parse_timestamp(str(v), with_tz)
+            except ValueError:
+                raise _invalid(t, v) from None
+        if name == "time":
+            try:
+                us = _time_us(v)
+            except ValueError:
+                raise _invalid(t, v) from None
+            if not 0 <= us <= 86_400_000_000:
+                raise SqlError("22008", f'date/time field value out of range: "{v}"')
+            return us
+        if name == "interval":
+            if isinstance(v, timedelta):
+                return format_interval(0, v.days, v.seconds * 1_000_000 + v.microseconds)
+            if isinstance(v, pa.MonthDayNano) or (isinstance(v, tuple) and len(v) == 3):
+                mo, d, ns = v
+                return format_interval(mo, d, ns // 1000)
+            return format_interval(*parse_interval(str(v)))
+        if name in ("json", "jsonb"):
+            s = v if isinstance(v, str) else json.dumps(v)
+            try:
+                parsed = json.loads(s)
+            except ValueError:
+                raise SqlError("22P02", "invalid input syntax for type json", detail=f'Token "{s[:40]}" is invalid.') from None
+            return json.dumps(parsed, separators=(", ", ": ")) if name == "jsonb" else s
+        if name == "uuid":
+            try:
+                return str(v if isinstance(v, uuidlib.UUID) else uuidlib.UUID(str(v).strip()))
+            except ValueError:
+                raise _invalid(t, v) from None
+        if name in ("oid", "regclass", "regtype", "regproc"):
+            return int(v)
+    except SqlError:
+        raise
+    except (TypeError, ValueError, OverflowError, ArithmeticError):
+        raise _invalid(t, v) from None
+    return v
+
+
+def _text_of(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, datetime):
+        return v.isoformat(sep=" ")
+    if isinstance(v, (bytes, bytearray)):
+        return "\\x" + bytes(v).hex()
+    return str(v)
+
+
+def _fit_string(s: str, t: ColumnType) -> str:
+    name = t.pg.name
+    n = t.length
+    if n is not None and len(s) > n:
+        if s[n:].strip(" ") == "":
+            s = s[:n]
+        else:
+            word = "character varying" if name == "varchar" else "character"
+            raise SqlError("22001", f"value too long for type {word}({n})")
+    if name == "bpchar" and n is not None and len(s) < n:
+        s = s.ljust(n)
+    return s
+
+
+def coerce_array(arr: pa.Array | pa.ChunkedArray, t: ColumnType, column: str) -> pa.Array:
+    """An Arrow column -> the storage form of type ``t``, with PostgreSQL's errors.
+
+    Vectorised when the input is already (castable to) the storage type; otherwise per value.
+    """
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks() if arr.num_chunks != 1 else arr.chunk(0)
+    target = storage_type(t)
+    src = arr.type
+    name = t.pg.name
+    if pa.types.is_null(src):
+        return pa.nulls(len(arr), target)
+    if name == "time" and pa.types.is_time(src):
+        return pc.cast(pc.cast(arr, pa.time64("us")), pa.int64())
+    if name == "interval" and (pa.types.is_interval(src) or pa.types.is_duration(src)):
+        return pa.array([python_value(_mdn(v), t, column) for v in arr.to_pylist()], type=target)
+    if name in ("text", "varchar", "bpchar", "json", "jsonb", "uuid", "name", "interval") and pa.types.is_string(src):
+        if name in ("text", "name") or (name == "varchar" and t.length is None):
+            return arr
+        if name == "varchar":
+            lengths = pc.utf8_length(arr)
+            mx = pc.max(lengths).as_py()
+            if mx is None or mx <= t.length:
+                return arr
+    elif src == target and not t.is_array:
+        if name in _INT_RANGES or name in ("float4", "float8", "bool", "date", "timestamp", "timestamptz", "bytea"):
+            return arr
+        if name == "numeric":
+            return arr
+    elif name in _INT_RANGES and pa.types.is_integer(src):
+        lo, hi, word = _INT_RANGES[name]
+        mn, mx = pc.min(arr).as_py(), pc.max(arr).as_py()
+        if mn is not None and (mn < lo or mx > hi):
+            raise SqlError("22003", f"{word} out of range")
+        return pc.cast(arr, target)
+    elif name in ("float4", "float8") and (pa.types.is_integer(src) or pa.types.is_floating(src) or pa.types.is_decimal(src)):
+        return pc.cast(arr, target, safe=False)
+    elif name in ("timestamp", "timestamptz") and pa.types.is_timestamp(src):
+        if src.tz is None and name == "timestamptz":
+            return pc.cast(pc.cast(arr, pa.timestamp("us")), pa.timestamp("us")).cast(pa.timestamp("us", tz="UTC"))
+        if src.tz is not None and name == "timestamp":
+            return pc.cast(pc.cast(arr, pa.timestamp("us", tz="UTC")).cast(pa.int64()), pa.timestamp("us"))
+        return pc.cast(arr, target)
+    elif name == "numeric" and (pa.types.is_decimal(src) or pa.types.is_integer(src)):
+        try:
+            return pc.cast(arr, target)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            pass
+    elif name == "date" and pa.types.is_date(src):
+        return pc.cast(arr, target)
+    elif name in ("text", "varchar", "bpchar") and pa.types.is_large_string(src):
+        return coerce_array(pc.cast(arr, pa.string()), t, column)
+    values = arr.to_pylist()
+    if name == "interval" and pa.types.is_interval(src):
+        values = [_mdn(v) for v in values]
+    return pa.array([python_value(v, t, column) for v in values], type=target)
+
+
+def _mdn(v: Any) -> Any:
+    if v is None:
+        return None
+    if isinstance(v, timedelta):
+        return v
+    return (v.months, v.days, v.nanoseconds)
+
+
+def storage_to_result(arr: pa.Array | pa.ChunkedArray, t: ColumnType) -> pa.Array | pa.ChunkedArray:
+    """A stored/Spark column -> the Arrow form of :mod:`tidegate.pgtypes` for results."""
+    base = t.pg.name
+    if base == "time" and pa.types.is_integer(arr.type):
+        return pc.cast(pc.cast(arr, pa.int64()), pa.time64("us"))
+    if base == "interval" and pa.types.is_string(arr.type):
+        if isinstance(arr, pa.ChunkedArray):
+            return pa.chunked_array([interval_text_to_arrow(c) for c in arr.chunks], type=pa.month_day_nano_interval())
+        return interval_text_to_arrow(arr)
+    return arr
+
+
+# -- commits ------------------------------------------------------------------------------------
+
+@dataclass
+class Snapshot:
+    """One version of one table as a query reads it."""
+
+    location: str
+    version: int
+    files: list[str]
+
+
+@dataclass
+class WriteOp:
+    """A validated write, applied as one Delta commit.
+
+    ``kind``: "append" (rows), "upsert" (rows replace rows with equal ``keys``), "merge" (ON
+    CONFLICT DO UPDATE: ``updates`` are DataFusion SQL expressions over t./s.), "update" (``data``
+    holds every column's new value plus ``__tg_old_<k>`` for each match column ``keys``),
+    "delete" (``data`` holds the ``keys`` of the rows to remove), "overwrite" (the whole new
+    content, computed from ``base_version``), "none".
+    """
+
+    table: TableDef
+    kind: str
+    data: pa.Table | pa.RecordBatchReader | None = None
+    keys: list[str] = field(default_factory=list)
+    updates: dict[str, str] = field(default_factory=dict)
+    base_version: int | None = None
+    app_id: str | None = None
+    app_version: int | None = None
+    schema_change: bool = False
+    null_safe: bool = False  # "update"/"delete" matched on nullable columns
+
+
+class TableStore:
+    """Creates, reads and commits Delta tables; caches one DeltaTable per location."""
+
+    def __init__(self, warehouse: Path) -> None:
+        self.warehouse = Path(warehouse)
+        self._tables: dict[str, DeltaTable] = {}
+        self._locks: dict[str, threading.RLock] = {}
+        self._guard = threading.Lock()
+
+    def location_for(self, schema: str, name: str) -> str:
+        return str((self.warehouse / schema / name).resolve())
+
+    def lock(self, location: str) -> threading.RLock:
+        with self._guard:
+            return self._locks.setdefault(location, threading.RLock())
+
+    def _table(self, location: str) -> DeltaTable:
+        with self._guard:
+            dt = self._tables.get(location)
+        if dt is None:
+            dt = DeltaTable(location)
+            with self._guard:
+                self._tables[location] = dt
+        else:
+            dt.update_incremental()
+        return dt
+
+    def forget(self, location: str) -> None:
+        with self._guard:
+            self._tables.pop(location, None)
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def create(self, table: TableDef) -> str:
+        """Create the Delta table for ``table``; returns its location."""
+        location = table.location or self.location_for(table.schema, table.name)
+        if os.path.exists(location):
+            # Leftover of a table whose catalog entry is gone (e.g. crash between steps).
+            shutil.rmtree(location)
+        os.makedirs(os.path.dirname(location), exist_ok=True)
+        description = table.comment
+        DeltaTable.create(location, storage_schema(table.columns), name=table.name,
+                          description=description, configuration=dict(CDF_CONFIG))
+        self.forget(location)
+        return location
+
+    def drop(self, location: str | None) -> None:
+        if not location:
+            return
+        self.forget(location)
+        shutil.rmtree(location, ignore_errors=True)
+
+    def move(self, old: str, new: str) -> None:
+        self.forget(old)
+        os.makedirs(os.path.dirname(new), exist_ok=True)
+        if os.path.exists(new):
+            shutil.rmtree(new)
+        os.rename(old, new)
+
+    # -- reads ---------------------------------------------------------------------------------
+
+    def snapshot(self, location: str) -> Snapshot:
+        with self.lock(location):
+            dt = self._table(location)
+            return Snapshot(location, dt.version(), dt.file_uris())
+
+    def version(self, location: str) -> int:
+        with self.lock(location):
+            return self._table(location).version()
+
+    def read_arrow(self, location: str, columns: list[str] | None = None) -> pa.Table:
+        with self.lock(location):
+            return self._table(location).to_pyarrow_table(columns=columns)
+
+    def existing_keys(self, location: str, keys: list[str], candidates: pa.Table) -> pa.Table:
+        """Rows of the key columns that already exist among ``candidates`` (pruned by stats)."""
+        with self.lock(location):
+            dt = self._table(location)
+            if not dt.file_uris():
+                return candidates.slice(0, 0)
+            ds = dt.to_pyarrow_dataset()
+        flt = None
+        for k in keys:
+            vals = pc.unique(candidates.column(k).combine_chunks())
+            term = pc.field(k).isin(vals)
+            flt = term if flt is None else flt & term
+        existing = ds.to_table(columns=keys, filter=flt)
+        if existing.num_rows == 0:
+            return existing
+        return existing.join(candidates.select(keys).group_by(keys).aggregate([]), keys=keys, join_type="inner")
+
+    def rows_with_keys(self, location: str, keys: list[str], candidates: pa.Table) -> pa.Table:
+        """The current full rows whose key tuples occur in ``candidates``."""
+        with self.lock(location):
+            ds = self._table(location).to_pyarrow_dataset()
+        flt = None
+        for k in keys:
+            term = pc.field(k).isin(pc.unique(candidates.column(k).combine_chunks()))
+            flt = term if flt is None else flt & term
+        rows = ds.to_table(filter=flt)
+        if rows.num_rows == 0:
+            return rows
+        wanted = candidates.select(keys).group_by(keys).aggregate([]).append_column(
+            "__tg_hit", pa.array([True] * len(candidates.select(keys).group_by(keys).aggregate([]))))
+        joined = rows.join(wanted, keys=keys, join_type="inner")
+        return joined.select(rows.column_names)
+
+    def app_version(self, location: str, app_id: str) -> int | None:
+        """The last version an idempotent writer committed under ``app_id`` (None if never)."""
+        with self.lock(location):
+            return self._table(location).transaction_version(app_id)
+
+    # -- writes --------------------------------------------------------------------------------
+
+    def apply(self, op: WriteOp) -> int:
+        """Commit ``op`` as one Delta commit; returns the new table version (or the current one)."""
+        location = op.table.location
+        assert location, "table without a location"
+        props = None
+        if op.app_id is not None:
+            props = CommitProperties(app_transactions=[Transaction(op.app_id, int(op.app_version or 0))])
+        with self.lock(location):
+            dt = self._table(location)
+            if op.kind == "none":
+                return dt.version()
+            if op.kind == "append":
+                write_deltalake(dt, op.data, mode="append", commit_properties=props)
+            elif op.kind == "overwrite":
+                if op.base_version is not None and dt.version() != op.base_version:
+                    raise SqlError("40001", "could not serialize access due to concurrent update",
+                                   detail=f'table "{op.table.name}" changed while the statement ran')
+                write_deltalake(dt, op.data, mode="overwrite",
+                                schema_mode="overwrite" if op.schema_change else None,
+                                commit_properties=props)
+            elif op.kind in ("upsert", "merge"):
+                data = op.data if isinstance(op.data, pa.Table) else op.data.read_all()
+                if data.num_rows == 0:
+                    return dt.version()
+                pred = " AND ".join(f"t.{_q(k)} = s.{_q(k)}" for k in op.keys)
+                merger = dt.merge(data, predicate=pred, source_alias="s", target_alias="t",
+                                  commit_properties=props)
+                if op.kind == "upsert":
+                    merger = merger.when_matched_update_all().when_not_matched_insert_all()
+                else:
+                    merger = merger.when_matched_update(updates=op.updates).when_not_matched_insert_all()
+                merger.execute()
+            elif op.kind in ("update", "delete"):
+                data = op.data if isinstance(op.data, pa.Table) else op.data.read_all()
+                if data.num_rows == 0:
+                    return dt.version()
+                eq = "IS NOT DISTINCT FROM" if op.null_safe else "="
+                old = (lambda k: f"s.{_q('__tg_old_' + k)}") if op.kind == "update" else (lambda k: f"s.{_q(k)}")
+                pred = " AND ".join(f"(t.{_q(k)} {eq} {old(k)})" for k in op.keys)
+                merger = dt.merge(data, predicate=pred, source_alias="s", target_alias="t",
+                                  commit_properties=props)
+                if op.kind == "update":
+                    columns = [n for n in data.column_names if not n.startswith("__tg_old_")]
+                    merger = merger.when_matched_update(updates={_q(c): f"s.{_q(c)}" for c in columns})
+                else:
+                    merger = merger.when_matched_delete()
+                merger.execute()
+            else:
+                raise SqlError("XX000", f"unknown write kind {op.kind}")
+            self.forget(location)
+            return self._table(location).version()
+
+    def add_columns(self, location: str, columns: Sequence[ColumnDef]) -> None:
+        from deltalake.schema import Field as DField
+
+        with self.lock(location):
+            dt = self._table(location)
+            fields = []
+            for c in columns:
+                f = pa.field(c.name, storage_type(c.type), nullable=True)
+                fields.append(DField.from_arrow(f) if hasattr(DField, "from_arrow") else f)
+            dt.alter.add_columns(fields)
+            self.forget(location)
+
+
+def _q(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def dedupe_last(data: pa.Table, keys: list[str]) -> pa.Table:
+    """Keep the last row of each key (last write wins within one statement)."""
+    if data.num_rows <= 1:
+        return data
+    idx = pa.array(range(data.num_rows), pa.int64())
+    with_idx = data.select(keys).append_column("__tg_idx", idx)
+    last = with_idx.group_by(keys, use_threads=False).aggregate([("__tg_idx", "max")])
+    if last.num_rows == data.num_rows:
+        return data
+    take = pc.sort_indices(last.column("__tg_idx_max"))
+    return data.take(pc.take(last.column("__tg_idx_max"), take))
+
+
+def duplicate_keys(data: pa.Table, keys: list[str]) -> pa.Table:
+    """Key tuples occurring more than once in ``data``."""
+    counts = data.select(keys).group_by(keys, use_threads=False).aggregate([([], "count_all")])
+    return counts.filter(pc.greater(counts.column("count_all"), 1)).select(keys)
+
+
+def key_text(row: dict[str, Any]) -> str:
+    """PostgreSQL's 'Key (a, b)=(1, x)' detail body."""
+    cols = ", ".join(row.keys())
+    vals = ", ".join("null" if v is None else (v.isoformat(sep=" ") if isinstance(v, datetime) else str(v))
+                     for v in row.values())
+    return f"Key ({cols})=({vals})"
+
+
+def iter_reader(schema: pa.Schema, batches: Iterable[pa.RecordBatch]) -> pa.RecordBatchReader:
+    return pa.RecordBatchReader.from_batches(schema, iter(batches))
+
+
+def batches_of(data: pa.Table | pa.RecordBatchReader) -> Iterator[pa.RecordBatch]:
+    if isinstance(data, pa.Table):
+        yield from data.to_batches()
+    else:
+        yield from data

@@ -1,0 +1,1739 @@
+"""PostgreSQL-dialect queries -> Spark SQL that returns what PostgreSQL returns.
+
+The pipeline works on sqlglot ASTs:
+
+1. bind ``$n`` parameters as typed literals, rewrite PostgreSQL-only relations (top-level
+   ``VALUES``, ``generate_series``/``unnest`` in FROM) and replace table references with the
+   Spark temp views the resolver names (SQL views are inlined as subqueries);
+2. ``qualify`` + ``annotate_types`` against a schema built from the resolver's columns, so
+   stars are expanded, columns are checked (42703) and every expression has a type;
+3. compute the result column names PostgreSQL would give (``count``, ``?column?``, ...) and
+   the PostgreSQL types Spark cannot express (varchar(n), json, numeric(p,s), ...);
+4. rewrite the semantics Spark does differently (integer division, NULL ordering, casts,
+   interval literals, extract, date_bin, avg(int), regexp flags, ...), then generate Spark SQL.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import logging
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any, Protocol
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.dialects.postgres import Postgres
+from sqlglot.errors import OptimizeError, ParseError, TokenError
+from sqlglot.optimizer.annotate_types import annotate_types
+from sqlglot.optimizer.qualify import qualify
+from sqlglot.parsers.postgres import PostgresParser
+
+from engine.functions import (
+    PgInterval,
+    format_interval,
+    parse_array_text,
+    parse_interval,
+    pg_regex_flags,
+    similar_to_regex,
+    to_char_format,
+)
+from tidegate.errors import SqlError
+from tidegate.pgtypes import (
+    BOOL,
+    BPCHAR,
+    BYTEA,
+    DATE,
+    FLOAT4,
+    FLOAT8,
+    INT2,
+    INT4,
+    INT8,
+    INTERVAL,
+    JSON,
+    JSONB,
+    NUMERIC,
+    TEXT,
+    TIME,
+    TIMESTAMP,
+    TIMESTAMPTZ,
+    UUID,
+    VARCHAR,
+    ColumnType,
+)
+
+# sqlglot logs a warning whenever it falls back to exp.Command (EXPLAIN, SET, ...); the
+# translator handles those itself.
+logging.getLogger("sqlglot").setLevel(logging.ERROR)
+
+__all__ = [
+    "ResolvedRelation",
+    "TableResolver",
+    "TranslatedQuery",
+    "parse_postgres",
+    "translate_expression",
+    "translate_query",
+    "DIALECT",
+]
+
+
+class _TidegateParser(PostgresParser):
+    # date_part() must stay distinguishable from EXTRACT (different result type and name).
+    FUNCTION_PARSERS = {k: v for k, v in PostgresParser.FUNCTION_PARSERS.items() if k != "DATE_PART"}
+    # to_char templates are translated by engine.functions.to_char_format (AM/PM, FM, quoting).
+    FUNCTIONS = {k: v for k, v in PostgresParser.FUNCTIONS.items() if k != "TO_CHAR"}
+
+
+def _annotate_literal(annotator: Any, literal: exp.Literal) -> exp.Literal:
+    """PostgreSQL literal typing: 2.5 is numeric (not double); big integers are bigint."""
+    if literal.is_string:
+        annotator._set_type(literal, exp.DataType.Type.VARCHAR)
+    else:
+        text = literal.name
+        if re.fullmatch(r"\d+", text):
+            value = int(text)
+            kind = "INT" if value < 2**31 else ("BIGINT" if value < 2**63 else "DECIMAL")
+            annotator._set_type(literal, exp.DataType.build(kind))
+        else:
+            annotator._set_type(literal, exp.DataType.build("DECIMAL"))
+    literal.meta["nonnull"] = True
+    return literal
+
+
+class TidegatePostgres(Postgres):
+    """PostgreSQL as sqlglot reads it, remembering the function names the user wrote."""
+
+    ORIGINAL_NAME_META_KEY = "pg_name"
+    Parser = _TidegateParser
+    EXPRESSION_METADATA = {**Postgres.EXPRESSION_METADATA, exp.Literal: {"annotator": _annotate_literal}}
+
+
+DIALECT = TidegatePostgres
+
+
+# --------------------------------------------------------------------------------------------
+# Public API types
+
+
+@dataclass
+class TranslatedQuery:
+    spark_sql: str
+    output_names: list[str]
+    output_types: list[ColumnType | None]
+    tables: list[tuple[str, str]] = field(default_factory=list)
+
+
+@dataclass
+class ResolvedRelation:
+    schema: str
+    name: str
+    view_name: str
+    columns: list[tuple[str, ColumnType]]
+    view_sql: str | None = None
+
+
+class TableResolver(Protocol):
+    def resolve(self, schema: str | None, name: str) -> ResolvedRelation: ...
+
+
+# --------------------------------------------------------------------------------------------
+# Parsing
+
+
+def _offset_of(sql: str, line: int, col: int) -> int:
+    """1-based character offset of (line, col) in ``sql`` (both 1-based)."""
+    lines = sql.split("\n")
+    offset = sum(len(lines[i]) + 1 for i in range(min(line - 1, len(lines))))
+    return offset + col
+
+
+def parse_postgres(sql: str) -> list[exp.Expression]:
+    """Parse PostgreSQL text into statements; syntax errors become 42601 with a position."""
+    try:
+        statements = sqlglot.parse(sql, read=TidegatePostgres)
+    except ParseError as err:
+        info = err.errors[0] if err.errors else {}
+        token = (info.get("highlight") or "").strip()
+        line, col = info.get("line"), info.get("col")
+        position = None
+        if line and col:
+            position = max(1, _offset_of(sql, line, col) - max(len(token), 1) + 1)
+        first = re.match(r"\s*([A-Za-z_]+)", sql)
+        known = {
+            "select", "with", "values", "insert", "update", "delete", "create", "drop", "alter",
+            "explain", "table", "show", "set", "begin", "commit", "rollback", "copy", "truncate",
+            "start", "end", "reset", "discard", "deallocate", "prepare", "execute", "grant",
+            "revoke", "comment", "analyze", "vacuum", "listen", "notify", "lock", "merge", "admin",
+            "describe", "desc", "use", "abort", "savepoint", "release", "declare", "fetch", "close",
+        }
+        if first and first.group(1).lower() not in known:
+            raise SqlError("42601", f'syntax error at or near "{first.group(1)}"', position=first.start(1) + 1) from None
+        if token and not (info.get("end_context") or "").strip() and sql.rstrip().endswith(token):
+            raise SqlError("42601", "syntax error at end of input", position=len(sql.rstrip()) + 1) from None
+        if not token:
+            raise SqlError("42601", "syntax error at end of input", position=len(sql) + 1) from None
+        raise SqlError("42601", f'syntax error at or near "{token}"', position=position) from None
+    except TokenError as err:
+        message = str(err)
+        if "'" in sql and sql.count("'") % 2 == 1:
+            pos = sql.rfind("'") + 1
+            raise SqlError("42601", f'unterminated quoted string at or near "{sql[pos - 1:]}"', position=pos) from None
+        raise SqlError("42601", f"syntax error: {message}") from None
+    return [s for s in statements if s is not None]
+
+
+# --------------------------------------------------------------------------------------------
+# Types: PostgreSQL ColumnType <-> sqlglot DataType
+
+
+def _sqlglot_type(ct: ColumnType) -> str:
+    """The sqlglot type string a column of ``ct`` is annotated with during translation."""
+    if ct.is_array:
+        return f"ARRAY<{_sqlglot_type(ct.element)}>"
+    name = ct.pg.name
+    if name == "numeric":
+        return f"DECIMAL({ct.precision}, {ct.scale or 0})" if ct.precision is not None else "DECIMAL"
+    if name == "varchar":
+        return f"VARCHAR({ct.length})" if ct.length is not None else "VARCHAR"
+    if name == "bpchar":
+        return f"CHAR({ct.length or 1})"
+    return {
+        "bool": "BOOLEAN",
+        "int2": "SMALLINT",
+        "int4": "INT",
+        "int8": "BIGINT",
+        "oid": "BIGINT",
+        "float4": "FLOAT",
+        "float8": "DOUBLE",
+        "text": "TEXT",
+        "name": "TEXT",
+        "char": "TEXT",
+        "bytea": "VARBINARY",
+        "date": "DATE",
+        "time": "TIME",
+        "timestamp": "TIMESTAMP",
+        "timestamptz": "TIMESTAMPTZ",
+        "interval": "INTERVAL",
+        "json": "JSON",
+        "jsonb": "JSONB",
+        "uuid": "UUID",
+    }.get(name, "TEXT")
+
+
+_T = exp.DataType.Type
+_INTEGER_TYPES = {_T.TINYINT, _T.SMALLINT, _T.INT, _T.BIGINT}
+_FLOAT_TYPES = {_T.FLOAT, _T.DOUBLE}
+_STRING_TYPES = {_T.TEXT, _T.VARCHAR, _T.CHAR, _T.NCHAR, _T.NVARCHAR, _T.JSON, _T.JSONB, _T.UUID}
+_NTZ_TYPES = {_T.TIMESTAMP, _T.TIMESTAMPNTZ, _T.DATETIME}
+_TZ_TYPES = {_T.TIMESTAMPTZ, _T.TIMESTAMPLTZ}
+
+
+def _dtype(node: exp.Expression | None) -> exp.DataType.Type | None:
+    if node is None:
+        return None
+    t = node.type
+    return t.this if isinstance(t, exp.DataType) else None
+
+
+def _type_params(dt: exp.DataType) -> list[int]:
+    out = []
+    for p in dt.expressions:
+        value = p.this if isinstance(p, exp.DataTypeParam) else p
+        try:
+            out.append(int(value.name if isinstance(value, exp.Expression) else value))
+        except (TypeError, ValueError):
+            return []
+    return out
+
+
+def _column_type_of(dt: exp.DataType | None) -> ColumnType | None:
+    """PostgreSQL type for a sqlglot type, or None when Spark's own type says it as well."""
+    if not isinstance(dt, exp.DataType):
+        return None
+    t = dt.this
+    params = _type_params(dt)
+    if t == _T.ARRAY:
+        inner = _column_type_of(dt.expressions[0]) if dt.expressions else None
+        return inner.array_of() if inner is not None and inner.pg.array_oid else None
+    if t == _T.DECIMAL:
+        if len(params) >= 1:
+            return ColumnType(NUMERIC, precision=params[0], scale=params[1] if len(params) > 1 else 0)
+        return ColumnType(NUMERIC)
+    if t == _T.VARCHAR:
+        return ColumnType(VARCHAR, length=params[0] if params else None)
+    if t in (_T.CHAR, _T.NCHAR):
+        return ColumnType(BPCHAR, length=params[0] if params else 1)
+    simple = {
+        _T.BOOLEAN: BOOL,
+        _T.SMALLINT: INT2,
+        _T.TINYINT: INT2,
+        _T.INT: INT4,
+        _T.BIGINT: INT8,
+        _T.FLOAT: FLOAT4,
+        _T.DOUBLE: FLOAT8,
+        _T.TEXT: TEXT,
+        _T.VARBINARY: BYTEA,
+        _T.BINARY: BYTEA,
+        _T.DATE: DATE,
+        _T.TIME: TIME,
+        _T.TIMESTAMP: TIMESTAMP,
+        _T.TIMESTAMPNTZ: TIMESTAMP,
+        _T.TIMESTAMPTZ: TIMESTAMPTZ,
+        _T.TIMESTAMPLTZ: TIMESTAMPTZ,
+        _T.INTERVAL: INTERVAL,
+        _T.JSON: JSON,
+        _T.JSONB: JSONB,
+        _T.UUID: UUID,
+    }.get(t)
+    return ColumnType(simple) if simple is not None else None
+
+
+# PostgreSQL's pg_type.typname for cast targets (names a bare ``1::int`` column gets).
+_TYPNAME: dict[exp.DataType.Type, str] = {
+    _T.BOOLEAN: "bool",
+    _T.SMALLINT: "int2",
+    _T.INT: "int4",
+    _T.BIGINT: "int8",
+    _T.FLOAT: "float4",
+    _T.DOUBLE: "float8",
+    _T.DECIMAL: "numeric",
+    _T.TEXT: "text",
+    _T.VARCHAR: "varchar",
+    _T.CHAR: "bpchar",
+    _T.VARBINARY: "bytea",
+    _T.DATE: "date",
+    _T.TIME: "time",
+    _T.TIMESTAMP: "timestamp",
+    _T.TIMESTAMPTZ: "timestamptz",
+    _T.INTERVAL: "interval",
+    _T.JSON: "json",
+    _T.JSONB: "jsonb",
+    _T.UUID: "uuid",
+}
+
+# PostgreSQL type names for "function f(integer) does not exist".
+_PG_ARG_TYPE: dict[exp.DataType.Type, str] = {
+    _T.BOOLEAN: "boolean",
+    _T.SMALLINT: "smallint",
+    _T.INT: "integer",
+    _T.BIGINT: "bigint",
+    _T.FLOAT: "real",
+    _T.DOUBLE: "double precision",
+    _T.DECIMAL: "numeric",
+    _T.TEXT: "text",
+    _T.VARCHAR: "character varying",
+    _T.CHAR: "character",
+    _T.DATE: "date",
+    _T.TIMESTAMP: "timestamp without time zone",
+    _T.TIMESTAMPTZ: "timestamp with time zone",
+    _T.INTERVAL: "interval",
+    _T.JSON: "json",
+    _T.JSONB: "jsonb",
+    _T.UUID: "uuid",
+    _T.VARBINARY: "bytea",
+}
+
+
+def _spark_dt(text: str) -> exp.DataType:
+    return exp.DataType.build(text, dialect="spark")
+
+
+# --------------------------------------------------------------------------------------------
+# Literals
+
+
+def _cast(node: exp.Expression, spark_type: str) -> exp.Cast:
+    return exp.Cast(this=node, to=_spark_dt(spark_type))
+
+
+def _string(value: str) -> exp.Literal:
+    return exp.Literal.string(value)
+
+
+def _func(name: str, *args: exp.Expression) -> exp.Anonymous:
+    return exp.Anonymous(this=name, expressions=list(args))
+
+
+def _interval_expr(iv: PgInterval) -> exp.Expression:
+    """A Spark interval value: day-time or year-month ANSI intervals when possible."""
+    if iv.months == 0:
+        total = iv.total_micros
+        sign = "-" if total < 0 else ""
+        total = abs(total)
+        days, rem = divmod(total, 86_400_000_000)
+        hours, rem = divmod(rem, 3_600_000_000)
+        minutes, rem = divmod(rem, 60_000_000)
+        seconds, micros = divmod(rem, 1_000_000)
+        text = f"{sign}{days} {hours:02d}:{minutes:02d}:{seconds:02d}.{micros:06d}"
+        node = sqlglot.parse_one(f"INTERVAL '{text}' DAY TO SECOND", read="spark")
+        node.meta["pg_interval"] = iv
+        return node
+    if iv.days == 0 and iv.micros == 0:
+        sign = "-" if iv.months < 0 else ""
+        years, months = divmod(abs(iv.months), 12)
+        node = sqlglot.parse_one(f"INTERVAL '{sign}{years}-{months}' YEAR TO MONTH", read="spark")
+        node.meta["pg_interval"] = iv
+        return node
+    years, months = divmod(abs(iv.months), 12)
+    msign = -1 if iv.months < 0 else 1
+    secs = Decimal(iv.micros) / Decimal(1_000_000)
+    node = _func(
+        "make_interval",
+        exp.Literal.number(msign * years),
+        exp.Literal.number(msign * months),
+        exp.Literal.number(0),
+        exp.Literal.number(iv.days),
+        exp.Literal.number(0),
+        exp.Literal.number(0),
+        _cast(exp.Literal.number(str(secs)), "DECIMAL(18,6)"),
+    )
+    node.meta["pg_interval"] = iv
+    return node
+
+
+def _micros_literal(td: _dt.timedelta) -> int:
+    return (td.days * 86_400 + td.seconds) * 1_000_000 + td.microseconds
+
+
+def param_literal(value: Any) -> exp.Expression:
+    """A Python parameter value as a typed Spark literal expression."""
+    if value is None:
+        return exp.Null()
+    if isinstance(value, bool):
+        return exp.Boolean(this=value)
+    if isinstance(value, int):
+        if -(2**31) <= value < 2**31:
+            return exp.Literal.number(value)
+        if -(2**63) <= value < 2**63:
+            return _cast(exp.Literal.number(value), "BIGINT")
+        return _cast(exp.Literal.number(value), "DECIMAL(38,0)")
+    if isinstance(value, float):
+        if value != value or value in (float("inf"), float("-inf")):
+            text = "NaN" if value != value else ("Infinity" if value > 0 else "-Infinity")
+            return _cast(_string(text), "DOUBLE")
+        return _cast(exp.Literal.number(repr(value)), "DOUBLE")
+    if isinstance(value, Decimal):
+        if not value.is_finite():
+            return _cast(_string("NaN"), "DOUBLE")
+        text = format(value, "f")
+        digits = text.lstrip("-").replace(".", "").lstrip("0") or "0"
+        scale = len(text.split(".")[1]) if "." in text else 0
+        precision = min(38, max(len(digits), scale + 1, 1))
+        return _cast(exp.Literal.number(text), f"DECIMAL({precision},{min(scale, precision)})")
+    if isinstance(value, str):
+        return _string(value)
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return _func("unhex", _string(bytes(value).hex()))
+    if isinstance(value, _dt.datetime):
+        if value.tzinfo is not None:
+            utc = value.astimezone(_dt.timezone.utc).replace(tzinfo=None)
+            return _cast(_string(utc.isoformat(sep=" ")), "TIMESTAMP")
+        return _cast(_string(value.isoformat(sep=" ")), "TIMESTAMP_NTZ")
+    if isinstance(value, _dt.date):
+        return _cast(_string(value.isoformat()), "DATE")
+    if isinstance(value, _dt.time):
+        return _cast(_string(value.replace(tzinfo=None).isoformat()), "TIME")
+    if isinstance(value, _dt.timedelta):
+        return _interval_expr(PgInterval(0, 0, _micros_literal(value)))
+    if isinstance(value, (list, tuple)):
+        return exp.Array(expressions=[param_literal(v) for v in value])
+    raise SqlError("22023", f"unsupported parameter value of type {type(value).__name__}")
+
+
+# --------------------------------------------------------------------------------------------
+# Result column names (PostgreSQL's FigureColname)
+
+_CLASS_NAMES: dict[type, str] = {
+    exp.CurrentTimestamp: "current_timestamp",
+    exp.CurrentDate: "current_date",
+    exp.CurrentTime: "current_time",
+    exp.Localtimestamp: "localtimestamp",
+    exp.Extract: "extract",
+    exp.Substring: "substring",
+    exp.StrPosition: "position",
+    exp.Coalesce: "coalesce",
+    exp.Nullif: "nullif",
+    exp.Greatest: "greatest",
+    exp.Least: "least",
+    exp.AtTimeZone: "timezone",
+    exp.Overlay: "overlay",
+    exp.Array: "array",
+    exp.Exists: "exists",
+    exp.Case: "case",
+    exp.If: "case",
+    exp.GroupConcat: "string_agg",
+    exp.ArrayAgg: "array_agg",
+}
+
+
+def _name_strength(node: exp.Expression) -> tuple[str, int]:
+    """(name, strength) as PostgreSQL's FigureColnameInternal computes it."""
+    meta_name = node.meta.get("pg_name") if node.meta else None
+    if node.meta and node.meta.get("pg_param"):
+        return "?column?", 0
+    if isinstance(node, exp.Alias):
+        return node.alias, 2
+    if isinstance(node, exp.Column):
+        if isinstance(node.this, exp.Star):
+            return "?column?", 0
+        return node.name, 2
+    if isinstance(node, exp.Paren):
+        return _name_strength(node.this)
+    if isinstance(node, exp.Bracket):
+        return _name_strength(node.this)
+    if isinstance(node, (exp.Cast, exp.TryCast)) and not meta_name:
+        name, strength = _name_strength(node.this)
+        if strength <= 1:
+            to = node.to
+            while to.this == _T.ARRAY and to.expressions:
+                to = to.expressions[0]
+            return _TYPNAME.get(to.this, to.sql("postgres").split("(")[0].lower()), 1
+        return name, strength
+    if isinstance(node, exp.Interval):
+        return "interval", 1
+    if isinstance(node, (exp.Window, exp.Filter)):
+        return _name_strength(node.this)
+    if isinstance(node, exp.Subquery):
+        inner = node.this
+        if isinstance(inner, exp.Select) and inner.expressions:
+            name, strength = _name_strength(inner.expressions[0])
+            return (name, 2) if strength == 2 else ("?column?", 0)
+        return "?column?", 0
+    if isinstance(node, (exp.Case, exp.If)):
+        return "case", 1
+    if meta_name:
+        return str(meta_name).lower(), 2
+    if isinstance(node, exp.Trim):
+        position = (node.args.get("position") or "").upper()
+        return {"LEADING": "ltrim", "TRAILING": "rtrim"}.get(position, "btrim"), 2
+    for cls, name in _CLASS_NAMES.items():
+        if type(node) is cls:
+            return name, 2
+    if isinstance(node, exp.Anonymous):
+        return node.name.lower(), 2
+    if isinstance(node, (exp.Binary, exp.Unary, exp.Predicate, exp.Connector, exp.Literal, exp.Null)):
+        return "?column?", 0
+    if isinstance(node, exp.Func):
+        return node.sql_name().lower(), 2
+    return "?column?", 0
+
+
+def pg_column_name(node: exp.Expression) -> str:
+    return _name_strength(node)[0]
+
+
+# --------------------------------------------------------------------------------------------
+# Translation
+
+
+_ANON_SPARK_NAMES: set[str] | None = None
+
+# PostgreSQL functions passed to Spark under another name (same semantics).
+_RENAMES = {
+    "clock_timestamp": "current_timestamp",
+    "statement_timestamp": "current_timestamp",
+    "transaction_timestamp": "current_timestamp",
+    "gen_random_uuid": "uuid",
+    "cardinality": "size",
+    "ceiling": "ceil",
+    "char_length": "char_length",
+    "character_length": "character_length",
+    "make_timestamp": "make_timestamp_ntz",
+    "make_timestamptz": "make_timestamp",
+    "to_hex": "hex",
+    "chr": "chr",
+}
+
+
+def _spark_function_names() -> set[str]:
+    """Builtin Spark SQL function names (from pyspark's function module, loaded lazily)."""
+    global _ANON_SPARK_NAMES
+    if _ANON_SPARK_NAMES is None:
+        from pyspark.sql import functions as F  # noqa: N812 - imported lazily: gateway never loads Spark
+
+        names = {n.lower() for n in dir(F) if not n.startswith("_")}
+        names |= {"div", "mod", "pmod", "nvl", "nvl2", "ifnull", "isnull", "isnotnull", "std", "uuid", "typeof",
+                  "make_timestamp_ntz", "make_interval", "make_dt_interval", "make_ym_interval", "date_diff",
+                  "char_length", "character_length", "octet_length", "bit_length", "ceiling", "sign", "signum",
+                  "cbrt", "pi", "e", "degrees", "radians", "random", "version", "string_agg", "listagg"}
+        _ANON_SPARK_NAMES = names
+    return _ANON_SPARK_NAMES
+
+
+def _pg_arg_type(node: exp.Expression) -> str:
+    if isinstance(node, exp.Literal) and node.is_string:
+        return "unknown"
+    t = _dtype(node)
+    return _PG_ARG_TYPE.get(t, "unknown") if t is not None else "unknown"
+
+
+class _Translator:
+    def __init__(self, resolver: TableResolver | None, params: Sequence[Any]) -> None:
+        self.resolver = resolver
+        self.params = list(params)
+        self.schema: dict[str, dict[str, str]] = {}
+        self.tables: list[tuple[str, str]] = []
+        self.generators: dict[str, exp.Expression] = {}  # placeholder table -> generator node
+        self._counter = 0
+
+    # ---------------------------------------------------------------- preparation (pre-qualify)
+
+    def _name(self, prefix: str) -> str:
+        self._counter += 1
+        return f"{prefix}{self._counter}"
+
+    def bind_params(self, tree: exp.Expression) -> exp.Expression:
+        for node in list(tree.find_all(exp.Parameter, exp.Placeholder)):
+            raw = node.this.name if isinstance(node.this, exp.Expression) else str(node.this or node.name)
+            if not raw.isdigit():
+                raise SqlError("42601", f'syntax error at or near "{node.sql("postgres")}"')
+            index = int(raw)
+            if index < 1 or index > len(self.params):
+                raise SqlError("42P02", f"there is no parameter ${index}")
+            value = self.params[index - 1]
+            holder = node.parent
+            while isinstance(holder, exp.Paren):
+                holder = holder.parent
+            if value is None and isinstance(holder, (exp.Limit, exp.Offset)) and holder.parent is not None:
+                holder.pop()  # LIMIT NULL / OFFSET NULL: no limit, no offset
+                continue
+            literal = param_literal(value)
+            literal.meta["pg_param"] = True  # named like a bare $n: "?column?"
+            node.replace(literal)
+        return tree
+
+    def prepare(self, tree: exp.Expression, depth: int = 0) -> exp.Expression:
+        """Rewrite relations: VALUES, set-returning functions in FROM, table -> view."""
+        if depth > 32:
+            raise SqlError("42P17", "infinite recursion detected in rules for relation")
+        if isinstance(tree, exp.Values) and not isinstance(tree.parent, (exp.From, exp.Join)):
+            tree = self._values_statement(tree)
+        cte_names = {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}
+        for values in list(tree.find_all(exp.Values)):
+            if isinstance(values.parent, (exp.From, exp.Join, exp.Subquery)) or values is tree:
+                self._name_values_columns(values)
+        for node in list(tree.find_all(exp.Table)):
+            inner = node.this
+            if isinstance(inner, (exp.ExplodingGenerateSeries, exp.GenerateSeries)):
+                self._generator_placeholder(node, inner, "generate_series")
+            elif isinstance(inner, exp.Anonymous) and inner.name.lower() == "generate_series":
+                series = exp.ExplodingGenerateSeries(
+                    start=inner.expressions[0],
+                    end=inner.expressions[1] if len(inner.expressions) > 1 else None,
+                    step=inner.expressions[2] if len(inner.expressions) > 2 else None,
+                )
+                self._generator_placeholder(node, series, "generate_series")
+            elif isinstance(inner, (exp.Anonymous, exp.Func)) and not isinstance(inner, exp.Identifier):
+                fname = inner.name if isinstance(inner, exp.Anonymous) else inner.sql_name()
+                raise SqlError("0A000", f"function {fname.lower()}() in FROM is not supported")
+        for node in list(tree.find_all(exp.Unnest)):
+            if isinstance(node.parent, (exp.From, exp.Join)):
+                self._generator_placeholder(node, node, "unnest")
+        for node in list(tree.find_all(exp.Table)):
+            if not isinstance(node.this, exp.Identifier) or node.name in self.generators:
+                continue
+            name = node.name
+            schema = node.db or None
+            if schema is None and name.lower() in cte_names:
+                continue
+            self._resolve_table(node, schema, name, depth)
+        return tree
+
+    def _values_statement(self, values: exp.Values) -> exp.Expression:
+        width = len(values.expressions[0].expressions) if values.expressions else 0
+        alias = exp.TableAlias(
+            this=exp.to_identifier("*VALUES*", quoted=True),
+            columns=[exp.to_identifier(f"column{i + 1}") for i in range(width)],
+        )
+        values.set("alias", alias)
+        select = exp.select("*").from_(values)
+        return select
+
+    def _name_values_columns(self, values: exp.Values) -> None:
+        width = len(values.expressions[0].expressions) if values.expressions else 0
+        alias = values.args.get("alias")
+        if alias is None:
+            alias = exp.TableAlias(this=exp.to_identifier("*VALUES*", quoted=True))
+            values.set("alias", alias)
+        columns = list(alias.columns)
+        if len(columns) < width:
+            columns += [exp.to_identifier(f"column{i + 1}") for i in range(len(columns), width)]
+            alias.set("columns", columns)
+
+    def _generator_placeholder(self, node: exp.Expression, generator: exp.Expression, fname: str) -> None:
+        """Stand a placeholder table in for a set-returning function while qualifying."""
+        alias = node.args.get("alias")
+        alias_name = alias.name if alias is not None and alias.name else fname
+        columns = list(alias.columns) if alias is not None else []
+        col_name = columns[0].name if columns else (alias_name if alias is not None and alias.name else fname)
+        placeholder = self._name("__srf")
+        # The element type decides integer semantics downstream; infer it from the arguments.
+        if isinstance(generator, exp.Unnest):
+            elem_type = "TEXT"
+            arr = generator.expressions[0] if generator.expressions else None
+            if isinstance(arr, exp.Array) and arr.expressions:
+                elem_type = self._literal_type(arr.expressions[0])
+            elif isinstance(arr, exp.Cast) and arr.to.this == _T.ARRAY and arr.to.expressions:
+                elem_type = arr.to.expressions[0].sql("postgres")
+        else:
+            elem_type = self._literal_type(generator.args.get("start"))
+        self.schema[placeholder] = {col_name.lower(): elem_type}
+        table = exp.Table(
+            this=exp.to_identifier(placeholder),
+            alias=exp.TableAlias(this=exp.to_identifier(alias_name), columns=[exp.to_identifier(col_name)]),
+        )
+        self.generators[placeholder] = generator.copy() if generator is not node else node.copy()
+        node.replace(table)
+
+    @staticmethod
+    def _literal_type(node: exp.Expression | None) -> str:
+        if node is None:
+            return "INT"
+        probe = annotate_types(node.copy(), dialect=TidegatePostgres)
+        t = probe.type
+        if isinstance(t, exp.DataType) and t.this not in (_T.UNKNOWN, _T.NULL):
+            if t.this in _STRING_TYPES:
+                return "TIMESTAMPTZ"
+            return t.sql("postgres")
+        return "INT"
+
+    def _resolve_table(self, node: exp.Table, schema: str | None, name: str, depth: int) -> None:
+        if self.resolver is None:
+            raise SqlError("42P01", f'relation "{name}" does not exist')
+        rel = self.resolver.resolve(schema, name)
+        alias = node.args.get("alias")
+        if alias is None or not alias.name:
+            alias_node = exp.TableAlias(this=exp.to_identifier(name))
+            if alias is not None and alias.columns:
+                alias_node.set("columns", alias.columns)
+            alias = alias_node
+        if rel.view_sql:
+            statements = parse_postgres(rel.view_sql)
+            if len(statements) != 1:
+                raise SqlError("XX000", f'view "{rel.name}" has an invalid definition')
+            view = self.prepare(statements[0], depth + 1)
+            node.replace(exp.Subquery(this=view, alias=alias))
+            return
+        if (rel.schema, rel.name) not in self.tables:
+            self.tables.append((rel.schema, rel.name))
+        self.schema[rel.view_name] = {col.lower(): _sqlglot_type(ct) for col, ct in rel.columns}
+        node.set("this", exp.to_identifier(rel.view_name))
+        node.set("db", None)
+        node.set("catalog", None)
+        node.set("alias", alias)
+
+    # ---------------------------------------------------------------- qualify / annotate
+
+    def qualify(self, tree: exp.Expression) -> exp.Expression:
+        try:
+            tree = qualify(
+                tree,
+                dialect=TidegatePostgres,
+                schema=self.schema,
+                quote_identifiers=False,
+                identify=False,
+                validate_qualify_columns=True,
+            )
+        except OptimizeError as err:
+            raise self._qualify_error(err, tree) from None
+        return annotate_types(tree, schema=self.schema, dialect=TidegatePostgres)
+
+    def _qualify_error(self, err: OptimizeError, tree: exp.Expression) -> SqlError:
+        message = str(err)
+        aliases = {t.alias_or_name for t in tree.find_all(exp.Table)} | {
+            s.alias_or_name for s in tree.find_all(exp.Subquery) if s.alias_or_name
+        } | {c.alias_or_name for c in tree.find_all(exp.CTE)}
+        match = re.search(r"Column '([^']*)' could not be resolved(?: for table: '([^']*)')?", message)
+        if match:
+            column, table = match.group(1), match.group(2)
+            column = column.split(".")[-1].strip('"')
+            if table:
+                if table not in aliases:
+                    return SqlError("42P01", f'missing FROM-clause entry for table "{table}"')
+                return SqlError("42703", f"column {table}.{column} does not exist")
+            for col in tree.find_all(exp.Column):
+                if col.name == column and col.table:
+                    if col.table not in aliases:
+                        return SqlError("42P01", f'missing FROM-clause entry for table "{col.table}"')
+                    return SqlError("42703", f"column {col.table}.{column} does not exist")
+            holders = [
+                t for t in tree.find_all(exp.Table)
+                if column.lower() in self.schema.get(t.name, {})
+            ]
+            if len(holders) > 1:
+                return SqlError("42702", f'column reference "{column}" is ambiguous')
+            return SqlError("42703", f'column "{column}" does not exist')
+        match = re.search(r"Unknown column: (\S+)", message)
+        if match:
+            column = match.group(1).strip("'\"")
+            for col in tree.find_all(exp.Column):
+                if col.name == column and col.table:
+                    if col.table not in aliases:
+                        return SqlError("42P01", f'missing FROM-clause entry for table "{col.table}"')
+                    return SqlError("42703", f"column {col.table}.{column} does not exist")
+            return SqlError("42703", f'column "{column}" does not exist')
+        match = re.search(r"Unknown table: '?([^'\s]*)'?", message) or re.search(r"table '?([^'\s]*)'? not found", message, re.I)
+        if match:
+            return SqlError("42P01", f'missing FROM-clause entry for table "{match.group(1)}"')
+        if "Ambiguous column" in message or "ambiguous" in message.lower():
+            match = re.search(r"'([^']*)'", message)
+            return SqlError("42702", f'column reference "{match.group(1) if match else "?"}" is ambiguous')
+        return SqlError("42601", message.splitlines()[0])
+
+    # ---------------------------------------------------------------- output columns
+
+    @staticmethod
+    def output_select(tree: exp.Expression) -> exp.Select:
+        node = tree
+        while True:
+            if isinstance(node, exp.Select):
+                return node
+            if isinstance(node, exp.SetOperation):
+                node = node.this
+            elif isinstance(node, exp.Subquery):
+                node = node.this
+            else:
+                raise SqlError("0A000", f"{type(node).__name__.upper()} as a query is not supported")
+
+    @staticmethod
+    def mark_names(tree: exp.Expression) -> None:
+        select = _Translator.output_select(tree)
+        for proj in select.expressions:
+            if isinstance(proj, exp.Alias):
+                proj.meta["pg_output"] = proj.alias
+            elif not isinstance(proj, exp.Star) and not (isinstance(proj, exp.Column) and isinstance(proj.this, exp.Star)):
+                proj.meta["pg_output"] = pg_column_name(proj)
+
+    @staticmethod
+    def output_columns(select: exp.Select) -> tuple[list[str], list[ColumnType | None]]:
+        names: list[str] = []
+        types: list[ColumnType | None] = []
+        for proj in select.expressions:
+            inner = proj.this if isinstance(proj, exp.Alias) else proj
+            name = proj.meta.get("pg_output") or inner.meta.get("pg_output") or proj.alias_or_name
+            names.append(name)
+            types.append(_Translator._output_type(inner))
+        return names, types
+
+    @staticmethod
+    def _output_type(node: exp.Expression) -> ColumnType | None:
+        while isinstance(node, exp.Paren):
+            node = node.this
+        if isinstance(node, (exp.Column, exp.Cast, exp.TryCast)):
+            return _column_type_of(node.type)
+        if isinstance(node, exp.Interval):
+            return ColumnType(INTERVAL)
+        base = node.this if isinstance(node, (exp.Window, exp.Filter)) else node
+        if isinstance(base, exp.Filter):
+            base = base.this
+        if isinstance(base, exp.Avg):
+            arg = _dtype(base.this)
+            if arg in _INTEGER_TYPES or arg == _T.DECIMAL:
+                return ColumnType(NUMERIC)
+        if isinstance(base, exp.Sum) and _dtype(base.this) in (_T.BIGINT, _T.DECIMAL):
+            return ColumnType(NUMERIC)
+        if isinstance(base, exp.Extract):
+            return ColumnType(NUMERIC)
+        if isinstance(base, exp.Anonymous) and base.name.lower() == "date_part":
+            return ColumnType(FLOAT8)
+        if isinstance(base, (exp.Count,)):
+            return ColumnType(INT8)
+        return None
+
+    # ---------------------------------------------------------------- semantic rewrites
+
+    def rewrite(self, tree: exp.Expression) -> exp.Expression:
+        for node in reversed(list(tree.walk(bfs=False))):
+            new = self._rewrite_node(node)
+            if new is not None and new is not node:
+                if new.type is None or _dtype(new) in (None, _T.UNKNOWN):
+                    new.type = node.type
+                if node is tree:
+                    tree = new
+                else:
+                    node.replace(new)
+        return tree
+
+    def _rewrite_node(self, node: exp.Expression) -> exp.Expression | None:  # noqa: C901 - a dispatch table
+        if isinstance(node, (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod)):
+            self._check_text_arithmetic(node)
+        if isinstance(node, exp.Div):
+            return self._div(node)
+        if isinstance(node, exp.Localtimestamp):
+            return _func("localtimestamp")
+        if isinstance(node, (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.NullSafeEQ, exp.NullSafeNEQ)):
+            self._coerce_literal_operands(node)
+        if isinstance(node, (exp.Sum, exp.Avg)) and not isinstance(node.this, exp.Literal):
+            if _dtype(node.this) in _STRING_TYPES:
+                fname = "sum" if isinstance(node, exp.Sum) else "avg"
+                raise SqlError("42883", f"function {fname}({_pg_arg_type(node.this)}) does not exist",
+                               hint="No function matches the given name and argument types. "
+                               "You might need to add explicit type casts.")
+        if isinstance(node, (exp.Add, exp.Sub)) and self._date_plus_interval(node):
+            cls = type(node)
+            left, right = node.this, node.expression
+            if _dtype(left) == _T.DATE:
+                left = _cast(left, "TIMESTAMP_NTZ")
+            if _dtype(right) == _T.DATE:
+                right = _cast(right, "TIMESTAMP_NTZ")
+            return cls(this=left, expression=right)
+        if isinstance(node, exp.IntDiv):
+            return None
+        if isinstance(node, (exp.Cast, exp.TryCast)):
+            return self._cast_node(node)
+        if isinstance(node, exp.Interval):
+            return self._interval(node)
+        if isinstance(node, exp.Sub):
+            lt, rt = _dtype(node.this), _dtype(node.expression)
+            if lt == _T.DATE and rt == _T.DATE:
+                return _func("datediff", node.this, node.expression)
+            return None
+        if isinstance(node, exp.Log):
+            if node.expression is None:
+                return _func("log10", node.this)
+            return None
+        if isinstance(node, exp.Round):
+            if _dtype(node.this) in _FLOAT_TYPES and node.args.get("decimals") is None:
+                return _func("bround", node.this)
+            return None
+        if isinstance(node, exp.Trunc):
+            return self._trunc(node)
+        if isinstance(node, (exp.Floor, exp.Ceil)):
+            if _dtype(node.this) in _FLOAT_TYPES and node.args.get("decimals") is None:
+                fn = "floor" if isinstance(node, exp.Floor) else "ceil"
+                return _cast(_func(fn, node.this), "DOUBLE")
+            return None
+        if isinstance(node, exp.ConcatWs):
+            sep, *args = node.expressions
+            return _func("concat_ws", sep, *[_cast(a, "STRING") for a in args])
+        if isinstance(node, exp.Concat):
+            args = [_cast(a, "STRING") for a in node.expressions]
+            return _func("concat_ws", _string(""), *args)
+        if isinstance(node, exp.RegexpILike):
+            return exp.RegexpLike(this=node.this, expression=self._prefixed(node.expression, "(?i)"))
+        if isinstance(node, exp.SimilarTo):
+            return self._similar(node)
+        if isinstance(node, exp.RegexpReplace):
+            return self._regexp_replace(node)
+        if isinstance(node, exp.Extract):
+            return self._extract(node, numeric=True)
+        if isinstance(node, exp.Anonymous):
+            return self._anonymous(node)
+        if isinstance(node, exp.DateBin):
+            return self._date_bin(node)
+        if isinstance(node, (exp.DateTrunc, exp.TimestampTrunc)):
+            arg = node.this
+            if _dtype(arg) in _NTZ_TYPES:
+                unit = node.args.get("unit")
+                unit_text = unit.name if isinstance(unit, exp.Expression) else str(unit)
+                return _cast(_func("date_trunc", _string(unit_text.upper()), arg), "TIMESTAMP_NTZ")
+            return None
+        if isinstance(node, exp.AtTimeZone):
+            zone = node.args.get("zone")
+            if _dtype(node.this) in _NTZ_TYPES:
+                return _func("to_utc_timestamp", node.this, zone)
+            return _cast(_func("from_utc_timestamp", node.this, zone), "TIMESTAMP_NTZ")
+        if isinstance(node, exp.Avg):
+            t = _dtype(node.this)
+            if t in _INTEGER_TYPES:
+                node.set("this", _cast(node.this, "DECIMAL(38,10)"))
+            return None
+        if isinstance(node, exp.Sum):
+            if _dtype(node.this) == _T.BIGINT:
+                node.set("this", _cast(node.this, "DECIMAL(38,0)"))
+            return None
+        if isinstance(node, exp.ArrayAgg):
+            return self._array_agg(node)
+        if isinstance(node, (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE)) and isinstance(
+            node.expression, (exp.Any, exp.All)
+        ):
+            return self._quantified(node)
+        if isinstance(node, exp.Select):
+            self._check_grouping(node)
+            if node.args.get("distinct") is not None and node.args["distinct"].args.get("on") is not None:
+                return self._distinct_on(node)
+            return None
+        if isinstance(node, exp.Bracket):
+            # PostgreSQL arrays are 1-based and yield NULL out of range.
+            if len(node.expressions) == 1 and _dtype(node.this) in (_T.ARRAY, None, _T.UNKNOWN):
+                index = node.expressions[0]
+                if isinstance(index, exp.Literal) and index.is_int:
+                    one_based: exp.Expression = exp.Literal.number(int(index.name) + 1)
+                else:
+                    one_based = exp.Add(this=index, expression=exp.Literal.number(1))
+                return _func("try_element_at", node.this, one_based)
+            return None
+        if isinstance(node, exp.ArraySize):
+            return _func("size", node.this)
+        return None
+
+    # -- arithmetic
+
+    def _div(self, node: exp.Div) -> exp.Expression | None:
+        lt, rt = _dtype(node.this), _dtype(node.expression)
+        if lt in _INTEGER_TYPES and rt in _INTEGER_TYPES:
+            if _T.BIGINT in (lt, rt):
+                target = "BIGINT"
+            elif lt == rt == _T.SMALLINT:
+                target = "SMALLINT"
+            else:
+                target = "INT"
+            return _cast(exp.IntDiv(this=node.this, expression=node.expression), target)
+        if _T.DECIMAL in (lt, rt) and lt not in _FLOAT_TYPES and rt not in _FLOAT_TYPES:
+            return self._decimal_div(node)
+        return exp.Div(this=node.this, expression=node.expression)
+
+    _COERCIBLE = _INTEGER_TYPES | _FLOAT_TYPES | {_T.DECIMAL, _T.DATE, _T.BOOLEAN} | _NTZ_TYPES | _TZ_TYPES
+
+    def _coerce_literal_operands(self, node: exp.Binary) -> None:
+        """An untyped string literal compared with a typed value takes that type (PostgreSQL's
+        'unknown' literal); Spark would compare both as strings or doubles instead."""
+        for lit, other in ((node.this, node.expression), (node.expression, node.this)):
+            if isinstance(lit, exp.Literal) and lit.is_string and _dtype(other) in self._COERCIBLE:
+                target = other.type.copy()
+                lit.replace(self._cast_node(exp.Cast(this=lit.copy(), to=target)))
+                return
+
+    @staticmethod
+    def _check_text_arithmetic(node: exp.Binary) -> None:
+        lt, rt = _dtype(node.this), _dtype(node.expression)
+        text_side = any(
+            t in _STRING_TYPES and not isinstance(n, exp.Literal) for t, n in ((lt, node.this), (rt, node.expression))
+        )
+        if text_side and lt is not None and rt is not None and _T.UNKNOWN not in (lt, rt):
+            op = {exp.Add: "+", exp.Sub: "-", exp.Mul: "*", exp.Div: "/", exp.Mod: "%"}[type(node)]
+            left = "unknown" if isinstance(node.this, exp.Literal) and node.this.is_string else _pg_arg_type(node.this)
+            right = "unknown" if isinstance(node.expression, exp.Literal) and node.expression.is_string else _pg_arg_type(node.expression)
+            raise SqlError("42883", f"operator does not exist: {left} {op} {right}",
+                           hint="No operator matches the given name and argument types. "
+                           "You might need to add explicit type casts.")
+
+    @staticmethod
+    def _decimal_shape(node: exp.Expression) -> tuple[int, int] | None:
+        """(precision, scale) of an exact numeric operand, when known."""
+        if isinstance(node, exp.Literal) and not node.is_string:
+            text = node.name.lstrip("-")
+            if "e" in text.lower():
+                return None
+            whole, _, frac = text.partition(".")
+            digits = len(whole.lstrip("0")) + len(frac)
+            return max(digits, len(frac), 1), len(frac)
+        if isinstance(node, exp.Neg):
+            return _Translator._decimal_shape(node.this)
+        t = node.type if isinstance(node.type, exp.DataType) else None
+        if t is None:
+            return None
+        if t.this == _T.INT:
+            return 10, 0
+        if t.this == _T.BIGINT:
+            return 20, 0
+        if t.this in (_T.SMALLINT, _T.TINYINT):
+            return 5, 0
+        if t.this == _T.DECIMAL:
+            params = _type_params(t)
+            if len(params) >= 1:
+                return params[0], params[1] if len(params) > 1 else 0
+        return None
+
+    def _decimal_div(self, node: exp.Div) -> exp.Expression:
+        """numeric division with PostgreSQL-like scale (Spark keeps as few as 6 digits).
+
+        Spark's result scale is ``s1 + p2 + 1`` (while the precision fits 38): widening the
+        divisor's precision buys fraction digits without changing any value.
+        """
+        num, den = self._decimal_shape(node.this), self._decimal_shape(node.expression)
+        if num is not None and den is not None:
+            p1, s1 = num
+            p2, s2 = den
+            wide = 37 - p1 - s2
+            if wide >= p2 and s1 + wide + 1 >= 16:
+                return exp.Div(
+                    this=_cast(node.this, f"DECIMAL({p1},{s1})"),
+                    expression=_cast(node.expression, f"DECIMAL({wide},{s2})"),
+                )
+        quotient = exp.Div(this=_cast(node.this, "DOUBLE"), expression=_cast(node.expression, "DOUBLE"))
+        return _cast(quotient, "DECIMAL(38,12)")
+
+    @staticmethod
+    def _date_plus_interval(node: exp.Binary) -> bool:
+        """date ± interval is a timestamp in PostgreSQL (Spark keeps a date for month steps)."""
+        types = {_dtype(node.this), _dtype(node.expression)}
+        has_interval = _T.INTERVAL in types or any(
+            n.meta.get("pg_interval") is not None for n in (node.this, node.expression)
+        )
+        return _T.DATE in types and has_interval
+
+    def _trunc(self, node: exp.Trunc) -> exp.Expression:
+        arg = node.this
+        decimals = node.args.get("decimals")
+        if _dtype(arg) in _FLOAT_TYPES and decimals is None:
+            return _cast(
+                exp.If(this=exp.GTE(this=arg, expression=exp.Literal.number(0)),
+                       true=_func("floor", arg.copy()), false=_func("ceil", arg.copy())),
+                "DOUBLE",
+            )
+        scale = decimals if decimals is not None else exp.Literal.number(0)
+        return exp.If(
+            this=exp.GTE(this=arg, expression=exp.Literal.number(0)),
+            true=_func("floor", arg.copy(), scale),
+            false=_func("ceil", arg.copy(), scale.copy()),
+        )
+
+    # -- casts and literals
+
+    def _cast_node(self, node: exp.Cast) -> exp.Expression:
+        to = node.to
+        t = to.this
+        arg = node.this
+        src = _dtype(arg)
+        params = _type_params(to)
+        if t == _T.ARRAY:
+            if isinstance(arg, exp.Literal) and arg.is_string:
+                elem = to.expressions[0] if to.expressions else exp.DataType.build("TEXT")
+                items = parse_array_text(arg.name)
+                elems = [
+                    exp.Null() if item is None else self._cast_node(exp.Cast(this=_string(item), to=elem.copy()))
+                    for item in items
+                ]
+                spark_elem = self._spark_type(elem)
+                return _cast(exp.Array(expressions=elems), f"ARRAY<{spark_elem}>")
+            if isinstance(arg, exp.Array):
+                elem = to.expressions[0] if to.expressions else exp.DataType.build("TEXT")
+                return _cast(arg, f"ARRAY<{self._spark_type(elem)}>")
+            return _cast(arg, self._spark_type(to))
+        if t == _T.INTERVAL:
+            if isinstance(arg, exp.Literal) and arg.is_string:
+                iv = parse_interval(arg.name)
+                result = _interval_expr(iv)
+                result.meta["pg_interval"] = iv
+                return result
+            if isinstance(arg, exp.Interval):
+                return arg
+            raise SqlError("0A000", "casting a non-constant value to interval is not supported")
+        if t in (_T.VARCHAR, _T.CHAR, _T.NCHAR) and params:
+            text = _cast(arg, "STRING")
+            n = params[0]
+            if t == _T.VARCHAR:
+                return _func("substring", text, exp.Literal.number(1), exp.Literal.number(n))
+            return _func("rpad", _func("substring", text, exp.Literal.number(1), exp.Literal.number(n)),
+                         exp.Literal.number(n), _string(" "))
+        if t in _INTEGER_TYPES and src in (_T.DECIMAL, *_FLOAT_TYPES):
+            rounded = _func("bround" if src in _FLOAT_TYPES else "round", arg)
+            return _cast(rounded, self._spark_type(to))
+        if t == _T.BOOLEAN and isinstance(arg, exp.Literal) and arg.is_string:
+            value = arg.name.strip().lower()
+            truthy = {"t", "true", "y", "yes", "on", "1"}
+            falsy = {"f", "false", "n", "no", "off", "0"}
+            if value in truthy or value in falsy:
+                return exp.Boolean(this=value in truthy)
+        if t in (_T.TEXT, _T.VARCHAR, _T.CHAR) and src == _T.BOOLEAN:
+            return exp.If(this=arg, true=_string("true"), false=_string("false"))
+        return _cast(arg, self._spark_type(to))
+
+    def _spark_type(self, to: exp.DataType) -> str:
+        t = to.this
+        params = _type_params(to)
+        if t == _T.ARRAY:
+            inner = to.expressions[0] if to.expressions else exp.DataType.build("TEXT")
+            return f"ARRAY<{self._spark_type(inner)}>"
+        if t == _T.DECIMAL:
+            if params:
+                return f"DECIMAL({params[0]},{params[1] if len(params) > 1 else 0})"
+            return "DECIMAL(38,18)"
+        if t in (_T.TIMESTAMP, _T.TIMESTAMPNTZ, _T.DATETIME):
+            return "TIMESTAMP_NTZ"
+        if t in (_T.TIMESTAMPTZ, _T.TIMESTAMPLTZ):
+            return "TIMESTAMP"
+        if t in (_T.TEXT, _T.VARCHAR, _T.CHAR, _T.NCHAR, _T.NVARCHAR, _T.JSON, _T.JSONB, _T.UUID, _T.NAME):
+            return "STRING"
+        if t in (_T.VARBINARY, _T.BINARY):
+            return "BINARY"
+        mapping = {
+            _T.BOOLEAN: "BOOLEAN",
+            _T.SMALLINT: "SMALLINT",
+            _T.TINYINT: "SMALLINT",
+            _T.INT: "INT",
+            _T.BIGINT: "BIGINT",
+            _T.FLOAT: "FLOAT",
+            _T.DOUBLE: "DOUBLE",
+            _T.DATE: "DATE",
+            _T.TIME: "TIME",
+        }
+        if t in mapping:
+            return mapping[t]
+        raise SqlError("0A000", f"type {to.sql('postgres').lower()} is not supported")
+
+    def _interval(self, node: exp.Interval) -> exp.Expression | None:
+        if node.meta.get("pg_interval") is not None:
+            return None  # already a Spark interval (parameters, rewritten literals)
+        value = node.this
+        unit = node.args.get("unit")
+        text = value.name if isinstance(value, exp.Expression) else str(value)
+        if unit is not None:
+            unit_text = unit.name if isinstance(unit, exp.Expression) else str(unit)
+            text = f"{text} {unit_text}"
+        if isinstance(value, exp.Literal) or value is None:
+            iv = parse_interval(text)
+            result = _interval_expr(iv)
+            result.meta["pg_interval"] = iv
+            return result
+        raise SqlError("0A000", "non-constant interval literals are not supported")
+
+    # -- strings and patterns
+
+    @staticmethod
+    def _prefixed(pattern: exp.Expression, prefix: str) -> exp.Expression:
+        if isinstance(pattern, exp.Literal) and pattern.is_string:
+            return _string(prefix + pattern.name)
+        return _func("concat", _string(prefix), pattern)
+
+    def _similar(self, node: exp.SimilarTo) -> exp.Expression:
+        pattern = node.expression
+        escape = None
+        if isinstance(pattern, exp.Escape):
+            escape = pattern.expression.name
+            pattern = pattern.this
+        if not (isinstance(pattern, exp.Literal) and pattern.is_string):
+            raise SqlError("0A000", "SIMILAR TO with a non-constant pattern is not supported")
+        return exp.RegexpLike(this=node.this, expression=_string(similar_to_regex(pattern.name, escape or "\\")))
+
+    def _regexp_replace(self, node: exp.RegexpReplace) -> exp.Expression:
+        subject = node.this
+        pattern = node.expression
+        replacement = node.args.get("replacement") or _string("")
+        flags_node = node.args.get("modifiers")
+        flags = ""
+        if flags_node is not None:
+            if not (isinstance(flags_node, exp.Literal) and flags_node.is_string):
+                raise SqlError("0A000", "regexp_replace with non-constant flags is not supported")
+            flags = flags_node.name
+        global_, inline = pg_regex_flags(flags)
+        # PostgreSQL's \1 back references are $1 for Java.
+        if isinstance(replacement, exp.Literal) and replacement.is_string:
+            rep_text = replacement.name.replace("$", "\\$")
+            rep_text = re.sub(r"\\\\(\d)", lambda m: "$" + m.group(1), rep_text)
+            rep_text = re.sub(r"\\(\d)", lambda m: "$" + m.group(1), rep_text)
+            rep_text = rep_text.replace("\\&", "$0").replace("\\$", "\\$")
+        else:
+            rep_text = None
+        if global_:
+            pat = self._prefixed(pattern, inline) if inline else pattern
+            return _func("regexp_replace", subject, pat, _string(rep_text) if rep_text is not None else replacement)
+        if not (isinstance(pattern, exp.Literal) and pattern.is_string) or rep_text is None:
+            raise SqlError("0A000", "regexp_replace without the 'g' flag needs a constant pattern and replacement")
+        # Replace only the first match: capture what precedes and follows it.
+        shifted = re.sub(r"\$(\d)", lambda m: "$" + str(int(m.group(1)) + 1), rep_text)
+        whole = _string(f"(?s){inline}^(.*?)(?:{pattern.name})(.*)$".replace("(?s)(?", "(?s)(?", 1))
+        groups = len(re.findall(r"(?<!\\)\((?!\?)", pattern.name))
+        return _func("regexp_replace", subject, whole, _string(f"$1{shifted}${groups + 2}"))
+
+    # -- date/time
+
+    def _extract(self, node: exp.Extract, numeric: bool) -> exp.Expression:
+        field_node = node.this
+        part = (field_node.name if isinstance(field_node, exp.Expression) else str(field_node)).lower()
+        source = node.expression
+        return self._date_part(part, source, numeric)
+
+    def _date_part(self, part: str, source: exp.Expression, numeric: bool) -> exp.Expression:
+        part = part.strip().lower()
+        src_type = _dtype(source)
+        aliases = {
+            "years": "year", "months": "month", "mon": "month", "days": "day", "hours": "hour",
+            "minutes": "minute", "seconds": "second", "microsecond": "microseconds", "millisecond": "milliseconds",
+        }
+        part = aliases.get(part, part)
+        out_scale = 0
+
+        def ex(unit: str, src: exp.Expression | None = None) -> exp.Expression:
+            return exp.Extract(this=exp.var(unit), expression=(src or source).copy())
+
+        if src_type == _T.INTERVAL:
+            if part == "epoch":
+                value: exp.Expression = exp.Add(
+                    this=exp.Add(
+                        this=exp.Mul(this=ex("DAY"), expression=exp.Literal.number(86400)),
+                        expression=exp.Mul(this=ex("HOUR"), expression=exp.Literal.number(3600)),
+                    ),
+                    expression=exp.Add(
+                        this=exp.Mul(this=ex("MINUTE"), expression=exp.Literal.number(60)),
+                        expression=ex("SECOND"),
+                    ),
+                )
+                out_scale = 6
+            elif part in ("day", "hour", "minute", "second", "year", "month"):
+                value = ex(part.upper())
+                out_scale = 6 if part == "second" else 0
+            else:
+                raise SqlError("0A000", f'interval units "{part}" not supported')
+        else:
+            ts = source
+            if part == "epoch":
+                if src_type == _T.DATE:
+                    value = exp.Mul(this=_cast(_func("unix_date", ts), "DECIMAL(20,0)"), expression=exp.Literal.number(86400))
+                else:
+                    micros = _func("unix_micros", _cast(ts, "TIMESTAMP") if src_type in _NTZ_TYPES else ts)
+                    value = exp.Div(this=_cast(micros, "DECIMAL(24,0)"), expression=exp.Literal.number(1000000))
+                out_scale = 6
+            elif part == "dow":
+                value = exp.Sub(this=ex("DAYOFWEEK"), expression=exp.Literal.number(1))
+            elif part == "isodow":
+                value = ex("DAYOFWEEK_ISO")
+            elif part == "doy":
+                value = ex("DOY")
+            elif part == "isoyear":
+                value = exp.Extract(this=exp.var("YEAROFWEEK"), expression=ts.copy())
+            elif part in ("year", "month", "day", "hour", "minute", "quarter", "week"):
+                value = ex(part.upper())
+            elif part == "second":
+                value = ex("SECOND")
+                out_scale = 6
+            elif part == "milliseconds":
+                value = exp.Mul(this=ex("SECOND"), expression=exp.Literal.number(1000))
+                out_scale = 3
+            elif part == "microseconds":
+                value = _cast(exp.Mul(this=ex("SECOND"), expression=exp.Literal.number(1000000)), "DECIMAL(20,0)")
+            elif part == "decade":
+                value = _func("floor", exp.Div(this=ex("YEAR"), expression=exp.Literal.number(10)))
+            elif part == "century":
+                value = _func("ceil", exp.Div(this=ex("YEAR"), expression=exp.Literal.number(100)))
+            elif part == "millennium":
+                value = _func("ceil", exp.Div(this=ex("YEAR"), expression=exp.Literal.number(1000)))
+            else:
+                raise SqlError("0A000", f'unit "{part}" not supported for extract')
+        if numeric:
+            return _cast(value, f"DECIMAL({20 + out_scale},{out_scale})")
+        return _cast(value, "DOUBLE")
+
+    def _date_bin(self, node: exp.DateBin) -> exp.Expression:
+        stride = node.this
+        source = node.expression
+        origin = node.args.get("unit")  # sqlglot keeps date_bin's origin under "unit"
+        if stride.meta.get("pg_interval") is not None:
+            iv = stride.meta["pg_interval"]
+        elif isinstance(stride, exp.Literal) and stride.is_string:
+            iv = parse_interval(stride.name)
+        else:
+            raise SqlError("0A000", "date_bin with a non-constant stride is not supported")
+        if iv.months:
+            raise SqlError("22023", "timestamps cannot be binned into intervals containing months or years")
+        if iv.total_micros <= 0:
+            raise SqlError("22023", "stride must be greater than zero")
+        src_type = _dtype(source)
+        if origin is None:
+            raise SqlError("42883", "function date_bin(interval, timestamp) does not exist")
+
+        def micros(e: exp.Expression) -> exp.Expression:
+            t = _dtype(e)
+            if isinstance(e, exp.Literal) and e.is_string:
+                e = _cast(e, "TIMESTAMP")
+            elif t in _NTZ_TYPES or t == _T.DATE:
+                e = _cast(e, "TIMESTAMP")
+            return _func("unix_micros", e)
+
+        src_us = micros(source)
+        org_us = micros(origin)
+        stride_lit = exp.Literal.number(iv.total_micros)
+        binned = exp.Sub(
+            this=src_us,
+            expression=_func("pmod", exp.Paren(this=exp.Sub(this=src_us.copy(), expression=org_us)), stride_lit),
+        )
+        result = _func("timestamp_micros", binned)
+        if src_type in _NTZ_TYPES:
+            return _cast(result, "TIMESTAMP_NTZ")
+        return result
+
+    # -- functions sqlglot does not model
+
+    def _anonymous(self, node: exp.Anonymous) -> exp.Expression | None:
+        name = node.name.lower()
+        args = node.expressions
+        if name == "date_part":
+            if len(args) != 2 or not (isinstance(args[0], exp.Literal) and args[0].is_string):
+                raise SqlError("0A000", "date_part with a non-constant field is not supported")
+            return self._date_part(args[0].name, args[1], numeric=False)
+        if name == "to_char":
+            return self._to_char_call(args)
+        if name in ("all", "any", "some") and len(args) == 1 and isinstance(
+            node.parent, (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE)
+        ):
+            return exp.All(this=args[0]) if name == "all" else exp.Any(this=args[0])
+        if name in _RENAMES:
+            node.set("this", _RENAMES[name])
+            return None
+        if name in ("strpos",):
+            return _func("locate", args[1], args[0])
+        if name == "btrim":
+            return None
+        if name == "generate_series":
+            start, end = args[0], args[1]
+            step = args[2] if len(args) > 2 else None
+            return _func("explode", self._series(start, end, step))
+        if name not in _spark_function_names():
+            types = ", ".join(_pg_arg_type(a) for a in args)
+            raise SqlError(
+                "42883",
+                f"function {name}({types}) does not exist",
+                hint="No function matches the given name and argument types. You might need to add explicit type casts.",
+            )
+        return None
+
+    def _to_char_call(self, args: list[exp.Expression]) -> exp.Expression:
+        if len(args) != 2 or not (isinstance(args[1], exp.Literal) and args[1].is_string):
+            raise SqlError("0A000", "to_char with a non-constant format is not supported")
+        fmt = to_char_format(args[1].name)
+        if fmt is None:
+            raise SqlError("0A000", f"to_char format \"{args[1].name}\" is not supported")
+        return _func("date_format", args[0], _string(fmt))
+
+    @staticmethod
+    def _series(start: exp.Expression, end: exp.Expression, step: exp.Expression | None) -> exp.Expression:
+        """sequence() with PostgreSQL's empty-when-reversed rule (Spark counts backwards)."""
+        if isinstance(start, exp.Literal) and start.is_string:
+            start = _cast(start, "TIMESTAMP")
+        if isinstance(end, exp.Literal) and end.is_string:
+            end = _cast(end, "TIMESTAMP")
+        if step is None:
+            cond: exp.Expression = exp.LTE(this=start.copy(), expression=end.copy())
+            seq = _func("sequence", start, end)
+        else:
+            step_t = _dtype(step)
+            is_interval = step_t == _T.INTERVAL or isinstance(step, exp.Interval) or "INTERVAL" in step.sql("spark").upper()
+            if is_interval:
+                negative = step.sql("spark").replace(" ", "").find("'-") >= 0
+                cond = (exp.GTE if negative else exp.LTE)(this=start.copy(), expression=end.copy())
+            else:
+                cond = exp.Or(
+                    this=exp.And(
+                        this=exp.GT(this=step.copy(), expression=exp.Literal.number(0)),
+                        expression=exp.LTE(this=start.copy(), expression=end.copy()),
+                    ),
+                    expression=exp.And(
+                        this=exp.LT(this=step.copy(), expression=exp.Literal.number(0)),
+                        expression=exp.GTE(this=start.copy(), expression=end.copy()),
+                    ),
+                )
+            seq = _func("sequence", start, end, step)
+        return exp.Case(ifs=[exp.If(this=cond, true=seq)])
+
+    # -- aggregates
+
+    def _array_agg(self, node: exp.ArrayAgg) -> exp.Expression:
+        arg = node.this
+        order = None
+        if isinstance(arg, exp.Order):
+            order = arg
+            arg = arg.this
+        # collect_list drops NULLs; PostgreSQL keeps them, so collect structs and unwrap.
+        if order is None:
+            collected = _func("collect_list", exp.Struct(expressions=[exp.PropertyEQ(this=exp.to_identifier("v"), expression=arg)]))
+            return exp.Transform(this=collected, expression=exp.Lambda(this=exp.Dot(this=exp.column("s"), expression=exp.to_identifier("v")), expressions=[exp.to_identifier("s")]))
+        keys = []
+        for i, ordered in enumerate(order.expressions):
+            keys.append(exp.PropertyEQ(this=exp.to_identifier(f"k{i}"), expression=ordered.this))
+        struct = exp.Struct(expressions=[*keys, exp.PropertyEQ(this=exp.to_identifier("v"), expression=arg)])
+        collected = _func("collect_list", struct)
+        comparator_parts = []
+        for i, ordered in enumerate(order.expressions):
+            desc = bool(ordered.args.get("desc"))
+            nulls_first = bool(ordered.args.get("nulls_first"))
+            a = f"a.k{i}"
+            b = f"b.k{i}"
+            nf = "-1" if nulls_first else "1"
+            nl = "1" if nulls_first else "-1"
+            lt, gt = ("1", "-1") if desc else ("-1", "1")
+            comparator_parts.append(
+                f"CASE WHEN {a} IS NULL AND {b} IS NULL THEN 0 WHEN {a} IS NULL THEN {nf} WHEN {b} IS NULL THEN {nl} "
+                f"WHEN {a} < {b} THEN {lt} WHEN {a} > {b} THEN {gt} ELSE 0 END"
+            )
+        comparator = comparator_parts[-1]
+        for part in reversed(comparator_parts[:-1]):
+            comparator = f"CASE WHEN ({part}) <> 0 THEN ({part}) ELSE ({comparator}) END"
+        sorted_sql = f"array_sort(__collected__, (a, b) -> {comparator})"
+        sorted_expr = sqlglot.parse_one(sorted_sql, read="spark")
+        for col in sorted_expr.find_all(exp.Column):
+            if col.name == "__collected__":
+                col.replace(collected)
+                break
+        return exp.Transform(this=sorted_expr, expression=exp.Lambda(this=exp.Dot(this=exp.column("s"), expression=exp.to_identifier("v")), expressions=[exp.to_identifier("s")]))
+
+    # -- predicates
+
+    def _quantified(self, node: exp.Binary) -> exp.Expression:
+        quant = node.expression
+        inner = quant.this
+        while isinstance(inner, exp.Paren) and not isinstance(inner.this, (exp.Select, exp.SetOperation)):
+            inner = inner.this
+        if isinstance(inner, exp.Paren):
+            inner = inner.this
+        if isinstance(inner, exp.Subquery):
+            inner = inner.this
+        if isinstance(inner, (exp.Select, exp.SetOperation)):
+            if isinstance(node, exp.EQ) and isinstance(quant, exp.Any):
+                return exp.In(this=node.this, query=exp.Subquery(this=inner))
+            if isinstance(node, exp.NEQ) and isinstance(quant, exp.All):
+                return exp.Not(this=exp.In(this=node.this, query=exp.Subquery(this=inner)))
+            alias = self._name("__q")
+            comparison: exp.Expression = type(node)(this=node.this, expression=exp.column("__x", table=alias))
+            if isinstance(quant, exp.All):
+                # a row where the comparison is not true (false or unknown) refutes ALL
+                comparison = exp.Coalesce(this=exp.Not(this=exp.Paren(this=comparison)), expressions=[exp.true()])
+            probe = (
+                exp.select(exp.Literal.number(1))
+                .from_(exp.Subquery(this=inner, alias=exp.TableAlias(this=exp.to_identifier(alias), columns=[exp.to_identifier("__x")])))
+                .where(comparison)
+            )
+            exists = exp.Exists(this=probe)
+            return exists if isinstance(quant, exp.Any) else exp.Not(this=exists)
+        var = exp.to_identifier("__e")
+        comparison = type(node)(this=node.this, expression=exp.column("__e"))
+        lam = exp.Lambda(this=comparison, expressions=[var])
+        return _func("exists" if isinstance(quant, exp.Any) else "forall", inner, lam)
+
+    @staticmethod
+    def _check_grouping(select: exp.Select) -> None:
+        """Aggregates without GROUP BY next to a bare column: PostgreSQL's 42803 wording."""
+        if select.args.get("group") is not None:
+            return
+        has_agg = False
+        bare: exp.Column | None = None
+
+        def visit(node: exp.Expression, in_agg: bool) -> None:
+            nonlocal has_agg, bare
+            if isinstance(node, (exp.Subquery, exp.Select, exp.Window, exp.Exists)):
+                return
+            if isinstance(node, exp.AggFunc):
+                has_agg = True
+                in_agg = True
+            if isinstance(node, exp.Filter):
+                in_agg = True
+            if isinstance(node, exp.Column) and not in_agg and bare is None and not isinstance(node.this, exp.Star):
+                bare = node
+            for child in node.iter_expressions():
+                visit(child, in_agg)
+
+        for proj in select.expressions:
+            visit(proj, False)
+        if has_agg and bare is not None:
+            name = f"{bare.table}.{bare.name}" if bare.table else bare.name
+            raise SqlError("42803", f'column "{name}" must appear in the GROUP BY clause or be used in an aggregate function')
+
+    def _distinct_on(self, select: exp.Select) -> exp.Expression:
+        distinct = select.args["distinct"]
+        on = distinct.args["on"]
+        keys = list(on.expressions) if isinstance(on, exp.Tuple) else [on]
+        order = select.args.get("order")
+        order_exprs = list(order.expressions) if order is not None else []
+        aliases = {p.alias_or_name: p for p in select.expressions}
+
+        def resolve(e: exp.Expression) -> exp.Expression:
+            if isinstance(e, exp.Literal) and not e.is_string:
+                idx = int(e.name) - 1
+                proj = select.expressions[idx]
+                return proj.this.copy() if isinstance(proj, exp.Alias) else proj.copy()
+            if isinstance(e, exp.Column) and not e.table and e.name in aliases:
+                proj = aliases[e.name]
+                return proj.this.copy() if isinstance(proj, exp.Alias) else proj.copy()
+            return e.copy()
+
+        inner = select.copy()
+        inner.set("distinct", None)
+        inner.set("order", None)
+        inner.set("limit", None)
+        inner.set("offset", None)
+        window = exp.Window(
+            this=exp.RowNumber(),
+            partition_by=[resolve(k) for k in keys],
+            order=exp.Order(expressions=[
+                exp.Ordered(this=resolve(o.this), desc=o.args.get("desc"), nulls_first=o.args.get("nulls_first"))
+                for o in order_exprs
+            ]) if order_exprs else None,
+        )
+        hidden = []
+        for i, o in enumerate(order_exprs):
+            hidden.append(exp.alias_(resolve(o.this), f"__o{i}"))
+        inner.set("expressions", [*inner.expressions, *hidden, exp.alias_(window, "__rn")])
+        outer_cols = [exp.column(p.alias_or_name) for p in select.expressions]
+        outer = exp.select(*outer_cols).from_(exp.Subquery(this=inner, alias=exp.TableAlias(this=exp.to_identifier("__d"))))
+        outer = outer.where(exp.EQ(this=exp.column("__rn"), expression=exp.Literal.number(1)))
+        if order_exprs:
+            outer.set("order", exp.Order(expressions=[
+                exp.Ordered(this=exp.column(f"__o{i}"), desc=o.args.get("desc"), nulls_first=o.args.get("nulls_first"))
+                for i, o in enumerate(order_exprs)
+            ]))
+        for key in ("limit", "offset"):
+            if select.args.get(key) is not None:
+                outer.set(key, select.args[key])
+        for i, proj in enumerate(select.expressions):
+            outer.expressions[i].meta.update(proj.meta)
+            if isinstance(proj, exp.Alias):
+                outer.expressions[i].meta.setdefault("pg_output", proj.this.meta.get("pg_output"))
+        return outer
+
+    # ---------------------------------------------------------------- generators back in
+
+    def restore_generators(self, tree: exp.Expression) -> None:
+        for table in list(tree.find_all(exp.Table)):
+            name = table.name
+            if name not in self.generators:
+                continue
+            generator = self.generators[name]
+            alias = table.args.get("alias")
+            if isinstance(generator, exp.Unnest):
+                arrays = [self.rewrite(a.copy()) for a in generator.expressions]
+                if len(arrays) != 1:
+                    raise SqlError("0A000", "unnest() with several arrays is not supported")
+                call = _func("explode", arrays[0])
+            else:
+                start = self.rewrite(generator.args["start"].copy())
+                end = self.rewrite(generator.args["end"].copy())
+                step = generator.args.get("step")
+                step = self.rewrite(step.copy()) if step is not None else None
+                if step is not None and isinstance(step, exp.Literal) and not step.is_string and float(step.name) == 0:
+                    raise SqlError("22023", "step size cannot equal zero")
+                call = _func("explode", self._series(start, end, step))
+            # Spark's table-valued generator takes the alias as name(column).
+            spark_alias = exp.TableAlias(this=alias.this.copy(), columns=[c.copy() for c in alias.columns])
+            replacement = exp.Lateral(this=call, alias=spark_alias) if isinstance(table.parent, exp.Join) else exp.Table(this=call, alias=spark_alias)
+            table.replace(replacement)
+
+
+def _set_output_aliases(tree: exp.Expression, names: list[str]) -> None:
+    """Alias the outermost projections to unique Spark names; keep ORDER BY references valid."""
+    select = _Translator.output_select(tree)
+    used: dict[str, int] = {}
+    renames: dict[str, str] = {}
+    for i, proj in enumerate(list(select.expressions)):
+        value = proj.this if isinstance(proj, exp.Alias) else proj
+        iv = value.meta.get("pg_interval")
+        if iv is not None and iv.months:
+            # Spark cannot hand year-month/calendar intervals to Arrow: send PostgreSQL's text,
+            # which the executor decodes for interval-typed columns.
+            text = _string(format_interval(iv.months, iv.days, iv.micros))
+            if isinstance(proj, exp.Alias):
+                proj.set("this", text)
+            else:
+                proj = exp.alias_(text, names[i])
+                select.expressions[i].replace(proj)
+        base = names[i]
+        key = base.lower()
+        if key in used:
+            used[key] += 1
+            spark_name = f"{base}_{used[key]}"
+            while spark_name.lower() in used:
+                used[key] += 1
+                spark_name = f"{base}_{used[key]}"
+        else:
+            spark_name = base
+        used[spark_name.lower()] = used.get(spark_name.lower(), 1)
+        old = proj.alias_or_name
+        if isinstance(proj, exp.Alias):
+            if old != spark_name:
+                renames[old] = spark_name
+            proj.set("alias", exp.to_identifier(spark_name, quoted=True))
+        else:
+            select.expressions[i].replace(exp.alias_(proj.copy(), spark_name, quoted=True))
+    if not renames:
+        return
+    for holder in {id(select): select, id(tree): tree}.values():
+        order = holder.args.get("order")
+        if order is None:
+            continue
+        for col in order.find_all(exp.Column):
+            if not col.table and col.name in renames:
+                col.set("this", exp.to_identifier(renames[col.name], quoted=True))
+
+
+def _explain(expression: exp.Command, resolver: TableResolver, params: Sequence[Any]) -> TranslatedQuery:
+    text = expression.expression.name if isinstance(expression.expression, exp.Expression) else str(expression.expression)
+    rest = text.strip()
+    verbose = False
+    analyze = False
+    paren = re.match(r"\(([^)]*)\)\s*", rest)
+    if paren:
+        for option in paren.group(1).split(","):
+            words = option.strip().lower().split()
+            if not words:
+                continue
+            enabled = len(words) < 2 or words[1] not in ("false", "off", "0")
+            if words[0] == "analyze":
+                analyze = enabled
+            elif words[0] == "verbose":
+                verbose = enabled
+        rest = rest[paren.end():]
+    while True:
+        match = re.match(r"(analyze|analyse|verbose)\b\s*", rest, re.I)
+        if not match:
+            break
+        if match.group(1).lower().startswith("analy"):
+            analyze = True
+        else:
+            verbose = True
+        rest = rest[match.end():]
+    statements = parse_postgres(rest)
+    if len(statements) != 1:
+        raise SqlError("42601", "EXPLAIN needs exactly one statement")
+    inner = translate_query(statements[0], resolver, params)
+    mode = "EXTENDED" if verbose else ("COST" if analyze else "FORMATTED")
+    return TranslatedQuery(f"EXPLAIN {mode} {inner.spark_sql}", ["QUERY PLAN"], [ColumnType(TEXT)], inner.tables)
+
+
+def translate_query(
+    expression: exp.Expression, resolver: TableResolver, params: Sequence[Any] = ()
+) -> TranslatedQuery:
+    """Translate one PostgreSQL query (SELECT / set operation / VALUES / EXPLAIN) for Spark."""
+    if isinstance(expression, exp.Command):
+        if expression.name.upper() == "EXPLAIN":
+            return _explain(expression, resolver, params)
+        raise SqlError("0A000", f"{expression.name.upper()} is not supported as a query")
+    if isinstance(expression, exp.Describe):
+        raise SqlError("0A000", "DESCRIBE is not supported")
+    if not isinstance(expression, (exp.Query, exp.Values)):
+        raise SqlError("0A000", f"{expression.key.upper()} statement is not supported as a query")
+    translator = _Translator(resolver, params)
+    tree = translator.bind_params(expression.copy())
+    tree = translator.prepare(tree)
+    translator.mark_names(tree)
+    tree = translator.qualify(tree)
+    names, types = translator.output_columns(translator.output_select(tree))
+    tree = translator.rewrite(tree)
+    translator.restore_generators(tree)
+    _set_output_aliases(tree, names)
+    spark_sql = tree.sql(dialect="spark", identify=True)
+    return TranslatedQuery(spark_sql, names, types, translator.tables)
+
+
+def translate_expression(
+    expression: exp.Expression,
+    columns: Sequence[tuple[str, ColumnType]] = (),
+    params: Sequence[Any] = (),
+    resolver: TableResolver | None = None,
+    view_name: str = "__row",
+) -> str:
+    """Translate a scalar PostgreSQL expression over the columns of one relation.
+
+    The result is Spark SQL usable in ``selectExpr``/``expr`` over a DataFrame with those
+    columns (UPDATE SET values, WHERE conditions, DEFAULT expressions). Subqueries in it are
+    resolved through ``resolver``.
+    """
+    translator = _Translator(resolver, params)
+    translator.schema[view_name] = {name.lower(): _sqlglot_type(ct) for name, ct in columns}
+    select = exp.Select(expressions=[exp.alias_(expression.copy(), "__value")]).from_(
+        exp.Table(this=exp.to_identifier(view_name))
+    )
+    tree = translator.bind_params(select)
+    for sub in list(tree.find_all(exp.Table)):
+        if sub.name == view_name or not isinstance(sub.this, exp.Identifier):
+            continue
+        translator._resolve_table(sub, sub.db or None, sub.name, 0)
+    tree = translator.qualify(tree)
+    tree = translator.rewrite(tree)
+    translator.restore_generators(tree)
+    value = translator.output_select(tree).expressions[0]
+    value = value.this if isinstance(value, exp.Alias) else value
+    for col in value.find_all(exp.Column):
+        if col.table == view_name:
+            col.set("table", None)
+    return value.sql(dialect="spark", identify=True)

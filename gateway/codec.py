@@ -1,0 +1,1905 @@
+"""Wire codecs: Arrow columns <-> PostgreSQL text/binary values, and parameter decoding.
+
+Results are encoded a column at a time with pyarrow.compute / numpy (no per-row Python on the hot
+path for ints, floats, text, bool, dates, timestamps, numerics, intervals): each column becomes an
+Arrow binary array of encoded values, and rows are assembled by one ``binary_join_element_wise``
+call whose output buffer *is* the concatenated DataRow messages. Variable-length slices are
+gathered through string_view arrays built with numpy (Arrow compacts them in C++). Rare shapes
+(BC/infinite dates, float ties, struct/map columns, nested arrays in binary) fall back to small
+per-value Python functions applied only to the rows that need them.
+
+Text output follows PostgreSQL 15 output functions byte for byte (DateStyle ISO, IntervalStyle
+postgres, extra_float_digits 1); binary output follows the ``*send`` functions. When a column's
+Arrow type does not match its announced PostgreSQL type it is converted first (int32 sent as
+int8, string typed jsonb, ...); a type with no sensible conversion is printed as its Arrow type's
+own PostgreSQL form.
+
+Public API:
+  encode_data_rows(batch, fields, formats, timezone=) -> bytes   all DataRow messages of a batch
+  encode_text_column / encode_binary_column(arr, ctype, timezone=) -> pa.Array of encoded values
+  assemble_rows(columns, datarow=) -> bytes                       DataRows or binary COPY tuples
+  decode_param(ctype, fmt, data, timezone=) -> Python value       Bind parameters
+  parse_text_value / parse_binary_value                           one value, text / binary
+  text_to_arrow(strings, ctype, timezone=) -> pa.Array            PostgreSQL text -> Arrow (COPY)
+  Interval(months, days, microseconds)                            decoded interval values
+
+decode_param returns None, bool, int, float, Decimal, str (text, json, uuid), bytes, date, time,
+datetime (tz-aware UTC for timestamptz), Interval, or lists for arrays. PostgreSQL's infinite
+dates/timestamps become date.max/min and datetime.max/min.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import decimal
+import json as _json
+import math
+import re
+import struct
+import uuid as _uuid
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from tidegate.errors import SqlError
+from tidegate.pgtypes import ColumnType
+from tidegate.results import ResultField
+
+__all__ = [
+    "Interval",
+    "encode_data_rows",
+    "encode_text_column",
+    "encode_binary_column",
+    "assemble_rows",
+    "decode_param",
+    "parse_text_value",
+    "text_to_arrow",
+    "python_to_arrow",
+    "parse_binary_value",
+    "parse_interval",
+    "format_interval",
+    "numeric_send",
+    "numeric_recv",
+    "array_send",
+]
+
+# 2000-01-01, PostgreSQL's binary epoch, relative to the Unix epoch.
+PG_EPOCH_DAYS = 10957
+PG_EPOCH_US = PG_EPOCH_DAYS * 86_400_000_000
+_US_PER_DAY = 86_400_000_000
+# Arrow's casts format years 1..9999 like PostgreSQL; anything else takes the Python path.
+_MIN_DAYS = -719162  # 0001-01-01
+_MAX_DAYS = 2932896  # 9999-12-31
+_MIN_US = _MIN_DAYS * _US_PER_DAY
+_MAX_US = (_MAX_DAYS + 1) * _US_PER_DAY
+# PostgreSQL's +/-infinity timestamps and dates.
+_TS_INF = 2**63 - 1
+_TS_NINF = -(2**63)
+_DATE_INF = 2**31 - 1
+_DATE_NINF = -(2**31)
+
+_TEXT_LIKE = {"text", "varchar", "bpchar", "name", "char", "json", "jsonb", "unknown", "uuid"}
+_INT_TYPES = {"int2": pa.int16(), "int4": pa.int32(), "int8": pa.int64(), "oid": pa.int64(),
+              "regclass": pa.int64(), "regtype": pa.int64(), "regproc": pa.int64()}
+# Binary widths of the integer-like types on the wire (oid/reg* are uint32 in PostgreSQL).
+_INT_WIRE = {"int2": ">i2", "int4": ">i4", "int8": ">i8", "oid": ">u4", "regclass": ">u4",
+             "regtype": ">u4", "regproc": ">u4"}
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A PostgreSQL interval: months, days and microseconds are independent fields."""
+
+    months: int = 0
+    days: int = 0
+    microseconds: int = 0
+
+    def to_arrow(self) -> pa.MonthDayNano:
+        return pa.MonthDayNano([self.months, self.days, self.microseconds * 1000])
+
+    def __str__(self) -> str:
+        """PostgreSQL's text form, so code that renders parameters as literals gets valid input."""
+        return format_interval(self.months, self.days, self.microseconds)
+
+
+# --------------------------------------------------------------------------------------------
+# small helpers
+
+
+def _normalize(arr: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """One contiguous, non-dictionary, non-extension array."""
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks() if arr.num_chunks != 1 else arr.chunk(0)
+    if isinstance(arr.type, pa.ExtensionType):
+        arr = arr.storage
+    if pa.types.is_dictionary(arr.type):
+        arr = arr.dictionary_decode()
+    return arr
+
+
+def _is_stringish(t: pa.DataType) -> bool:
+    return pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t)
+
+
+def _is_binaryish(t: pa.DataType) -> bool:
+    return (pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_fixed_size_binary(t)
+            or pa.types.is_binary_view(t))
+
+
+def _is_list(t: pa.DataType) -> bool:
+    return (pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t)
+            or pa.types.is_list_view(t) or pa.types.is_large_list_view(t))
+
+
+def _with_nulls(values: pa.Array, like: pa.Array) -> pa.Array:
+    """``values`` with the nulls of ``like`` (values built without a validity bitmap)."""
+    if like.null_count == 0:
+        return values
+    return pc.if_else(pc.is_valid(like), values, pa.scalar(None, values.type))
+
+
+def _to_np(arr: pa.Array, fill: Any = 0) -> np.ndarray:
+    if arr.null_count:
+        arr = arr.fill_null(fill)
+    return arr.to_numpy(zero_copy_only=False)
+
+
+def _fixed_to_binary(values: np.ndarray, width: int, like: pa.Array) -> pa.Array:
+    """Big-endian fixed-width values (numpy) -> Arrow binary array with ``like``'s nulls."""
+    n = len(like)
+    buf = pa.py_buffer(np.ascontiguousarray(values))
+    fsb = pa.Array.from_buffers(pa.binary(width), n, [None, buf])
+    return _with_nulls(fsb.cast(pa.binary()), like)
+
+
+def _replace_rows(arr: pa.Array, mask: np.ndarray, values: list[Any]) -> pa.Array:
+    """Replace the rows where ``mask`` is true with ``values`` (in order)."""
+    if not mask.any():
+        return arr
+    return pc.replace_with_mask(arr, pa.array(mask), pa.array(values, arr.type))
+
+
+def _binary_offsets(arr: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """(offsets[n+1], data) of a binary/string array, offsets relative to ``data``."""
+    n = len(arr)
+    bufs = arr.buffers()
+    offs = np.frombuffer(bufs[1], dtype=np.int32, count=n + 1, offset=arr.offset * 4)
+    data = np.frombuffer(bufs[2], dtype=np.uint8) if bufs[2] is not None else np.zeros(0, np.uint8)
+    return offs, data
+
+
+_HEX = np.frombuffer(b"".join(f"{i:02x}".encode() for i in range(256)), np.uint8).reshape(256, 2)
+
+
+# --------------------------------------------------------------------------------------------
+# text output: per-value formatting used by the slow paths
+
+
+def _float_digits(s: str) -> tuple[str, int] | None:
+    """(significant digits, decimal exponent of the first digit) of a finite float string."""
+    s = s.lstrip("+-")
+    mant, _, exp = s.lower().partition("e")
+    e = int(exp) if exp else 0
+    ip, _, fp = mant.partition(".")
+    allds = ip + fp
+    digits = allds.lstrip("0")
+    if not digits:
+        return None
+    lead = len(allds) - len(digits)
+    return digits.rstrip("0"), e + len(ip) - 1 - lead
+
+
+def _avoid_ties(s: str, value: float, float4: bool) -> str:
+    """PostgreSQL's Ryu never prints a shortest string lying exactly halfway to a neighbour float
+    (Arrow's shortest formatting may); then the next longer correctly rounded string is used."""
+    from fractions import Fraction
+
+    if not math.isfinite(value) or value == 0:
+        return s
+    if float4:
+        f = np.float32(value)
+        with np.errstate(over="ignore"):
+            up, dn = float(np.nextafter(f, np.float32(np.inf))), float(np.nextafter(f, np.float32(-np.inf)))
+    else:
+        up, dn = math.nextafter(value, math.inf), math.nextafter(value, -math.inf)
+    if not math.isfinite(up):
+        up = None
+    if not math.isfinite(dn):
+        dn = None
+    exact = Fraction(value)
+    if up is None or dn is None:
+        gap = exact - Fraction(dn) if up is None else Fraction(up) - exact
+        up_f, dn_f = (exact + gap, Fraction(dn)) if up is None else (Fraction(up), exact - gap)
+    else:
+        up_f, dn_f = Fraction(up), Fraction(dn)
+    hi, lo = (exact + up_f) / 2, (exact + dn_f) / 2
+    cand = Fraction(decimal.Decimal(s))
+    if cand != hi and cand != lo:
+        return s
+    parsed = _float_digits(s)
+    k = len(parsed[0]) if parsed else 1
+    for k in range(k + 1, 18):
+        cs = f"{value:.{k - 1}e}"
+        c = Fraction(decimal.Decimal(cs))
+        if min(lo, hi) < c < max(lo, hi):
+            return cs
+    return repr(value)
+
+
+def _pg_float_text(s: str, float4: bool, value: float | None = None) -> str:
+    """Reformat a shortest-round-trip float string (any notation) in PostgreSQL's layout."""
+    if value is not None and (abs(value) >= (2.0**21 if float4 else 2.0**53)):
+        s = _avoid_ties(s, value, float4)
+    if s in ("inf", "+inf", "infinity"):
+        return "Infinity"
+    if s in ("-inf", "-infinity"):
+        return "-Infinity"
+    if s == "nan" or s == "-nan":
+        return "NaN"
+    neg = s.startswith("-")
+    if neg:
+        s = s[1:]
+    mant, _, exp = s.partition("e")
+    e = int(exp) if exp else 0
+    ip, _, fp = mant.partition(".")
+    digits = (ip + fp).lstrip("0")
+    lead = len(ip + fp) - len((ip + fp).lstrip("0"))
+    if not digits:
+        return "-0" if neg else "0"
+    e10 = e + len(ip) - 1 - lead
+    digits = digits.rstrip("0")
+    sign = "-" if neg else ""
+    if e10 < -4 or e10 >= (6 if float4 else 15):
+        m = digits[0] + ("." + digits[1:] if len(digits) > 1 else "")
+        return f"{sign}{m}e{'-' if e10 < 0 else '+'}{abs(e10):02d}"
+    if e10 >= 0:
+        if len(digits) <= e10 + 1:
+            return sign + digits + "0" * (e10 + 1 - len(digits))
+        return sign + digits[: e10 + 1] + "." + digits[e10 + 1:]
+    return sign + "0." + "0" * (-e10 - 1) + digits
+
+
+def _civil_from_days(z: int) -> tuple[int, int, int]:
+    """Proleptic Gregorian (astronomical year) from days since 1970-01-01 (H. Hinnant)."""
+    z += 719468
+    era = z // 146097
+    doe = z - era * 146097
+    yoe = (doe - doe // 1460 + doe // 36524 - doe // 146096) // 365
+    y = yoe + era * 400
+    doy = doe - (365 * yoe + yoe // 4 - yoe // 100)
+    mp = (5 * doy + 2) // 153
+    d = doy - (153 * mp + 2) // 5 + 1
+    m = mp + 3 if mp < 10 else mp - 9
+    return (y + 1 if m <= 2 else y), m, d
+
+
+def _days_from_civil(y: int, m: int, d: int) -> int:
+    y -= m <= 2
+    era = y // 400
+    yoe = y - era * 400
+    doy = (153 * (m + (-3 if m > 2 else 9)) + 2) // 5 + d - 1
+    doe = yoe * 365 + yoe // 4 - yoe // 100 + doy
+    return era * 146097 + doe - 719468
+
+
+def _fmt_date(days: int) -> tuple[str, bool]:
+    y, m, d = _civil_from_days(days)
+    bc = y <= 0
+    return f"{(1 - y) if bc else y:04d}-{m:02d}-{d:02d}", bc
+
+
+def _fmt_seconds(us: int) -> str:
+    """SS[.ffffff] with trailing fractional zeros removed (PostgreSQL's AppendSeconds)."""
+    sec, frac = divmod(us, 1_000_000)
+    out = f"{sec:02d}"
+    if frac:
+        out += ("." + f"{frac:06d}").rstrip("0")
+    return out
+
+
+def _fmt_time(us: int) -> str:
+    h, rem = divmod(us, 3_600_000_000)
+    mi, rem = divmod(rem, 60_000_000)
+    return f"{h:02d}:{mi:02d}:{_fmt_seconds(rem)}"
+
+
+def _fmt_offset(secs: int) -> str:
+    sign = "-" if secs < 0 else "+"
+    secs = abs(secs)
+    h, rem = divmod(secs, 3600)
+    mi, s = divmod(rem, 60)
+    out = f"{sign}{h:02d}"
+    if mi or s:
+        out += f":{mi:02d}"
+    if s:
+        out += f":{s:02d}"
+    return out
+
+
+def _fmt_timestamp_us(local_us: int, offset: int | None) -> str:
+    """A timestamp (local wall clock µs since 1970) as PostgreSQL prints it, BC included."""
+    if local_us == _TS_INF:
+        return "infinity"
+    if local_us == _TS_NINF:
+        return "-infinity"
+    days, tod = divmod(local_us, _US_PER_DAY)
+    date, bc = _fmt_date(days)
+    out = f"{date} {_fmt_time(tod)}"
+    if offset is not None:
+        out += _fmt_offset(offset)
+    return out + (" BC" if bc else "")
+
+
+def _fmt_date_days(days: int) -> str:
+    if days == _DATE_INF:
+        return "infinity"
+    if days == _DATE_NINF:
+        return "-infinity"
+    date, bc = _fmt_date(days)
+    return date + (" BC" if bc else "")
+
+
+def _trunc_div(a: int, b: int) -> tuple[int, int]:
+    """C-style division (toward zero) and remainder with the dividend's sign."""
+    q = abs(a) // abs(b)
+    if (a < 0) != (b < 0):
+        q = -q
+    return q, a - q * b
+
+
+def format_interval(months: int, days: int, us: int) -> str:
+    """IntervalStyle 'postgres' output (PostgreSQL's EncodeInterval)."""
+    years, mons = _trunc_div(months, 12)
+    parts: list[str] = []
+    is_before = False
+    is_zero = True
+    for value, unit in ((years, "year"), (mons, "mon"), (days, "day")):
+        if value == 0:
+            continue
+        parts.append(f"{'+' if is_before and value > 0 else ''}{value} {unit}{'' if value == 1 else 's'}")
+        is_before = value < 0
+        is_zero = False
+    hours, rem = _trunc_div(us, 3_600_000_000)
+    mins, rem = _trunc_div(rem, 60_000_000)
+    if is_zero or us != 0:
+        minus = us < 0
+        sign = "-" if minus else ("+" if is_before else "")
+        parts.append(f"{sign}{abs(hours):02d}:{abs(mins):02d}:{_fmt_seconds(abs(rem))}")
+    return " ".join(parts)
+
+
+def _interval_fields(arr: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(months int32, days int32, microseconds int64) of an interval-ish Arrow array."""
+    t = arr.type
+    n = len(arr)
+    if pa.types.is_interval(t):
+        buf = arr.buffers()[1]
+        rec = np.frombuffer(buf, dtype=np.dtype([("m", "<i4"), ("d", "<i4"), ("ns", "<i8")]),
+                            count=n, offset=arr.offset * 16)
+        ns = rec["ns"].astype(np.int64)
+        us = np.where(ns < 0, -((-ns) // 1000), ns // 1000)
+        return rec["m"].astype(np.int64), rec["d"].astype(np.int64), us
+    if pa.types.is_duration(t):
+        us = _to_np(arr.cast(pa.duration("us"), safe=False).cast(pa.int64()))
+        # Like PostgreSQL's timestamp subtraction (justify_hours): whole days, remainder time.
+        days = np.where(us < 0, -((-us) // _US_PER_DAY), us // _US_PER_DAY)
+        return np.zeros(n, np.int64), days, us - days * _US_PER_DAY
+    if pa.types.is_integer(t):  # a bare month count (year-month intervals)
+        return _to_np(arr.cast(pa.int64())), np.zeros(n, np.int64), np.zeros(n, np.int64)
+    raise SqlError("42804", f"cannot send Arrow type {t} as interval")
+
+
+def _numeric_text_py(d: decimal.Decimal, scale: int | None) -> str:
+    if d.is_nan():
+        return "NaN"
+    if d.is_infinite():
+        return "Infinity" if d > 0 else "-Infinity"
+    if scale is not None:
+        d = d.quantize(decimal.Decimal(1).scaleb(-scale), rounding=decimal.ROUND_HALF_UP)
+        s = format(d, "f")
+    else:
+        s = format(d, "f")
+        if "." in s:
+            s = s.rstrip("0").rstrip(".")
+    if s.startswith("-") and not s.strip("-0."):
+        s = s[1:]
+    return s
+
+
+# --------------------------------------------------------------------------------------------
+# text output: column encoders
+
+
+def encode_text_column(arr: pa.Array | pa.ChunkedArray, ctype: ColumnType, *, timezone: str = "UTC") -> pa.Array:
+    """PostgreSQL text output of every value of ``arr`` as a ``pa.string()`` array (nulls kept)."""
+    arr = _normalize(arr)
+    t = arr.type
+    name = ctype.pg.name
+    if pa.types.is_null(t):
+        return pa.nulls(len(arr), pa.string())
+    if ctype.is_array:
+        if _is_list(t):
+            return _text_array(arr, ctype.element, timezone)
+        return _text_natural(arr, timezone)
+    if name == "bool":
+        if pa.types.is_boolean(t):
+            return pc.if_else(arr, "t", "f")
+        return _text_natural(arr, timezone)
+    if name in _INT_TYPES:
+        if pa.types.is_integer(t):
+            return pc.cast(arr, pa.string())
+        if pa.types.is_boolean(t):
+            return pc.if_else(arr, "1", "0")
+        if pa.types.is_decimal(t) or pa.types.is_floating(t):
+            rounded = pc.round(arr, round_mode="half_towards_infinity")
+            return pc.cast(pc.cast(rounded, _INT_TYPES[name]), pa.string())
+        return _text_natural(arr, timezone)
+    if name in ("float4", "float8"):
+        if pa.types.is_floating(t) or pa.types.is_integer(t) or pa.types.is_decimal(t):
+            target = pa.float32() if name == "float4" else pa.float64()
+            return _text_float(arr.cast(target, safe=False) if t != target else arr, name == "float4")
+        return _text_natural(arr, timezone)
+    if name == "numeric":
+        return _text_numeric(arr, ctype, timezone)
+    if name in _TEXT_LIKE:
+        if _is_stringish(t):
+            return arr.cast(pa.string()) if not pa.types.is_string(t) else arr
+        if name == "uuid" and _is_binaryish(t):
+            return _text_uuid_from_bytes(arr)
+        if _is_binaryish(t):
+            return arr.cast(pa.binary()).cast(pa.string())
+        return _text_natural(arr, timezone)
+    if name == "bytea":
+        if _is_binaryish(t) or _is_stringish(t):
+            return _text_bytea(arr)
+        return _text_natural(arr, timezone)
+    if name == "date":
+        if pa.types.is_date(t) or pa.types.is_timestamp(t):
+            return _text_date(arr)
+        return _text_natural(arr, timezone)
+    if name == "time":
+        if pa.types.is_time(t):
+            return _text_time(arr)
+        return _text_natural(arr, timezone)
+    if name in ("timestamp", "timestamptz"):
+        if pa.types.is_timestamp(t) or pa.types.is_date(t):
+            return _text_timestamp(arr, name == "timestamptz", timezone)
+        return _text_natural(arr, timezone)
+    if name == "interval":
+        if pa.types.is_interval(t) or pa.types.is_duration(t):
+            return _text_interval(arr)
+        return _text_natural(arr, timezone)
+    return _text_natural(arr, timezone)
+
+
+def _natural_type(t: pa.DataType) -> ColumnType:
+    from tidegate.pgtypes import pg_type_for_arrow
+
+    return pg_type_for_arrow(t)
+
+
+def _text_natural(arr: pa.Array, timezone: str) -> pa.Array:
+    """Text of a column whose Arrow type does not fit its declared type: use the Arrow type's own."""
+    natural = _natural_type(arr.type)
+    if pa.types.is_struct(arr.type) or pa.types.is_map(arr.type):
+        return pa.array([None if v is None else _json.dumps(v, default=str) for v in arr.to_pylist()], pa.string())
+    if natural.pg.name == "text" and not _is_stringish(arr.type):
+        try:
+            return pc.cast(arr, pa.string())
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            return pa.array([None if v is None else str(v) for v in arr.to_pylist()], pa.string())
+    return encode_text_column(arr, natural, timezone=timezone)
+
+
+def _text_float(arr: pa.Array, float4: bool) -> pa.Array:
+    s = pc.cast(arr, pa.string())
+    vals = _to_np(arr, 1.0)
+    absv = np.abs(vals)
+    if float4:
+        hi, lo = np.float32(1e6), np.float32(1e-4)
+    else:
+        hi, lo = 1e15, 1e-4
+    with np.errstate(invalid="ignore"):
+        finite = np.isfinite(vals)
+        need = ~finite | ((absv != 0) & ((absv >= hi) | (absv < lo)))
+    arrow_exp = pc.fill_null(pc.match_substring(s, "e"), False).to_numpy(zero_copy_only=False)
+    need = need | arrow_exp
+    if arr.null_count:
+        need &= pc.is_valid(arr).to_numpy(zero_copy_only=False)
+    if need.any():
+        idx = np.flatnonzero(need)
+        fixed = [_pg_float_text(t, float4, float(v)) for t, v in zip(s.take(pa.array(idx)).to_pylist(), vals[idx])]
+        s = _replace_rows(s, need, fixed)
+    return s
+
+
+def _text_numeric(arr: pa.Array, ctype: ColumnType, timezone: str) -> pa.Array:
+    t = arr.type
+    scale = ctype.scale if ctype.precision is not None else None
+    if pa.types.is_integer(t):
+        s = pc.cast(arr, pa.string())
+        if scale:
+            s = pc.binary_join_element_wise(s, "." + "0" * scale, "")
+        return s
+    if pa.types.is_floating(t):
+        vals = arr.to_pylist()
+        out = []
+        for v in vals:
+            if v is None:
+                out.append(None)
+            elif math.isnan(v) or math.isinf(v):
+                out.append("NaN" if math.isnan(v) else ("Infinity" if v > 0 else "-Infinity"))
+            else:
+                out.append(_numeric_text_py(decimal.Decimal(repr(v)), scale))
+        return pa.array(out, pa.string())
+    if not pa.types.is_decimal(t):
+        return _text_natural(arr, timezone)
+    arr, s = _decimal_fixed_text(arr, scale)
+    if scale is None and arr.type.scale > 0:
+        s = pc.replace_substring_regex(s, r"\.?0+$", "")
+        s = pc.if_else(pc.equal(s, "-0"), "0", s)
+    return s
+
+
+def _decimal_fixed_text(arr: pa.Array, scale: int | None) -> tuple[pa.Array, pa.Array]:
+    """(decimal array at the column's scale, its text with exactly ``scale`` fractional digits)."""
+    t = arr.type
+    if t.scale < 0:  # negative scales (never produced by Spark) are widened to integers
+        arr = arr.cast(pa.decimal128(38, 0) if pa.types.is_decimal128(t) else pa.decimal256(76, 0))
+        t = arr.type
+    if scale is not None and t.scale != scale:
+        arr = pc.round(arr, ndigits=scale, round_mode="half_towards_infinity")
+        arr = arr.cast(pa.decimal128(38, scale) if pa.types.is_decimal128(t) else pa.decimal256(76, scale), safe=False)
+        t = arr.type
+    s = pc.cast(arr, pa.string())
+    # Arrow prints zero and small magnitudes in scientific notation ("0E-18", "1.0E-10").
+    sci = pc.fill_null(pc.match_substring(s, "E"), False)
+    if pc.any(sci).as_py():
+        zero_text = "0" + ("." + "0" * t.scale if t.scale > 0 else "")
+        s = pc.if_else(pc.and_(sci, pc.starts_with(s, "0E")), zero_text, s)
+        sci_np = pc.fill_null(pc.match_substring(s, "E"), False).to_numpy(zero_copy_only=False)
+        if sci_np.any():
+            idx = np.flatnonzero(sci_np)
+            fixed = [_numeric_text_py(v, t.scale) for v in arr.take(pa.array(idx)).to_pylist()]
+            s = _replace_rows(s, sci_np, fixed)
+    return arr, s
+
+
+def _text_bytea(arr: pa.Array) -> pa.Array:
+    if not pa.types.is_binary(arr.type):
+        arr = arr.cast(pa.binary())
+    offs, data = _binary_offsets(arr)
+    data = data[offs[0]:offs[-1]]
+    hexed = _HEX[data].reshape(-1)
+    new_offs = ((offs - offs[0]) * 2).astype(np.int32)
+    hexarr = pa.Array.from_buffers(pa.string(), len(arr), [None, pa.py_buffer(new_offs), pa.py_buffer(hexed)])
+    return _with_nulls(pc.binary_join_element_wise("\\x", hexarr, ""), arr)
+
+
+def _text_uuid_from_bytes(arr: pa.Array) -> pa.Array:
+    return pa.array([None if v is None else str(_uuid.UUID(bytes=v)) for v in arr.cast(pa.binary()).to_pylist()],
+                    pa.string())
+
+
+def _text_date(arr: pa.Array) -> pa.Array:
+    if pa.types.is_timestamp(arr.type):
+        arr = arr.cast(pa.timestamp("us")).cast(pa.date32())
+    elif not pa.types.is_date32(arr.type):
+        arr = arr.cast(pa.date32())
+    days = _to_np(arr.cast(pa.int32()), 0).astype(np.int64)
+    odd = (days < _MIN_DAYS) | (days > _MAX_DAYS)
+    if not odd.any():
+        return pc.cast(arr, pa.string())
+    if arr.null_count:
+        odd &= pc.is_valid(arr).to_numpy(zero_copy_only=False)
+    safe = pa.Array.from_buffers(pa.date32(), len(arr), [None, pa.py_buffer(np.where(odd, 0, days).astype(np.int32))])
+    s = _with_nulls(pc.cast(safe, pa.string()), arr)
+    return _replace_rows(s, odd, [_fmt_date_days(int(d)) for d in days[odd]])
+
+
+def _strip_fraction(s: pa.Array) -> pa.Array:
+    return pc.replace_substring_regex(s, r"\.?0+$", "")
+
+
+def _trim_fraction_fixed(s: pa.Array, us: np.ndarray) -> pa.Array:
+    """Drop the trailing zeros of '.ffffff' from fixed-width strings ending in it.
+
+    ``us`` holds the values in microseconds. The kept length of each string is computed with
+    numpy and a string_view array pointing into the original buffer is cast back to string,
+    which is several times faster than a regex replace.
+    """
+    n = len(s)
+    offs, data = _binary_offsets(s)
+    if n == 0:
+        return s
+    width = int(offs[1] - offs[0])
+    if width < 12 or int(offs[-1] - offs[0]) != n * width or not np.all(np.diff(offs) == width):
+        return _strip_fraction(s)
+    frac = np.mod(us, 1_000_000)
+    keep = np.full(n, width, np.int32)
+    for k in (10, 100, 1000, 10000, 100000):
+        keep -= (frac % k == 0)
+    keep = np.where(frac == 0, width - 7, keep).astype(np.int32)
+    start = int(offs[0])
+    block = data[start:start + n * width]
+    return _views_to_array(block, np.arange(n, dtype=np.int64) * width, keep, pa.string())
+
+
+def _views_to_array(block: np.ndarray, starts: np.ndarray, lengths: np.ndarray, out_type: pa.DataType) -> pa.Array:
+    """Values ``block[starts[i]:starts[i]+lengths[i]]`` as a string/binary array.
+
+    Builds an Arrow string_view/binary_view over ``block`` (no per-value copy in Python) and lets
+    Arrow compact it: a vectorised "gather variable-length slices".
+    """
+    n = len(starts)
+    block = np.ascontiguousarray(block, dtype=np.uint8)
+    lengths = lengths.astype(np.int32)
+    views = np.zeros((n, 4), np.int32)
+    views[:, 0] = lengths
+    padded = np.concatenate([block, np.zeros(12, np.uint8)])
+    views[:, 1] = padded[starts[:, None] + np.arange(4)[None, :]].copy().view(np.int32).reshape(n)
+    views[:, 3] = starts.astype(np.int32)
+    short = lengths <= 12
+    if short.any():  # values of up to 12 bytes live inline in the view
+        inline = padded[starts[short][:, None] + np.arange(12)[None, :]]
+        inline[np.arange(12)[None, :] >= lengths[short][:, None]] = 0
+        views[short, 1:] = inline.view(np.int32)
+    view_type = pa.string_view() if pa.types.is_string(out_type) else pa.binary_view()
+    sv = pa.Array.from_buffers(view_type, n, [None, pa.py_buffer(views), pa.py_buffer(block)])
+    return sv.cast(out_type)
+
+
+def _text_time(arr: pa.Array) -> pa.Array:
+    if arr.type != pa.time64("us"):
+        arr = arr.cast(pa.time64("us"), safe=False)
+    us = _to_np(arr.cast(pa.int64()))
+    plain = pa.Array.from_buffers(pa.time64("us"), len(arr), [None, pa.py_buffer(us.astype(np.int64))])
+    return _with_nulls(_trim_fraction_fixed(pc.cast(plain, pa.string()), us), arr)
+
+
+@lru_cache(maxsize=64)
+def _zone(name: str) -> ZoneInfo | None:
+    key = name.strip()
+    if key.upper() in ("UTC", "GMT", "Z", "ZULU", "UCT", "ETC/UTC", "UNIVERSAL", "+00", "+00:00", "00:00"):
+        return None
+    try:
+        return ZoneInfo(key)
+    except (ZoneInfoNotFoundError, ValueError):
+        try:
+            return ZoneInfo(key.title())
+        except (ZoneInfoNotFoundError, ValueError):
+            return None
+
+
+def _text_timestamp(arr: pa.Array, with_tz: bool, timezone: str) -> pa.Array:
+    t = arr.type
+    if pa.types.is_date(t):
+        arr = arr.cast(pa.timestamp("us"))
+        t = arr.type
+    tz_in = t.tz
+    if t.unit != "us":
+        arr = arr.cast(pa.timestamp("us", tz=tz_in), safe=False)
+    utc_us = _to_np(arr.cast(pa.int64()))
+    zone = _zone(timezone)
+    if tz_in is None and not with_tz:
+        local_us = utc_us  # naive wall clock as is
+        offsets = None
+    elif zone is None:
+        local_us = utc_us
+        offsets = None
+    else:
+        in_range = (utc_us >= _MIN_US + _US_PER_DAY) & (utc_us < _MAX_US - _US_PER_DAY)
+        try:
+            safe = pa.array(np.where(in_range, utc_us, 0)).cast(pa.timestamp("us", tz="UTC"))
+            local = pc.local_timestamp(safe.cast(pa.timestamp("us", tz=timezone)))
+            local_us = np.where(in_range, local.cast(pa.int64()).to_numpy(), utc_us)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            # A zone name Arrow's tz database lacks: let zoneinfo resolve each row below.
+            in_range = np.zeros(len(utc_us), bool)
+            local_us = utc_us.copy()
+        offsets = ((local_us - utc_us) // 1_000_000).astype(np.int64)
+        for i in np.flatnonzero(~in_range):
+            u = int(utc_us[i])
+            if u in (_TS_INF, _TS_NINF):
+                continue
+            clamped = min(max(u, _MIN_US + _US_PER_DAY), _MAX_US - _US_PER_DAY)
+            probe = _EPOCH_TZ + _dt.timedelta(microseconds=clamped)
+            off = int(probe.astimezone(zone).utcoffset().total_seconds())
+            offsets[i] = off
+            local_us[i] = u + off * 1_000_000
+    valid = pc.is_valid(arr).to_numpy(zero_copy_only=False) if arr.null_count else None
+    odd = (local_us < _MIN_US) | (local_us >= _MAX_US)
+    naive = pa.Array.from_buffers(pa.timestamp("us"), len(arr),
+                                  [None, pa.py_buffer(np.where(odd, 0, local_us).astype(np.int64))])
+    s = _trim_fraction_fixed(pc.cast(naive, pa.string()), local_us)
+    if with_tz:
+        if offsets is None:
+            s = pc.binary_join_element_wise(s, "+00", "")
+        else:
+            uniq, inverse = np.unique(offsets, return_inverse=True)
+            suffix = pa.array([_fmt_offset(int(o)) for o in uniq], pa.string()).take(pa.array(inverse.astype(np.int32)))
+            s = pc.binary_join_element_wise(s, suffix, "")
+    if odd.any():
+        if valid is not None:
+            odd &= valid
+        idx = np.flatnonzero(odd)
+        fixed = [_fmt_timestamp_us(int(local_us[i]), (int(offsets[i]) if offsets is not None else 0) if with_tz else None)
+                 for i in idx]
+        s = _replace_rows(s, odd, fixed)
+    return _with_nulls(s, arr)
+
+
+def _text_interval(arr: pa.Array) -> pa.Array:
+    """IntervalStyle 'postgres' text built column-wise (same rules as :func:`format_interval`)."""
+    months, days, us = _interval_fields(arr)
+    n = len(months)
+    if n == 0:
+        return pa.array([], pa.string())
+    years = np.where(months < 0, -((-months) // 12), months // 12)
+    mons = months - years * 12
+    pieces: list[pa.Array] = []
+    is_before = np.zeros(n, bool)
+    is_zero = np.ones(n, bool)
+    for value, unit in ((years, "year"), (mons, "mon"), (days, "day")):
+        present = value != 0
+        if not present.any():
+            continue
+        sign = np.where(is_before & (value > 0), "+", "")
+        sep = np.where(is_zero, "", " ")
+        plural = np.where(value == 1, "", "s")
+        text = pc.binary_join_element_wise(pa.array(sep), pa.array(sign), pc.cast(pa.array(value), pa.string()),
+                                           " " + unit, pa.array(plural), "")
+        pieces.append(pc.if_else(pa.array(present), text, ""))
+        is_before = np.where(present, value < 0, is_before)
+        is_zero &= ~present
+    has_time = is_zero | (us != 0)
+    if has_time.any():
+        mag = np.abs(us)
+        hours = mag // 3_600_000_000
+        mins = (mag // 60_000_000) % 60
+        secs = (mag // 1_000_000) % 60
+        frac = mag % 1_000_000
+        sign = np.where(us < 0, "-", np.where(is_before, "+", ""))
+        sep = np.where(is_zero, "", " ")
+
+        def two(v: np.ndarray) -> pa.Array:
+            return pc.utf8_lpad(pc.cast(pa.array(v), pa.string()), width=2, padding="0")
+
+        frac_txt = pc.replace_substring_regex(
+            pc.utf8_slice_codeunits(pc.cast(pa.array(frac + 1_000_000), pa.string()), 1), "0+$", "")
+        frac_txt = pc.if_else(pa.array(frac != 0), pc.binary_join_element_wise(".", frac_txt, ""), "")
+        text = pc.binary_join_element_wise(pa.array(sep), pa.array(sign), two(hours), ":", two(mins), ":", two(secs),
+                                           frac_txt, "")
+        pieces.append(pc.if_else(pa.array(has_time), text, ""))
+    out = pc.binary_join_element_wise(*pieces, "") if len(pieces) > 1 else pieces[0]
+    return _with_nulls(out, arr)
+
+
+_NEEDS_QUOTE = r'^$|[{}",\\\s]|^[Nn][Uu][Ll][Ll]$'
+
+
+def _text_array(arr: pa.Array, elem: ColumnType, timezone: str) -> pa.Array:
+    """'{a,b,NULL}' with array_out's quoting, built column-wise from the flattened elements."""
+    if pa.types.is_fixed_size_list(arr.type) or pa.types.is_list_view(arr.type) or pa.types.is_large_list_view(arr.type):
+        arr = arr.cast(pa.list_(arr.type.value_type))
+    offs = arr.offsets.to_numpy()
+    start, end = int(offs[0]), int(offs[-1])
+    values = arr.values.slice(start, end - start)
+    if _is_list(_normalize(values).type):
+        enc = _text_array(_normalize(values), elem, timezone)  # nested: inner arrays unquoted
+    else:
+        enc = encode_text_column(values, elem, timezone=timezone)
+        need = pc.match_substring_regex(enc, _NEEDS_QUOTE)
+        quoted = pc.binary_join_element_wise('"', pc.replace_substring_regex(enc, r'(["\\])', r"\\\1"), '"', "")
+        enc = pc.if_else(need, quoted, enc)
+    enc = pc.fill_null(enc, "NULL")
+    rel = (offs - start).astype(np.int32 if pa.types.is_list(arr.type) else np.int64)
+    list_type = pa.list_(pa.string()) if pa.types.is_list(arr.type) else pa.large_list(pa.string())
+    lists = pa.Array.from_buffers(list_type, len(arr), [None, pa.py_buffer(rel)], children=[enc])
+    joined = pc.binary_join(lists, ",")
+    return _with_nulls(pc.binary_join_element_wise("{", joined, "}", ""), arr)
+
+
+# --------------------------------------------------------------------------------------------
+# binary output
+
+
+def encode_binary_column(arr: pa.Array | pa.ChunkedArray, ctype: ColumnType, *, timezone: str = "UTC") -> pa.Array:
+    """PostgreSQL binary (send function) form of every value as a ``pa.binary()`` array."""
+    arr = _normalize(arr)
+    t = arr.type
+    n = len(arr)
+    name = ctype.pg.name
+    if pa.types.is_null(t):
+        return pa.nulls(n, pa.binary())
+    if ctype.is_array:
+        if _is_list(t):
+            return _binary_array(arr, ctype.element, timezone)
+        return _binary_natural(arr, timezone)
+    if name == "bool":
+        if not pa.types.is_boolean(t):
+            return _binary_natural(arr, timezone)
+        return _fixed_to_binary(_to_np(arr, False).astype(np.uint8), 1, arr)
+    if name in _INT_TYPES:
+        if not (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t) or pa.types.is_boolean(t)):
+            return _binary_natural(arr, timezone)
+        if not pa.types.is_integer(t):
+            arr = pc.cast(pc.round(arr, round_mode="half_towards_infinity") if not pa.types.is_boolean(t) else arr, pa.int64())
+        wire = _INT_WIRE[name]
+        return _fixed_to_binary(_to_np(arr).astype(np.int64).astype(wire), int(wire[-1]), arr)
+    if name in ("float4", "float8"):
+        if not (pa.types.is_floating(t) or pa.types.is_integer(t) or pa.types.is_decimal(t)):
+            return _binary_natural(arr, timezone)
+        target = pa.float32() if name == "float4" else pa.float64()
+        if t != target:
+            arr = arr.cast(target, safe=False)
+        return _fixed_to_binary(_to_np(arr, 0.0).astype(">f4" if name == "float4" else ">f8"), 4 if name == "float4" else 8, arr)
+    if name in _TEXT_LIKE:
+        if name == "uuid":
+            return _binary_uuid(arr)
+        if _is_stringish(t) or _is_binaryish(t):
+            out = arr.cast(pa.binary())
+        else:
+            out = encode_text_column(arr, _natural_type(t), timezone=timezone).cast(pa.binary())
+        if name == "jsonb":
+            out = _with_nulls(pc.binary_join_element_wise(b"\x01", out, b""), out)
+        return out
+    if name == "bytea":
+        if _is_stringish(t) or _is_binaryish(t):
+            return arr.cast(pa.binary())
+        return _binary_natural(arr, timezone)
+    if name == "date":
+        if pa.types.is_timestamp(t):
+            arr = arr.cast(pa.timestamp("us")).cast(pa.date32())
+        elif not pa.types.is_date(t):
+            return _binary_natural(arr, timezone)
+        days = _to_np(arr.cast(pa.date32()).cast(pa.int32())).astype(np.int64)
+        special = (days == _DATE_INF) | (days == _DATE_NINF)
+        out = np.where(special, days, days - PG_EPOCH_DAYS)
+        return _fixed_to_binary(out.astype(">i4"), 4, arr)
+    if name == "time":
+        if not pa.types.is_time(t):
+            return _binary_natural(arr, timezone)
+        us = _to_np(arr.cast(pa.time64("us"), safe=False).cast(pa.int64()))
+        return _fixed_to_binary(us.astype(">i8"), 8, arr)
+    if name in ("timestamp", "timestamptz"):
+        if pa.types.is_date(t):
+            arr = arr.cast(pa.timestamp("us"))
+        elif not pa.types.is_timestamp(t):
+            return _binary_natural(arr, timezone)
+        us = _to_np(arr.cast(pa.timestamp("us", tz=arr.type.tz), safe=False).cast(pa.int64()))
+        if name == "timestamp" and arr.type.tz is not None:
+            zone = _zone(timezone)
+            if zone is not None:
+                local = pc.local_timestamp(arr.cast(pa.timestamp("us", tz=timezone)))
+                us = _to_np(local.cast(pa.int64()))
+        special = (us == _TS_INF) | (us == _TS_NINF)
+        out = np.where(special, us, us - PG_EPOCH_US)
+        return _fixed_to_binary(out.astype(">i8"), 8, arr)
+    if name == "interval":
+        if not (pa.types.is_interval(t) or pa.types.is_duration(t)):
+            return _binary_natural(arr, timezone)
+        months, days, us = _interval_fields(arr)
+        rec = np.empty(n, dtype=np.dtype([("us", ">i8"), ("d", ">i4"), ("m", ">i4")]))
+        rec["us"], rec["d"], rec["m"] = us, days, months
+        return _fixed_to_binary(rec, 16, arr)
+    if name == "numeric":
+        return _binary_numeric(arr, ctype)
+    return _binary_natural(arr, timezone)
+
+
+def _binary_natural(arr: pa.Array, timezone: str) -> pa.Array:
+    natural = _natural_type(arr.type)
+    if pa.types.is_struct(arr.type) or pa.types.is_map(arr.type) or natural.pg.name == "text":
+        return _text_natural(arr, timezone).cast(pa.binary())
+    return encode_binary_column(arr, natural, timezone=timezone)
+
+
+def _binary_uuid(arr: pa.Array) -> pa.Array:
+    if _is_binaryish(arr.type):
+        return arr.cast(pa.binary())
+    out: list[bytes | None] = []
+    for v in arr.cast(pa.string()).to_pylist():
+        if v is None:
+            out.append(None)
+            continue
+        try:
+            out.append(_uuid.UUID(v).bytes)
+        except ValueError:
+            raise SqlError("22P02", f'invalid input syntax for type uuid: "{v}"') from None
+    return pa.array(out, pa.binary())
+
+
+def numeric_send(d: decimal.Decimal, dscale: int | None = None) -> bytes:
+    """PostgreSQL's numeric_send: ndigits, weight, sign, dscale, base-10000 digits."""
+    if d.is_nan():
+        return struct.pack(">hhHh", 0, 0, 0xC000, 0)
+    if d.is_infinite():
+        return struct.pack(">hhHh", 0, 0, 0xD000 if d > 0 else 0xF000, 0)
+    sign, digs, exp = d.as_tuple()
+    if dscale is None:
+        dscale = max(0, -exp)
+    ds = "".join(map(str, digs)).lstrip("0")
+    if not ds:
+        return struct.pack(">hhHh", 0, 0, 0, dscale)
+    exp = int(exp)
+    # Place digits so that the decimal point falls on a 4-digit group boundary.
+    int_len = len(ds) + exp  # digits before the point (may be <= 0)
+    pad_left = (-int_len) % 4
+    s = "0" * pad_left + ds
+    int_groups = (int_len + pad_left) // 4
+    s += "0" * ((-len(s)) % 4)
+    groups = [int(s[i:i + 4]) for i in range(0, len(s), 4)]
+    weight = int_groups - 1
+    while groups and groups[0] == 0:
+        groups.pop(0)
+        weight -= 1
+    while groups and groups[-1] == 0:
+        groups.pop()
+    return struct.pack(f">hhHh{len(groups)}H", len(groups), weight, 0x4000 if sign else 0, dscale, *groups)
+
+
+def _binary_numeric(arr: pa.Array, ctype: ColumnType) -> pa.Array:
+    """numeric_send, vectorised over the fixed-point text of a decimal column.
+
+    Right-aligned digits put the decimal point in one column of a digit matrix; numpy folds it
+    into base-10000 groups, and each row's message is a slice of a per-row block.
+    """
+    t = arr.type
+    scale = ctype.scale if ctype.precision is not None else None
+    if pa.types.is_integer(t):
+        arr = arr.cast(pa.decimal128(38, 0)) if scale is None else arr.cast(pa.decimal128(38, 0)).cast(
+            pa.decimal128(38, scale), safe=False)
+        t = arr.type
+    if not pa.types.is_decimal(t):
+        texts = _text_numeric(arr, ctype, "UTC") if pa.types.is_floating(t) else encode_text_column(arr, _natural_type(t))
+        return _binary_numeric_py(texts, ctype)
+    n = len(arr)
+    if n == 0:
+        return pa.array([], pa.binary())
+    arr, texts = _decimal_fixed_text(arr, scale)
+    s_digits = arr.type.scale
+    texts = pc.fill_null(texts, "0" + ("." + "0" * s_digits if s_digits else ""))
+    neg = pc.starts_with(texts, "-").to_numpy(zero_copy_only=False)
+    body = pc.utf8_ltrim(texts, characters="-")
+    width = int(pc.max(pc.binary_length(body)).as_py())
+    body = pc.utf8_lpad(body, width=width, padding="0")
+    offs, data = _binary_offsets(body)
+    mat = data[offs[0]:offs[0] + n * width].reshape(n, width)
+    if s_digits:
+        int_d, frac_d = mat[:, :width - s_digits - 1], mat[:, width - s_digits:]
+    else:
+        int_d, frac_d = mat, mat[:, :0]
+    ipad, fpad = (-int_d.shape[1]) % 4, (-frac_d.shape[1]) % 4
+    digits = np.concatenate([np.full((n, ipad), 48, np.uint8), int_d, frac_d, np.full((n, fpad), 48, np.uint8)], axis=1)
+    digits = (digits - 48).astype(np.uint16)
+    groups = digits[:, 0::4] * 1000 + digits[:, 1::4] * 100 + digits[:, 2::4] * 10 + digits[:, 3::4]
+    g = groups.shape[1]
+    int_groups = (int_d.shape[1] + ipad) // 4
+    if scale is None and s_digits:
+        # unconstrained: dscale is the number of significant fractional digits (text drops zeros)
+        nz = frac_d != 48
+        dscale = np.where(nz.any(axis=1), s_digits - nz[:, ::-1].argmax(axis=1), 0)
+    else:
+        dscale = np.full(n, s_digits)
+    nonzero = groups != 0
+    anynz = nonzero.any(axis=1)
+    first = np.where(anynz, nonzero.argmax(axis=1), 0)
+    last = np.where(anynz, g - 1 - nonzero[:, ::-1].argmax(axis=1), -1)
+    ndigits = np.where(anynz, last - first + 1, 0)
+    weight = np.where(anynz, int_groups - 1 - first, 0)
+    sign = np.where(neg & anynz, 0x4000, 0)
+    blk = 8 + 2 * g
+    out = np.zeros((n, blk), np.uint8)
+    out[:, 8:] = groups.astype(">u2").view(np.uint8).reshape(n, 2 * g)
+    hdr = np.empty(n, dtype=np.dtype([("nd", ">i2"), ("w", ">i2"), ("s", ">u2"), ("ds", ">i2")]))
+    hdr["nd"], hdr["w"], hdr["s"], hdr["ds"] = ndigits, weight, sign, dscale
+    hb = hdr.view(np.uint8).reshape(n, 8)
+    flat = out.reshape(-1)
+    base = np.arange(n, dtype=np.int64) * blk + 2 * first
+    for j in range(8):
+        flat[base + j] = hb[:, j]
+    return _with_nulls(_views_to_array(flat, base, 8 + 2 * ndigits, pa.binary()), arr)
+
+
+def _binary_numeric_py(texts: pa.Array, ctype: ColumnType) -> pa.Array:
+    scale = ctype.scale if ctype.precision is not None else None
+    out: list[bytes | None] = []
+    cache: dict[str, bytes] = {}
+    for s in texts.to_pylist():
+        if s is None:
+            out.append(None)
+            continue
+        b = cache.get(s)
+        if b is None:
+            d = decimal.Decimal(s)
+            b = numeric_send(d, scale if scale is not None and d.is_finite() else None)
+            if len(cache) < 65536:
+                cache[s] = b
+        out.append(b)
+    return pa.array(out, pa.binary())
+
+
+def _binary_array(arr: pa.Array, elem: ColumnType, timezone: str) -> pa.Array:
+    """array_send for one-dimensional arrays (ndim, hasnull, elemtype, dim, lbound, elements)."""
+    if not pa.types.is_list(arr.type) and not pa.types.is_large_list(arr.type):
+        arr = arr.cast(pa.list_(arr.type.value_type))
+    values_type = _normalize(arr.values).type
+    if _is_list(values_type):
+        return _binary_array_nested(arr, elem, timezone)
+    offs = arr.offsets.to_numpy().astype(np.int64)
+    start, end = int(offs[0]), int(offs[-1])
+    values = arr.values.slice(start, end - start)
+    enc = encode_binary_column(values, elem, timezone=timezone)
+    eo, _ = _binary_offsets(enc)
+    elen = np.diff(eo).astype(np.int64)
+    evalid = pc.is_valid(enc).to_numpy(zero_copy_only=False)
+    elen = np.where(evalid, elen, -1)
+    prefixed = pc.binary_join_element_wise(_fixed_to_binary(elen.astype(">i4"), 4, pa.nulls(len(elen), pa.int8()).fill_null(0)),
+                                           enc, b"", null_handling="replace", null_replacement=b"")
+    rel = (offs - start).astype(np.int32)
+    lists = pa.Array.from_buffers(pa.list_(pa.binary()), len(arr), [None, pa.py_buffer(rel)], children=[prefixed])
+    body = pc.binary_join(lists, b"")
+    counts = np.diff(offs)
+    has_null = np.zeros(len(arr), np.int32)
+    if not evalid.all():
+        nulls_per = np.add.reduceat(np.concatenate([(~evalid).astype(np.int64), [0]]), rel[:-1]) if len(rel) > 1 else np.zeros(0)
+        has_null = np.where(counts > 0, (nulls_per[: len(arr)] > 0).astype(np.int32), 0)
+    elem_oid = elem.pg.oid
+    hdr = np.empty(len(arr), dtype=np.dtype([("ndim", ">i4"), ("hasnull", ">i4"), ("oid", ">u4"), ("dim", ">i4"), ("lb", ">i4")]))
+    hdr["ndim"], hdr["hasnull"], hdr["oid"], hdr["dim"], hdr["lb"] = 1, has_null, elem_oid, counts, 1
+    full = pc.binary_join_element_wise(_fixed_to_binary(hdr, 20, pa.nulls(len(arr), pa.int8()).fill_null(0)), body, b"")
+    empty_hdr = struct.pack(">iiI", 0, 0, elem_oid)
+    full = pc.if_else(pa.array(counts == 0), pa.scalar(empty_hdr, pa.binary()), full)
+    return _with_nulls(full, arr)
+
+
+def _binary_array_nested(arr: pa.Array, elem: ColumnType, timezone: str) -> pa.Array:
+    """Multi-dimensional (rectangular) arrays; rare, so per value in Python."""
+    out: list[bytes | None] = []
+    for v in arr.to_pylist():
+        out.append(None if v is None else array_send(v, elem, timezone))
+    return pa.array(out, pa.binary())
+
+
+def array_send(value: list, elem: ColumnType, timezone: str = "UTC") -> bytes:
+    """Binary form of a (possibly nested, rectangular) Python list."""
+    dims: list[int] = []
+    probe: Any = value
+    while isinstance(probe, list):
+        dims.append(len(probe))
+        if not probe:
+            break
+        probe = probe[0]
+    if not value or 0 in dims:
+        return struct.pack(">iiI", 0, 0, elem.pg.oid)
+    flat: list[Any] = []
+
+    def walk(v: Any, depth: int) -> None:
+        if depth == len(dims):
+            flat.append(v)
+            return
+        if not isinstance(v, list) or len(v) != dims[depth]:
+            raise SqlError("2202E", "multidimensional arrays must have array expressions with matching dimensions")
+        for x in v:
+            walk(x, depth + 1)
+
+    walk(value, 0)
+    enc = encode_binary_column(python_to_arrow(flat, elem), elem, timezone=timezone).to_pylist()
+    head = struct.pack(">iiI", len(dims), int(any(e is None for e in enc)), elem.pg.oid)
+    head += b"".join(struct.pack(">ii", d, 1) for d in dims)
+    body = b"".join(struct.pack(">i", -1) if e is None else struct.pack(">i", len(e)) + e for e in enc)
+    return head + body
+
+
+# --------------------------------------------------------------------------------------------
+# row assembly
+
+
+_ROW_CHUNK = 131072
+
+
+def assemble_rows(columns: list[pa.Array], *, datarow: bool = True) -> bytes:
+    """Concatenate per-row [header] + per column (int32 length | -1) + bytes.
+
+    ``datarow``: prefix each row with 'D' + int32 message length + int16 column count (DataRow);
+    otherwise only the int16 count (a binary COPY tuple).
+    """
+    if not columns:
+        return b""
+    n = len(columns[0])
+    if n == 0:
+        return b""
+    parts: list[bytes] = []
+    for lo in range(0, n, _ROW_CHUNK):
+        hi = min(n, lo + _ROW_CHUNK)
+        cols = [c.slice(lo, hi - lo) if (lo or hi < n) else c for c in columns]
+        parts.append(_assemble_chunk(cols, hi - lo, datarow))
+    return parts[0] if len(parts) == 1 else b"".join(parts)
+
+
+def _assemble_chunk(columns: list[pa.Array], n: int, datarow: bool) -> bytes:
+    pieces: list[pa.Array] = []
+    total = np.full(n, 2 + 4 * len(columns), np.int64)
+    ones = pa.array(np.zeros(n, np.int8))
+    for col in columns:
+        if not pa.types.is_binary(col.type):
+            col = col.cast(pa.binary())
+        offs, _ = _binary_offsets(col)
+        lens = np.diff(offs).astype(np.int64)
+        if col.null_count:
+            valid = pc.is_valid(col).to_numpy(zero_copy_only=False)
+            lens = np.where(valid, lens, -1)
+            total += np.where(valid, lens, 0)
+        else:
+            total += lens
+        pieces.append(_fixed_to_binary(lens.astype(">i4"), 4, ones))
+        pieces.append(col)
+    if datarow:
+        hdr = np.empty(n, dtype=np.dtype([("t", "u1"), ("len", ">i4"), ("nc", ">i2")]))
+        hdr["t"], hdr["len"], hdr["nc"] = ord("D"), total + 4, len(columns)
+        head = _fixed_to_binary(hdr, 7, ones)
+    else:
+        head = pa.scalar(struct.pack(">h", len(columns)), pa.binary())
+    joined = pc.binary_join_element_wise(head, *pieces, b"", null_handling="replace", null_replacement=b"")
+    return _array_bytes(joined)
+
+
+def _array_bytes(arr: pa.Array) -> bytes:
+    """The concatenated values of a binary/string array, as one bytes object."""
+    offs, _ = _binary_offsets(arr)
+    start, end = int(offs[0]), int(offs[-1])
+    buf = arr.buffers()[2]
+    if buf is None or end == start:
+        return b""
+    return buf.slice(start, end - start).to_pybytes()
+
+
+def encode_data_rows(batch: pa.RecordBatch, fields: list[ResultField], formats: list[int], *,
+                     timezone: str = "UTC") -> bytes:
+    """All DataRow messages for ``batch``, ready to write to the socket.
+
+    ``formats[i]`` is 0 (text) or 1 (binary) for column i; ``fields[i].type`` is the type the
+    RowDescription announced, and the Arrow column is converted to it when the two differ.
+    """
+    if batch.num_rows == 0:
+        return b""
+    cols: list[pa.Array] = []
+    for i, f in enumerate(fields):
+        col = batch.column(i)
+        if formats[i] == 1:
+            cols.append(encode_binary_column(col, f.type, timezone=timezone))
+        else:
+            cols.append(encode_text_column(col, f.type, timezone=timezone))
+    if not fields:
+        return struct.pack(">cih", b"D", 6, 0) * batch.num_rows
+    return assemble_rows(cols, datarow=True)
+
+
+# --------------------------------------------------------------------------------------------
+# parameter / value decoding (text)
+
+_ERR_TYPE_NAMES = {
+    "int2": "smallint", "int4": "integer", "int8": "bigint", "float4": "real", "float8": "double precision",
+    "numeric": "numeric", "bool": "boolean", "uuid": "uuid", "json": "json", "jsonb": "json",
+    "date": "date", "time": "time", "timestamp": "timestamp", "timestamptz": "timestamp with time zone",
+    "interval": "interval", "oid": "oid", "bytea": "bytea",
+}
+_INT_RANGES = {"int2": (-(2**15), 2**15 - 1), "int4": (-(2**31), 2**31 - 1), "int8": (-(2**63), 2**63 - 1),
+               "oid": (-(2**31), 2**32 - 1), "regclass": (0, 2**32 - 1), "regtype": (0, 2**32 - 1),
+               "regproc": (0, 2**32 - 1)}
+_DATETIME_TYPES = {"date", "time", "timestamp", "timestamptz", "interval"}
+
+
+def _syntax(ctype_name: str, s: str) -> SqlError:
+    code = "22007" if ctype_name in _DATETIME_TYPES else "22P02"
+    return SqlError(code, f'invalid input syntax for type {_ERR_TYPE_NAMES.get(ctype_name, ctype_name)}: "{s}"')
+
+
+_INT_RE = re.compile(r"\s*([+-]?)([0-9]+)\s*\Z")  # PostgreSQL 15: decimal digits only
+_TRUE = {"t", "tr", "tru", "true", "y", "ye", "yes", "on", "1"}
+_FALSE = {"f", "fa", "fal", "fals", "false", "n", "no", "of", "off", "0"}
+_FLOAT_SPECIAL = {"infinity": math.inf, "+infinity": math.inf, "-infinity": -math.inf, "inf": math.inf,
+                  "+inf": math.inf, "-inf": -math.inf, "nan": math.nan, "+nan": math.nan, "-nan": math.nan}
+_FLOAT_RE = re.compile(r"\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\s*\Z")
+_NUM_RE = re.compile(r"\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\s*\Z")
+_DATE_RE = re.compile(r"\s*(\d{1,7})-(\d{1,2})-(\d{1,2})(?:\s+(BC|AD))?\s*\Z|\s*(\d{4})(\d{2})(\d{2})\s*\Z", re.I)
+_TIME_RE = re.compile(r"(\d{1,2}):(\d{1,2})(?::(\d{1,2})(?:\.(\d*))?)?")
+_TS_RE = re.compile(
+    r"\s*(\d{1,7})-(\d{1,2})-(\d{1,2})(?:[T\s]+(\d{1,2}):(\d{1,2})(?::(\d{1,2})(?:[.,](\d*))?)?)?"
+    r"\s*(Z|UTC|GMT|[+-]\d{1,2}(?::?\d{2}(?::?\d{2})?)?)?(?:\s+(BC|AD))?\s*\Z", re.I)
+
+
+def _parse_int(name: str, s: str) -> int:
+    m = _INT_RE.match(s)
+    if not m:
+        raise _syntax(name, s)
+    v = int(m.group(2))
+    if m.group(1) == "-":
+        v = -v
+    lo, hi = _INT_RANGES.get(name, _INT_RANGES["int8"])
+    if not lo <= v <= hi:
+        tn = _ERR_TYPE_NAMES.get(name, name)
+        raise SqlError("22003", f'value "{s}" is out of range for type {tn}')
+    return v
+
+
+def _parse_float(name: str, s: str) -> float:
+    key = s.strip().lower()
+    if key in _FLOAT_SPECIAL:
+        return _FLOAT_SPECIAL[key]
+    if not _FLOAT_RE.match(s):
+        raise _syntax(name, s)
+    v = float(s)
+    if name == "float4":
+        f = float(np.float32(v)) if abs(v) < 3.5e38 else math.inf
+        if math.isinf(f) or (f == 0 and v != 0):
+            raise SqlError("22003", f'"{s.strip()}" is out of range for type real')
+        return f
+    if math.isinf(v) or (v == 0 and re.search(r"[1-9]", s.split("e")[0].split("E")[0])):
+        raise SqlError("22003", f'"{s.strip()}" is out of range for type double precision')
+    return v
+
+
+def _parse_numeric(ctype: ColumnType, s: str) -> decimal.Decimal:
+    key = s.strip().lower()
+    if key == "nan":
+        return decimal.Decimal("NaN")
+    if key in ("infinity", "+infinity", "inf", "+inf"):
+        return decimal.Decimal("Infinity")
+    if key in ("-infinity", "-inf"):
+        return decimal.Decimal("-Infinity")
+    if not _NUM_RE.match(s):
+        raise _syntax("numeric", s)
+    d = decimal.Decimal(s.strip())
+    if d.as_tuple().exponent > 0:  # '1e5' has scale 0 in PostgreSQL, not a positive exponent
+        d = d.quantize(decimal.Decimal(1))
+    if ctype.precision is not None:
+        scale = ctype.scale or 0
+        with decimal.localcontext() as ctx:
+            ctx.prec = 1000
+            d = d.quantize(decimal.Decimal(1).scaleb(-scale), rounding=decimal.ROUND_HALF_UP)
+        if len(d.as_tuple().digits) - (scale if d != 0 else 0) > ctype.precision - scale and d.adjusted() >= ctype.precision - scale:
+            raise SqlError("22003", "numeric field overflow",
+                           detail=f"A field with precision {ctype.precision}, scale {scale} must round to an absolute value less than 10^{ctype.precision - scale}.")
+    return d
+
+
+def _parse_bool(s: str) -> bool:
+    key = s.strip().lower()
+    if key in _TRUE:
+        return True
+    if key in _FALSE:
+        return False
+    raise _syntax("bool", s)
+
+
+def _ymd(name: str, s: str, y: int, mo: int, d: int, era: str | None) -> int:
+    """Days since 1970-01-01 of a (possibly BC) date, validated."""
+    if era and era.upper() == "BC":
+        if y == 0:
+            raise _syntax(name, s)
+        y = 1 - y
+    if not 1 <= mo <= 12:
+        raise SqlError("22008", f'date/time field value out of range: "{s}"')
+    mdays = [31, 29 if (y % 4 == 0 and (y % 100 != 0 or y % 400 == 0)) else 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31]
+    if not 1 <= d <= mdays[mo - 1]:
+        raise SqlError("22008", f'date/time field value out of range: "{s}"')
+    return _days_from_civil(y, mo, d)
+
+
+def _days_to_date(days: int) -> _dt.date:
+    return _dt.date(1970, 1, 1) + _dt.timedelta(days=days)
+
+
+def _parse_date_days(s: str) -> int:
+    key = s.strip().lower()
+    if key == "infinity":
+        return _DATE_INF
+    if key == "-infinity":
+        return _DATE_NINF
+    m = _DATE_RE.match(s)
+    if not m:
+        m2 = _TS_RE.match(s)
+        if not m2:
+            raise _syntax("date", s)
+        return _ymd("date", s, int(m2.group(1)), int(m2.group(2)), int(m2.group(3)), m2.group(9))
+    if m.group(5):
+        return _ymd("date", s, int(m.group(5)), int(m.group(6)), int(m.group(7)), None)
+    return _ymd("date", s, int(m.group(1)), int(m.group(2)), int(m.group(3)), m.group(4))
+
+
+def _time_us(name: str, s: str, h: str, mi: str, sec: str | None, frac: str | None) -> int:
+    hh, mm, ss = int(h), int(mi), int(sec or 0)
+    us = int(((frac or "") + "000000")[:6]) if frac else 0
+    if frac and len(frac) > 6 and frac[6] >= "5":
+        us += 1
+    if mm > 59 or ss > 60 or hh > 24 or (hh == 24 and (mm or ss or us)):
+        raise SqlError("22008", f'date/time field value out of range: "{s}"')
+    return ((hh * 60 + mm) * 60 + ss) * 1_000_000 + us
+
+
+_TIME_TZ = re.compile(r"\s*(?:Z|UTC|GMT|[+-]\d{1,2}(?::?\d{2}(?::?\d{2})?)?)\Z", re.I)
+
+
+def _parse_time_us(s: str) -> int:
+    text = s.strip()
+    m = _TIME_RE.match(text)
+    if m and m.end() < len(text) and _TIME_TZ.fullmatch(text[m.end():]):
+        text = text[:m.end()]  # time without time zone ignores a zone, as PostgreSQL does
+    m = _TIME_RE.fullmatch(text)
+    if not m:
+        raise _syntax("time", s)
+    return _time_us("time", s, *m.groups())
+
+
+def _tz_offset_secs(tok: str) -> int:
+    tok = tok.upper()
+    if tok in ("Z", "UTC", "GMT"):
+        return 0
+    sign = -1 if tok[0] == "-" else 1
+    body = tok[1:].replace(":", "")
+    if len(body) <= 2:
+        h, mi, s = int(body), 0, 0
+    else:
+        h = int(body[:-2]) if len(body) in (3, 4) else int(body[:-4])
+        mi = int(body[-2:]) if len(body) in (3, 4) else int(body[-4:-2])
+        s = 0 if len(body) in (3, 4) else int(body[-2:])
+    return sign * (h * 3600 + mi * 60 + s)
+
+
+def _parse_timestamp_us(s: str, with_tz: bool, timezone: str = "UTC") -> int:
+    """µs since 1970 (UTC for timestamptz, wall clock for timestamp)."""
+    name = "timestamptz" if with_tz else "timestamp"
+    key = s.strip().lower()
+    if key == "infinity":
+        return _TS_INF
+    if key == "-infinity":
+        return _TS_NINF
+    if key in ("epoch",):
+        return 0
+    m = _TS_RE.match(s)
+    if not m:
+        raise _syntax(name, s)
+    y, mo, d, h, mi, sec, frac, tz, era = m.groups()
+    days = _ymd(name, s, int(y), int(mo), int(d), era)
+    tod = _time_us(name, s, h, mi, sec, frac) if h is not None else 0
+    local = days * _US_PER_DAY + tod
+    if not with_tz:
+        return local
+    if tz is not None:
+        return local - _tz_offset_secs(tz) * 1_000_000
+    zone = _zone(timezone)
+    if zone is None:
+        return local
+    y2, mo2, d2 = _civil_from_days(days)
+    if 1 <= y2 <= 9999:
+        naive = _dt.datetime(y2, mo2, d2) + _dt.timedelta(microseconds=tod)
+        off = naive.replace(tzinfo=zone).utcoffset() or _dt.timedelta(0)
+        return local - int(off.total_seconds() * 1_000_000)
+    return local
+
+
+_EPOCH = _dt.datetime(1970, 1, 1)
+_EPOCH_TZ = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+
+
+def _us_to_datetime(us: int, with_tz: bool) -> _dt.datetime:
+    base = _EPOCH_TZ if with_tz else _EPOCH
+    if us == _TS_INF:
+        return _dt.datetime.max.replace(tzinfo=_dt.timezone.utc) if with_tz else _dt.datetime.max
+    if us == _TS_NINF:
+        return _dt.datetime.min.replace(tzinfo=_dt.timezone.utc) if with_tz else _dt.datetime.min
+    try:
+        return base + _dt.timedelta(microseconds=us)
+    except OverflowError:
+        raise SqlError("22008", "timestamp out of range") from None
+
+
+_IV_UNITS = {
+    "year": ("m", 12), "years": ("m", 12), "y": ("m", 12), "yr": ("m", 12), "yrs": ("m", 12),
+    "month": ("m", 1), "months": ("m", 1), "mon": ("m", 1), "mons": ("m", 1),
+    "week": ("d", 7), "weeks": ("d", 7), "w": ("d", 7),
+    "day": ("d", 1), "days": ("d", 1), "d": ("d", 1),
+    "hour": ("us", 3_600_000_000), "hours": ("us", 3_600_000_000), "h": ("us", 3_600_000_000),
+    "hr": ("us", 3_600_000_000), "hrs": ("us", 3_600_000_000),
+    "minute": ("us", 60_000_000), "minutes": ("us", 60_000_000), "min": ("us", 60_000_000),
+    "mins": ("us", 60_000_000), "m": ("us", 60_000_000),
+    "second": ("us", 1_000_000), "seconds": ("us", 1_000_000), "sec": ("us", 1_000_000),
+    "secs": ("us", 1_000_000), "s": ("us", 1_000_000),
+    "millisecond": ("us", 1000), "milliseconds": ("us", 1000), "ms": ("us", 1000),
+    "microsecond": ("us", 1), "microseconds": ("us", 1), "us": ("us", 1),
+    "decade": ("m", 120), "decades": ("m", 120), "century": ("m", 1200), "centuries": ("m", 1200),
+    "millennium": ("m", 12000), "millennia": ("m", 12000),
+}
+_IV_TOKEN = re.compile(r"([+-]?\d+(?:\.\d*)?|[+-]?\.\d+)\s*([a-z]+)|([+-]?)(\d+):(\d+)(?::(\d+(?:\.\d*)?))?")
+_ISO_IV = re.compile(r"P(?:(-?\d+(?:\.\d+)?)Y)?(?:(-?\d+(?:\.\d+)?)M)?(?:(-?\d+(?:\.\d+)?)W)?(?:(-?\d+(?:\.\d+)?)D)?"
+                     r"(?:T(?:(-?\d+(?:\.\d+)?)H)?(?:(-?\d+(?:\.\d+)?)M)?(?:(-?\d+(?:\.\d+)?)S)?)?\Z", re.I)
+
+
+def parse_interval(s: str) -> Interval:
+    """PostgreSQL interval input: '1 day 02:03:04', '1 year 2 mons', '@ 1 day ago', ISO 'P1DT2H'."""
+    text = s.strip()
+    if not text:
+        raise _syntax("interval", s)
+    iso = _ISO_IV.match(text)
+    if iso and text.upper() != "P":
+        y, mo, w, d, h, mi, sec = (decimal.Decimal(g) if g else decimal.Decimal(0) for g in iso.groups())
+        months = y * 12 + mo
+        days = w * 7 + d
+        us = (h * 3600 + mi * 60 + sec) * 1_000_000
+        return _spill(months, days, us)
+    low = text.lower()
+    ago = False
+    if low.startswith("@"):
+        low = low[1:].strip()
+    if low.endswith(" ago") or low == "ago":
+        ago = True
+        low = low[:-3].strip()
+    months = decimal.Decimal(0)
+    days = decimal.Decimal(0)
+    us = decimal.Decimal(0)
+    pos = 0
+    found = False
+    while pos < len(low):
+        if low[pos].isspace() or low[pos] == ",":
+            pos += 1
+            continue
+        m = _IV_TOKEN.match(low, pos)
+        if not m:
+            # A bare number means days before a time field ('-1 2:03:04'), else seconds ('10').
+            bare = re.match(r"[+-]?\d+(?:\.\d*)?", low[pos:])
+            if not bare:
+                raise _syntax("interval", s)
+            rest = low[pos + bare.end():].lstrip()
+            qty = decimal.Decimal(bare.group(0))
+            if not rest:
+                us += qty * 1_000_000
+            elif re.match(r"[+-]?\d+:\d", rest):
+                days += qty
+            else:
+                raise _syntax("interval", s)
+            found = True
+            pos += bare.end()
+            continue
+        found = True
+        if m.group(2) is not None:
+            unit = _IV_UNITS.get(m.group(2))
+            if unit is None:
+                raise _syntax("interval", s)
+            qty = decimal.Decimal(m.group(1))
+            field_, mult = unit
+            if field_ == "m":
+                months += qty * mult
+            elif field_ == "d":
+                days += qty * mult
+            else:
+                us += qty * mult
+        else:
+            sign = -1 if m.group(3) == "-" else 1
+            secs = decimal.Decimal(m.group(6) or 0)
+            us += sign * ((int(m.group(4)) * 3600 + int(m.group(5)) * 60) * 1_000_000 + secs * 1_000_000)
+        pos = m.end()
+    if not found:
+        raise _syntax("interval", s)
+    if ago:
+        months, days, us = -months, -days, -us
+    return _spill(months, days, us)
+
+
+def _spill(months: decimal.Decimal, days: decimal.Decimal, us: decimal.Decimal) -> Interval:
+    """Fractional months spill into days (30/month) and fractional days into time, as PostgreSQL does."""
+    whole_m = int(months)
+    days += (months - whole_m) * 30
+    whole_d = int(days)
+    us += (days - whole_d) * _US_PER_DAY
+    return Interval(whole_m, whole_d, int(us.to_integral_value(rounding=decimal.ROUND_HALF_EVEN)))
+
+
+def _parse_bytea(s: str) -> bytes:
+    if s.startswith("\\x"):
+        body = "".join(s[2:].split())
+        try:
+            return bytes.fromhex(body)
+        except ValueError:
+            bad = next((c for c in body if c not in "0123456789abcdefABCDEF"), body[-1:])
+            if len(body) % 2 and all(c in "0123456789abcdefABCDEF" for c in body):
+                raise SqlError("22023", "invalid hexadecimal data: odd number of digits") from None
+            raise SqlError("22023", f'invalid hexadecimal digit: "{bad}"') from None
+    out = bytearray()
+    i = 0
+    b = s.encode()
+    while i < len(b):
+        c = b[i]
+        if c != 0x5C:
+            out.append(c)
+            i += 1
+        elif b[i + 1:i + 2] == b"\\":
+            out.append(0x5C)
+            i += 2
+        elif len(b) >= i + 4 and all(0x30 <= x <= 0x37 for x in b[i + 1:i + 4]):
+            out.append(int(b[i + 1:i + 4], 8))
+            i += 4
+        else:
+            raise _syntax("bytea", s)
+    return bytes(out)
+
+
+def _parse_uuid(s: str) -> str:
+    t = s.strip()
+    if t.startswith("{") and t.endswith("}"):
+        t = t[1:-1]
+    hexd = t.replace("-", "")
+    if len(hexd) != 32 or not re.fullmatch(r"[0-9a-fA-F]{32}", hexd) or not re.fullmatch(
+            r"[0-9a-fA-F]{32}|[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}|"
+            r"([0-9a-fA-F]{4}-?){7}[0-9a-fA-F]{4}", t):
+        raise _syntax("uuid", s)
+    return str(_uuid.UUID(hexd))
+
+
+def _parse_json(name: str, s: str) -> str:
+    try:
+        _json.loads(s)
+    except ValueError:
+        raise SqlError("22P02", "invalid input syntax for type json", detail=f'Token "{s[:40]}" is invalid.') from None
+    return s
+
+
+def parse_array_literal(s: str) -> list[str | None | list]:
+    """Split a PostgreSQL array literal into (possibly nested) lists of element strings."""
+    text = s.strip()
+    if text.startswith("["):  # explicit bounds '[1:2]={...}'
+        eq = text.find("=")
+        if eq < 0:
+            raise SqlError("22P02", f'malformed array literal: "{s}"')
+        text = text[eq + 1:].strip()
+    if not text.startswith("{"):
+        raise SqlError("22P02", f'malformed array literal: "{s}"', detail='Array value must start with "{" or dimension information.')
+    pos = 0
+
+    def parse_level() -> list:
+        nonlocal pos
+        assert text[pos] == "{"
+        pos += 1
+        items: list = []
+        expect_item = True
+        while True:
+            while pos < len(text) and text[pos].isspace():
+                pos += 1
+            if pos >= len(text):
+                raise SqlError("22P02", f'malformed array literal: "{s}"', detail="Unexpected end of input.")
+            c = text[pos]
+            if c == "}":
+                pos += 1
+                return items
+            if c == ",":
+                if expect_item:
+                    raise SqlError("22P02", f'malformed array literal: "{s}"', detail='Unexpected "," character.')
+                expect_item = True
+                pos += 1
+                continue
+            if c == "{":
+                items.append(parse_level())
+            elif c == '"':
+                pos += 1
+                buf = []
+                while True:
+                    if pos >= len(text):
+                        raise SqlError("22P02", f'malformed array literal: "{s}"', detail="Unexpected end of input.")
+                    ch = text[pos]
+                    if ch == "\\":
+                        buf.append(text[pos + 1:pos + 2])
+                        pos += 2
+                    elif ch == '"':
+                        pos += 1
+                        break
+                    else:
+                        buf.append(ch)
+                        pos += 1
+                items.append("".join(buf))
+            else:
+                buf = []
+                while pos < len(text) and text[pos] not in ",}":
+                    if text[pos] == "\\":
+                        buf.append(text[pos + 1:pos + 2])
+                        pos += 2
+                    else:
+                        buf.append(text[pos])
+                        pos += 1
+                tok = "".join(buf).strip()
+                items.append(None if tok.upper() == "NULL" else tok)
+            expect_item = False
+
+    result = parse_level()
+    if text[pos:].strip():
+        raise SqlError("22P02", f'malformed array literal: "{s}"', detail="Junk after closing right brace.")
+    return result
+
+
+def parse_text_value(ctype: ColumnType, s: str, *, timezone: str = "UTC") -> Any:
+    """A value from PostgreSQL text input syntax, as the Python value the engine binds."""
+    name = ctype.pg.name
+    if ctype.is_array:
+        elem = ctype.element
+
+        def conv(v: Any) -> Any:
+            if isinstance(v, list):
+                return [conv(x) for x in v]
+            return None if v is None else parse_text_value(elem, v, timezone=timezone)
+
+        return conv(parse_array_literal(s))
+    if name in _INT_TYPES:
+        return _parse_int(name, s)
+    if name in ("float4", "float8"):
+        return _parse_float(name, s)
+    if name == "numeric":
+        return _parse_numeric(ctype, s)
+    if name == "bool":
+        return _parse_bool(s)
+    if name == "bytea":
+        return _parse_bytea(s)
+    if name == "date":
+        days = _parse_date_days(s)
+        if days in (_DATE_INF, _DATE_NINF):
+            return _dt.date.max if days > 0 else _dt.date.min
+        try:
+            return _days_to_date(days)
+        except OverflowError:
+            raise SqlError("22008", f'date out of range: "{s}"') from None
+    if name == "time":
+        us = _parse_time_us(s)
+        if us == _US_PER_DAY:
+            return _dt.time(23, 59, 59, 999999)
+        return (_dt.datetime.min + _dt.timedelta(microseconds=us)).time()
+    if name in ("timestamp", "timestamptz"):
+        return _us_to_datetime(_parse_timestamp_us(s, name == "timestamptz", timezone), name == "timestamptz")
+    if name == "interval":
+        return parse_interval(s)
+    if name == "uuid":
+        return _parse_uuid(s)
+    if name in ("json", "jsonb"):
+        return _parse_json(name, s)
+    if name in ("varchar", "bpchar") and ctype.length is not None:
+        return _check_length(ctype, s)
+    return s
+
+
+def _check_length(ctype: ColumnType, s: str) -> str:
+    n = ctype.length or 0
+    if len(s) > n:
+        if s[n:].strip(" ") == "":
+            s = s[:n]
+        else:
+            what = "character varying" if ctype.pg.name == "varchar" else "character"
+            raise SqlError("22001", f"value too long for type {what}({n})")
+    if ctype.pg.name == "bpchar":
+        s = s.ljust(n)
+    return s
+
+
+# --------------------------------------------------------------------------------------------
+# parameter decoding (binary)
+
+
+def _bin_error(name: str) -> SqlError:
+    return SqlError("22P03", f"incorrect binary data format for type {_ERR_TYPE_NAMES.get(name, name)}")
+
+
+def parse_binary_value(ctype: ColumnType, data: bytes, *, timezone: str = "UTC") -> Any:
+    """A value from its PostgreSQL binary (receive function) form."""
+    name = ctype.pg.name
+    fixed = {"bool": "?", "int2": ">h", "int4": ">i", "int8": ">q", "float4": ">f", "float8": ">d",
+             "oid": ">I", "regclass": ">I", "regtype": ">I", "regproc": ">I"}
+    try:
+        if ctype.is_array:
+            return _array_recv(ctype.element, data, timezone)
+        if name in fixed:
+            fmt = fixed[name]
+            if len(data) != struct.calcsize(fmt):
+                raise _bin_error(name)
+            return struct.unpack(fmt, data)[0]
+        if name in ("text", "varchar", "bpchar", "name", "char", "json", "unknown"):
+            return data.decode("utf-8")
+        if name == "jsonb":
+            if not data or data[0] != 1:
+                raise SqlError("22P03", f"unsupported jsonb version number {data[0] if data else 0}")
+            return data[1:].decode("utf-8")
+        if name == "bytea":
+            return bytes(data)
+        if name == "uuid":
+            if len(data) != 16:
+                raise _bin_error(name)
+            return str(_uuid.UUID(bytes=bytes(data)))
+        if name == "date":
+            (v,) = struct.unpack(">i", data)
+            if v in (_DATE_INF, _DATE_NINF):
+                return _dt.date.max if v > 0 else _dt.date.min
+            return _days_to_date(v + PG_EPOCH_DAYS)
+        if name == "time":
+            (v,) = struct.unpack(">q", data)
+            return (_dt.datetime.min + _dt.timedelta(microseconds=min(v, _US_PER_DAY - 1))).time()
+        if name in ("timestamp", "timestamptz"):
+            (v,) = struct.unpack(">q", data)
+            if v in (_TS_INF, _TS_NINF):
+                return _us_to_datetime(v, name == "timestamptz")
+            return _us_to_datetime(v + PG_EPOCH_US, name == "timestamptz")
+        if name == "interval":
+            us, days, months = struct.unpack(">qii", data)
+            return Interval(months, days, us)
+        if name == "numeric":
+            return numeric_recv(data)
+    except (struct.error, UnicodeDecodeError, OverflowError):
+        raise _bin_error(name) from None
+    raise SqlError("0A000", f"binary format for type {ctype.sql()} is not supported")
+
+
+def numeric_recv(data: bytes) -> decimal.Decimal:
+    ndigits, weight, sign, dscale = struct.unpack_from(">hhHh", data)
+    if sign == 0xC000:
+        return decimal.Decimal("NaN")
+    if sign == 0xD000:
+        return decimal.Decimal("Infinity")
+    if sign == 0xF000:
+        return decimal.Decimal("-Infinity")
+    if sign not in (0, 0x4000) or len(data) != 8 + 2 * ndigits:
+        raise _bin_error("numeric")
+    digits = struct.unpack_from(f">{ndigits}H", data, 8)
+    value = 0
+    for dg in digits:
+        if dg >= 10000:
+            raise _bin_error("numeric")
+        value = value * 10000 + dg
+    exp = (weight - ndigits + 1) * 4
+    d = decimal.Decimal(value).scaleb(exp) if value else decimal.Decimal(0)
+    with decimal.localcontext() as ctx:
+        ctx.prec = 1000
+        d = d.quantize(decimal.Decimal(1).scaleb(-dscale))
+    return -d if sign == 0x4000 else d
+
+
+def _array_recv(elem: ColumnType, data: bytes, timezone: str) -> list:
+    ndim, _hasnull, _oid = struct.unpack_from(">iiI", data)
+    if ndim == 0:
+        return []
+    if ndim < 0 or ndim > 6:
+        raise SqlError("22P03", f"invalid number of dimensions: {ndim}")
+    dims = [struct.unpack_from(">ii", data, 12 + 8 * i)[0] for i in range(ndim)]
+    pos = 12 + 8 * ndim
+    flat: list[Any] = []
+    total = math.prod(dims)
+    for _ in range(total):
+        (ln,) = struct.unpack_from(">i", data, pos)
+        pos += 4
+        if ln < 0:
+            flat.append(None)
+        else:
+            flat.append(parse_binary_value(elem, data[pos:pos + ln], timezone=timezone))
+            pos += ln
+    if pos != len(data):
+        raise SqlError("22P03", "incorrect binary data format in array")
+    for d in reversed(dims[1:]):
+        flat = [flat[i:i + d] for i in range(0, len(flat), d)]
+    return flat
+
+
+def decode_param(type: ColumnType, fmt: int, data: bytes | None, *, timezone: str = "UTC") -> Any:
+    """A Bind parameter as a Python value (see the module docstring for the mapping)."""
+    if data is None:
+        return None
+    if fmt == 1:
+        return parse_binary_value(type, bytes(data), timezone=timezone)
+    try:
+        s = bytes(data).decode("utf-8")
+    except UnicodeDecodeError:
+        raise SqlError("22021", 'invalid byte sequence for encoding "UTF8"') from None
+    if "\x00" in s:
+        raise SqlError("22021", 'invalid byte sequence for encoding "UTF8": 0x00')
+    return parse_text_value(type, s, timezone=timezone)
+
+
+# --------------------------------------------------------------------------------------------
+# Python values / text columns -> Arrow (COPY FROM and tests)
+
+
+def python_to_arrow(values: list[Any], ctype: ColumnType) -> pa.Array:
+    """Arrow array of ``ctype.arrow()`` from decoded Python values."""
+    target = ctype.arrow()
+    return pa.array([_py_for_arrow(v, ctype) for v in values], target)
+
+
+def _py_for_arrow(v: Any, ctype: ColumnType) -> Any:
+    if v is None:
+        return None
+    if ctype.is_array:
+        return [_py_for_arrow(x, ctype.element) for x in v]
+    if isinstance(v, Interval):
+        return v.to_arrow()
+    if isinstance(v, decimal.Decimal) and not v.is_finite():
+        raise SqlError("0A000", f"cannot store numeric value {v} (NaN/Infinity) in column of type {ctype.sql()}")
+    return v
+
+
+def text_to_arrow(strings: pa.Array, ctype: ColumnType, *, timezone: str = "UTC") -> pa.Array:
+    """Convert a column of PostgreSQL text-form values (nulls already resolved) to ``ctype.arrow()``.
+
+    Vectorised casts for the common types; a value Arrow rejects sends the column through the
+    per-value PostgreSQL parser, which either accepts the PostgreSQL-only spelling or raises the
+    PostgreSQL error for the first bad value (attribute ``row_index`` set on the SqlError).
+    """
+    strings = _normalize(strings)
+    if not pa.types.is_string(strings.type):
+        strings = strings.cast(pa.string())
+    name = ctype.pg.name
+    target = ctype.arrow()
+    try:
+        if name in _INT_TYPES or name in ("float4", "float8"):
+            return pc.cast(strings, target)
+        if name == "numeric":
+            return pc.cast(strings, target)
+        if name == "bool":
+            low = pc.utf8_lower(pc.utf8_trim_whitespace(strings))
+            is_t = pc.is_in(low, pa.array(sorted(_TRUE)))
+            is_f = pc.is_in(low, pa.array(sorted(_FALSE)))
+            ok = pc.or_(pc.or_(is_t, is_f), pc.is_null(strings))
+            if not pc.all(ok).as_py():
+                raise pa.ArrowInvalid("bad bool")
+            return _with_nulls(is_t, strings)
+        if name in ("text", "name", "char", "unknown"):
+            return strings
+        if name in ("varchar", "bpchar"):
+            if ctype.length is None:
+                return strings
+            n = ctype.length
+            if (pc.max(pc.utf8_length(strings)).as_py() or 0) > n:
+                raise pa.ArrowInvalid("too long")
+            return pc.utf8_rpad(strings, width=n) if name == "bpchar" else strings
+        if name == "date":
+            return pc.cast(strings, target)
+        if name == "timestamp":
+            return pc.cast(strings, target)
+        if name == "timestamptz":
+            return pc.cast(strings, target)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        pass
+    return _text_to_arrow_slow(strings, ctype, timezone)
+
+
+def _text_to_arrow_slow(strings: pa.Array, ctype: ColumnType, timezone: str) -> pa.Array:
+    name = ctype.pg.name
+    out: list[Any] = []
+    for i, s in enumerate(strings.to_pylist()):
+        if s is None:
+            out.append(None)
+            continue
+        try:
+            if name in ("timestamp", "timestamptz"):
+                us = _parse_timestamp_us(s, name == "timestamptz", timezone)
+                out.append(us)
+                continue
+            if name == "date":
+                out.append(_parse_date_days(s))
+                continue
+            if name == "time":
+                out.append(_parse_time_us(s))
+                continue
+            out.append(_py_for_arrow(parse_text_value(ctype, s, timezone=timezone), ctype))
+        except SqlError as e:
+            e.row_index = i  # type: ignore[attr-defined]
+            e.bad_value = s  # type: ignore[attr-defined]
+            raise
+    target = ctype.arrow()
+    if name in ("timestamp", "timestamptz"):
+        return pa.array(out, pa.int64()).cast(target)
+    if name == "date":
+        return pa.array(out, pa.int32()).cast(target)
+    if name == "time":
+        return pa.array(out, pa.int64()).cast(target)
+    try:
+        return pa.array(out, target)
+    except (pa.ArrowInvalid, OverflowError) as e:
+        raise SqlError("22003", f"value out of range for type {ctype.sql()}: {e}") from None

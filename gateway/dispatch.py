@@ -1,0 +1,567 @@
+"""Statement classification and the routing of backend work (catalog evaluator vs engine).
+
+The protocol code (:mod:`gateway.connection`) sees one :class:`BackendSession` per connection
+and never imports the engine; :class:`RoutedBackend` wires the real catalog and engine and is the
+only place that knows both. Classification is by leading keywords and is cached per SQL text, so
+the per-statement path stays cheap.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+from functools import lru_cache
+from typing import Any, Protocol
+
+import pyarrow as pa
+
+from gateway import gucs
+from gateway.splitter import strip_leading, words
+from tidegate.config import Settings
+from tidegate.errors import SqlError
+from tidegate.pgtypes import ColumnType
+from tidegate.results import CopyTarget, Result, ResultField
+from tidegate.session import SessionInfo
+
+
+class BackendSession(Protocol):
+    """What a connection needs from the backends: EngineSession's contract (docs/DESIGN.md)."""
+
+    def execute(self, sql: str, params: Sequence[Any], info: SessionInfo) -> Result: ...
+    def describe(self, sql: str, param_types: Sequence[ColumnType | None],
+                 info: SessionInfo) -> tuple[list[ColumnType], list[ResultField] | None]: ...
+    def copy_target(self, sql: str, info: SessionInfo) -> CopyTarget: ...
+    def copy_from(self, target: CopyTarget, batches: Iterator[pa.RecordBatch], info: SessionInfo) -> int: ...
+    def begin(self) -> None: ...
+    def commit(self) -> None: ...
+    def rollback(self) -> None: ...
+    def cancel(self) -> None: ...
+    def close(self) -> None: ...
+    def inline(self, sql: str) -> bool: ...  # cheap enough to run on the event loop
+
+
+class Backend(Protocol):
+    def start(self) -> None: ...
+    def open_session(self) -> BackendSession: ...
+    def shutdown(self) -> None: ...
+
+
+# ----------------------------------------------------------------------------- classification
+
+
+class Kind(Enum):
+    EMPTY = "empty"
+    BEGIN = "begin"
+    COMMIT = "commit"
+    ROLLBACK = "rollback"
+    SESSION = "session"  # SET/RESET/SHOW guc/DISCARD/DEALLOCATE -> gucs
+    SET_CONFIG = "set_config"  # SELECT set_config('x','y',b) with literal args
+    COPY_FROM = "copy_from"
+    COPY_TO = "copy_to"
+    SAVEPOINT = "savepoint"
+    RELEASE = "release"
+    ROLLBACK_TO = "rollback_to"
+    DECLARE = "declare"  # DECLARE c CURSOR FOR query: a named portal
+    FETCH = "fetch"  # FETCH / MOVE on a portal
+    CLOSE = "close"  # CLOSE c / CLOSE ALL
+    UNSUPPORTED = "unsupported"
+    BACKEND = "backend"
+
+
+_DML = {"insert", "update", "delete", "merge", "upsert"}
+_WRITES = _DML | {"create", "drop", "alter", "truncate", "comment", "grant", "revoke", "admin", "copy"}
+
+
+@dataclass(frozen=True)
+class Classified:
+    kind: Kind
+    command: str  # first keyword, upper-case (for messages: "cannot execute INSERT in a read-only transaction")
+    is_dml: bool = False  # row-changing: starts an implicit transaction in a batch
+    is_write: bool = False  # refused in read-only transactions
+    tx_modes: dict[str, str] = field(default_factory=dict)  # BEGIN ISOLATION LEVEL ... options
+    unsupported: str = ""  # message for Kind.UNSUPPORTED
+
+
+@lru_cache(maxsize=8192)
+def classify(sql: str) -> Classified:
+    """Kind of one statement (text without the trailing ';'). Cached: called for every statement."""
+    w = words(sql, 4)
+    if not w:
+        return Classified(Kind.EMPTY, "")
+    head = w[0]
+    cmd = head.upper()
+    if head == "begin" or (head == "start" and w[1:2] == ["transaction"]):
+        toks = gucs.tokenize(sql)[1 if head == "begin" else 2:]
+        if toks and toks[0].text in ("work", "transaction"):
+            toks = toks[1:]
+        return Classified(Kind.BEGIN, "BEGIN", tx_modes=gucs.parse_tx_modes(toks))
+    if head in ("commit", "end"):
+        if w[1:2] == ["prepared"]:
+            return Classified(Kind.UNSUPPORTED, cmd, unsupported="COMMIT PREPARED is not supported")
+        if "chain" in [t.lower() for t in words(sql, 6)] and "no" not in words(sql, 6):
+            return Classified(Kind.UNSUPPORTED, cmd, unsupported="COMMIT AND CHAIN is not supported")
+        return Classified(Kind.COMMIT, "COMMIT")
+    if head in ("rollback", "abort"):
+        if w[1:2] == ["prepared"]:
+            return Classified(Kind.UNSUPPORTED, cmd, unsupported="ROLLBACK PREPARED is not supported")
+        if "to" in w[1:3]:
+            return Classified(Kind.ROLLBACK_TO, "ROLLBACK")
+        return Classified(Kind.ROLLBACK, "ROLLBACK")
+    if head == "savepoint":
+        return Classified(Kind.SAVEPOINT, cmd)
+    if head == "release":
+        return Classified(Kind.RELEASE, cmd)
+    if head == "declare":
+        return Classified(Kind.DECLARE, cmd)
+    if head in ("fetch", "move"):
+        return Classified(Kind.FETCH, cmd)
+    if head == "close":
+        return Classified(Kind.CLOSE, cmd)
+    if head in ("set", "reset", "discard", "deallocate", "unlisten"):
+        return Classified(Kind.SESSION, cmd)
+    if head == "listen" or head == "notify":
+        return Classified(Kind.UNSUPPORTED, cmd, unsupported=f"{cmd} is not supported")
+    if head == "select" and gucs.ADVISORY_UNLOCK_ALL.match(sql):
+        return Classified(Kind.SESSION, cmd)
+    if head == "show" and gucs.is_session_show(w):
+        return Classified(Kind.SESSION, cmd)
+    if head == "select" and "set_config" in sql.lower() and gucs.match_set_config(sql):
+        return Classified(Kind.SET_CONFIG, cmd)
+    if head == "copy":
+        opts = parse_copy(sql)
+        return Classified(Kind.COPY_FROM if opts.direction == "from" else Kind.COPY_TO, "COPY",
+                          is_dml=opts.direction == "from", is_write=opts.direction == "from")
+    return Classified(Kind.BACKEND, cmd, is_dml=head in _DML, is_write=head in _WRITES)
+
+
+# ----------------------------------------------------------------------------- cursors and savepoints
+
+_NAME = r'(?:"(?:[^"]|"")+"|[A-Za-z_\u0080-\uffff][A-Za-z0-9_$\u0080-\uffff]*)'
+_DECLARE = re.compile(
+    rf"^\s*declare\s+(?P<name>{_NAME})\s+(?P<opts>(?:(?:binary|insensitive|asensitive|scroll|no\s+scroll)\s+)*)"
+    rf"cursor\s+(?:(?P<hold>with|without)\s+hold\s+)?for\s+(?P<query>.+)$", re.I | re.S)
+_FETCH = re.compile(
+    rf"^\s*(?P<verb>fetch|move)(?:\s+(?P<dir>next|prior|first|last|all|absolute\s+[-+]?\d+|relative\s+[-+]?\d+"
+    rf"|forward(?:\s+(?:all|[-+]?\d+))?|backward(?:\s+(?:all|[-+]?\d+))?|[-+]?\d+))??"
+    rf"(?:\s+(?:from|in))?\s+(?P<name>{_NAME})\s*$", re.I | re.S)
+_CLOSE = re.compile(rf"^\s*close\s+(?P<name>{_NAME})\s*$", re.I | re.S)
+_SAVEPOINT = re.compile(
+    rf"^\s*(?:savepoint|release(?:\s+savepoint)?|rollback(?:\s+(?:work|transaction))?\s+to(?:\s+savepoint)?)"
+    rf"\s+(?P<name>{_NAME})\s*$", re.I | re.S)
+
+
+def ident_name(text: str) -> str:
+    """An identifier as PostgreSQL folds it: quoted kept as written, otherwise lower-cased."""
+    if text.startswith('"'):
+        return text[1:-1].replace('""', '"')
+    return text.lower()
+
+
+@dataclass(frozen=True)
+class Declare:
+    name: str
+    query: str
+    query_offset: int  # where the query starts in the DECLARE text
+    hold: bool
+    scroll: bool
+
+
+def parse_declare(sql: str) -> Declare:
+    m = _DECLARE.match(sql)
+    if not m:
+        raise SqlError("42601", "syntax error in DECLARE CURSOR")
+    opts = " ".join(m.group("opts").lower().split())
+    scroll = "scroll" in opts.replace("no scroll", "")
+    return Declare(ident_name(m.group("name")), m.group("query").strip(), m.start("query"),
+                   (m.group("hold") or "").lower() == "with", scroll)
+
+
+def parse_fetch(sql: str) -> tuple[str, str, int | None]:
+    """(verb, cursor name, count) for FETCH/MOVE; count None = ALL. Only forward motion is supported."""
+    m = _FETCH.match(sql)
+    if not m:
+        raise SqlError("42601", "syntax error in FETCH/MOVE")
+    verb = m.group("verb").lower()
+    d = " ".join((m.group("dir") or "next").lower().split())
+    count: int | None
+    if d in ("next", "forward"):
+        count = 1
+    elif d in ("all", "forward all"):
+        count = None
+    elif re.fullmatch(r"(forward )?[-+]?\d+", d):
+        count = int(d.split()[-1])
+        if count <= 0:
+            raise SqlError("55000", "cursor can only scan forward",
+                           hint="Declare it with SCROLL option to enable backward scan.")
+    else:
+        raise SqlError("55000", "cursor can only scan forward",
+                       hint="Declare it with SCROLL option to enable backward scan.")
+    return verb, ident_name(m.group("name")), count
+
+
+def parse_close(sql: str) -> str | None:
+    """Cursor name of CLOSE, or None for CLOSE ALL."""
+    if re.fullmatch(r"\s*close\s+all\s*", sql, re.I):
+        return None
+    m = _CLOSE.match(sql)
+    if not m:
+        raise SqlError("42601", "syntax error in CLOSE")
+    return ident_name(m.group("name"))
+
+
+def parse_savepoint_name(sql: str) -> str:
+    m = _SAVEPOINT.match(sql)
+    if not m:
+        raise SqlError("42601", "syntax error in savepoint statement")
+    return ident_name(m.group("name"))
+
+
+# ----------------------------------------------------------------------------- COPY statements
+
+
+@dataclass(frozen=True)
+class CopyOptions:
+    direction: str  # "from" | "to"
+    relation: str  # table name as written (may be qualified/quoted); "" for COPY (query)
+    columns: tuple[str, ...]  # column names as written
+    query: str  # COPY (query) TO ...
+    format: str = "text"  # text | csv | binary
+    delimiter: str = "\t"
+    null: str = "\\N"
+    header: bool = False
+    quote: str = '"'
+    escape: str = '"'
+
+    def select_sql(self) -> str:
+        """The query whose rows COPY ... TO STDOUT sends."""
+        if self.query:
+            return self.query
+        cols = ", ".join(self.columns) if self.columns else "*"
+        return f"SELECT {cols} FROM {self.relation}"
+
+
+_IDENT = r'(?:"(?:[^"]|"")*"|[A-Za-z_\u0080-\uffff][A-Za-z0-9_$\u0080-\uffff]*)'
+_QUALIFIED = re.compile(rf"{_IDENT}(?:\s*\.\s*{_IDENT}){{0,2}}")
+_IDENT_RE = re.compile(_IDENT)
+
+
+def _match_paren(sql: str, start: int) -> int:
+    """Index just after the ')' matching the '(' at ``start`` (quotes and comments respected)."""
+    depth = 0
+    i = start
+    n = len(sql)
+    while i < n:
+        c = sql[i]
+        if c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+            if depth == 0:
+                return i + 1
+        elif c in "'\"":
+            end = sql.find(c, i + 1)
+            while end >= 0 and end + 1 < n and sql[end + 1] == c:
+                end = sql.find(c, end + 2)
+            if end < 0:
+                break
+            i = end
+        elif sql.startswith("--", i) or sql.startswith("/*", i):
+            i = strip_leading(sql, i) - 1
+        i += 1
+    raise SqlError("42601", "syntax error at end of input", position=n)
+
+
+def parse_copy(sql: str) -> CopyOptions:
+    """Parse ``COPY ... FROM STDIN`` / ``COPY ... TO STDOUT`` with new- and old-style options."""
+    pos = strip_leading(sql)
+    pos = strip_leading(sql, pos + 4)  # after COPY
+    relation, columns, query = "", (), ""
+    binary_prefix = False
+    m = re.match(r"binary\b", sql[pos:], re.I)
+    if m:
+        binary_prefix = True
+        pos = strip_leading(sql, pos + m.end())
+    if sql.startswith("(", pos):
+        end = _match_paren(sql, pos)
+        query = sql[pos + 1:end - 1].strip()
+        pos = strip_leading(sql, end)
+    else:
+        m = _QUALIFIED.match(sql, pos)
+        if not m:
+            raise SqlError("42601", f'syntax error at or near "{sql[pos:pos + 10]}"', position=pos + 1)
+        relation = m.group()
+        pos = strip_leading(sql, m.end())
+        if sql.startswith("(", pos):
+            end = _match_paren(sql, pos)
+            columns = tuple(c.strip() for c in sql[pos + 1:end - 1].split(",") if c.strip())
+            for c in columns:
+                if not _IDENT_RE.fullmatch(c):
+                    raise SqlError("42601", f'syntax error at or near "{c}"')
+            pos = strip_leading(sql, end)
+    toks = gucs.tokenize(sql[pos:])
+    if len(toks) < 2 or toks[0].text not in ("from", "to"):
+        near = toks[0].text if toks else "end of input"
+        raise SqlError("42601", f'syntax error at or near "{near}"')
+    direction = toks[0].text
+    target = toks[1]
+    if query and direction == "from":
+        raise SqlError("42601", 'syntax error at or near "FROM"')
+    if target.kind == "str" or target.text == "program":
+        raise SqlError("0A000", f"COPY {direction.upper()} a file or program is not supported",
+                       hint=f"Use COPY ... {direction.upper()} {'STDIN' if direction == 'from' else 'STDOUT'}"
+                            " and send the data through the client.")
+    want = "stdin" if direction == "from" else "stdout"
+    if target.text != want:
+        raise SqlError("42601", f'syntax error at or near "{target.text}"')
+    opts: dict[str, Any] = {"format": "binary" if binary_prefix else "text"}
+    rest = toks[2:]
+    if rest and rest[0].text == "where":
+        raise SqlError("0A000", "COPY FROM with WHERE is not supported")
+    if rest and rest[0].text == "with":
+        rest = rest[1:]
+    if rest and rest[0].kind == "punct" and rest[0].text == "(":
+        _parse_new_options(rest, opts)
+    else:
+        _parse_old_options(rest, opts)
+    fmt = opts["format"]
+    if fmt not in ("text", "csv", "binary"):
+        raise SqlError("22023", f'COPY format "{fmt}" not recognized')
+    csv = fmt == "csv"
+    delimiter = opts.get("delimiter", "," if csv else "\t")
+    null = opts.get("null", "" if csv else "\\N")
+    quote = opts.get("quote", '"')
+    escape = opts.get("escape", quote)
+    if fmt == "binary" and ({"delimiter", "null", "quote", "escape"} & opts.keys()):
+        bad = sorted({"delimiter", "null", "quote", "escape"} & opts.keys())[0].upper()
+        raise SqlError("42601", f"cannot specify {bad} in BINARY mode")
+    if not csv and ("quote" in opts or "escape" in opts):
+        raise SqlError("0A000", f"COPY {'quote' if 'quote' in opts else 'escape'} available only in CSV mode")
+    if len(delimiter.encode()) != 1:
+        raise SqlError("22023", "COPY delimiter must be a single one-byte character")
+    if delimiter in ("\r", "\n"):
+        raise SqlError("22023", "COPY delimiter cannot be newline or carriage return")
+    if csv and (len(quote.encode()) != 1 or len(escape.encode()) != 1):
+        raise SqlError("22023", "COPY quote must be a single one-byte character")
+    if csv and delimiter == quote:
+        raise SqlError("22023", "COPY delimiter and quote must be different")
+    return CopyOptions(direction, relation, columns, query, fmt, delimiter, null, bool(opts.get("header")),
+                       quote, escape)
+
+
+def _opt_bool(name: str, tok: gucs.Tok | None) -> bool:
+    if tok is None:
+        return True
+    v = tok.text.lower()
+    if v in ("true", "on", "1", "yes"):
+        return True
+    if v in ("false", "off", "0", "no"):
+        return False
+    if v == "match" and name == "header":
+        return True
+    raise SqlError("22023", f"{name} requires a Boolean value")
+
+
+def _parse_new_options(toks: list[gucs.Tok], opts: dict[str, Any]) -> None:
+    i = 1
+    n = len(toks)
+    while i < n:
+        t = toks[i]
+        if t.kind == "punct" and t.text == ")":
+            if i != n - 1:
+                raise SqlError("42601", f'syntax error at or near "{toks[i + 1].text}"')
+            return
+        if t.kind == "punct" and t.text == ",":
+            i += 1
+            continue
+        name = t.text.lower()
+        arg = toks[i + 1] if i + 1 < n and not (toks[i + 1].kind == "punct" and toks[i + 1].text in ",)") else None
+        i += 2 if arg is not None else 1
+        if name in ("force_quote", "force_not_null", "force_null") and arg is not None and arg.text == "(":
+            while i < n and toks[i].text != ")":
+                i += 1
+            i += 1
+            continue
+        if name in opts and name != "format" or (name == "format" and "format_set" in opts):
+            raise SqlError("42601", "conflicting or redundant options")
+        if name == "format":
+            if arg is None:
+                raise SqlError("42601", "syntax error at or near \")\"")
+            opts["format"] = arg.text.lower()
+            opts["format_set"] = True
+        elif name == "header":
+            opts["header"] = _opt_bool("header", arg)
+        elif name in ("delimiter", "null", "quote", "escape", "encoding"):
+            if arg is None or arg.kind != "str":
+                raise SqlError("42601", f"{name} requires a string value" if arg is None else
+                               f'syntax error at or near "{arg.text}"')
+            if name == "encoding":
+                gucs._encoding("encoding", arg.text)
+            else:
+                opts[name] = arg.text
+        elif name in ("freeze", "force_quote", "force_not_null", "force_null", "default", "on_error",
+                      "log_verbosity"):
+            continue
+        else:
+            raise SqlError("42601", f'option "{name}" not recognized')
+    raise SqlError("42601", "syntax error at end of input")
+
+
+def _parse_old_options(toks: list[gucs.Tok], opts: dict[str, Any]) -> None:
+    i = 0
+    n = len(toks)
+
+    def string_arg() -> str:
+        nonlocal i
+        if i < n and toks[i].text == "as":
+            i += 1
+        if i >= n or toks[i].kind != "str":
+            raise SqlError("42601", "syntax error at or near " + (f'"{toks[i].text}"' if i < n else "end of input"))
+        i += 1
+        return toks[i - 1].text
+
+    while i < n:
+        w = toks[i].text.lower()
+        i += 1
+        if w == "binary":
+            opts["format"] = "binary"
+        elif w == "csv":
+            opts["format"] = "csv"
+        elif w == "header":
+            opts["header"] = True
+        elif w in ("delimiter", "null", "quote", "escape"):
+            opts[w] = string_arg()
+        elif w == "force":
+            while i < n and toks[i].text not in ("delimiter", "null", "quote", "escape", "header", "csv"):
+                i += 1
+        elif w == "oids":
+            raise SqlError("0A000", "COPY OIDS is not supported")
+        else:
+            raise SqlError("42601", f'syntax error at or near "{toks[i - 1].text}"')
+
+
+# ----------------------------------------------------------------------------- routing
+
+
+class RoutedSession:
+    """One connection's view of the backends: catalog evaluator for pg_catalog/constant queries,
+    engine for everything else. Engine transactions begin lazily, at the first statement that
+    reaches the engine, so catalog-only transactions (drivers wrap every SELECT in BEGIN) cost nothing.
+    """
+
+    def __init__(self, backend: RoutedBackend) -> None:
+        self._backend = backend
+        self._engine_session: Any = None
+        self._lock = threading.Lock()
+        self._tx_wanted = False
+        self._tx_open = False
+
+    @property
+    def engine(self) -> Any:
+        if self._engine_session is None:
+            with self._lock:
+                if self._engine_session is None:
+                    self._engine_session = self._backend.engine.open_session()
+        return self._engine_session
+
+    def _engine_for_statement(self) -> Any:
+        eng = self.engine
+        if self._tx_wanted and not self._tx_open:
+            eng.begin()
+            self._tx_open = True
+        return eng
+
+    def inline(self, sql: str) -> bool:
+        return self._backend.is_constant(sql)
+
+    def execute(self, sql: str, params: Sequence[Any], info: SessionInfo) -> Result:
+        if self._backend.catalog_handles(sql):
+            return self._backend.queries.execute(sql, params, info)
+        return self._engine_for_statement().execute(sql, params, info)
+
+    def describe(self, sql: str, param_types: Sequence[ColumnType | None],
+                 info: SessionInfo) -> tuple[list[ColumnType], list[ResultField] | None]:
+        if self._backend.catalog_handles(sql):
+            return self._backend.queries.describe(sql, param_types, info)
+        return self.engine.describe(sql, param_types, info)
+
+    def copy_target(self, sql: str, info: SessionInfo) -> CopyTarget:
+        return self.engine.copy_target(sql, info)
+
+    def copy_from(self, target: CopyTarget, batches: Iterator[pa.RecordBatch], info: SessionInfo) -> int:
+        return self._engine_for_statement().copy_from(target, batches, info)
+
+    def begin(self) -> None:
+        self._tx_wanted = True
+
+    def commit(self) -> None:
+        self._tx_wanted = False
+        if self._tx_open:
+            self._tx_open = False
+            self._engine_session.commit()
+
+    def rollback(self) -> None:
+        self._tx_wanted = False
+        if self._tx_open:
+            self._tx_open = False
+            self._engine_session.rollback()
+
+    def cancel(self) -> None:
+        if self._engine_session is not None:
+            self._engine_session.cancel()
+
+    def close(self) -> None:
+        if self._engine_session is not None:
+            try:
+                if self._tx_open:
+                    self._engine_session.rollback()
+            finally:
+                self._tx_open = False
+                self._engine_session.close()
+
+
+_CONSTANT = re.compile(r"^\s*select\b(?!.*\b(from|into|set_config|pg_sleep|nextval|setval)\b)", re.I | re.S)
+
+
+class RoutedBackend:
+    """The real backends of a server: SQLite catalog, its pg_catalog evaluator, and the Spark engine."""
+
+    def __init__(self, settings: Settings) -> None:
+        from catalog.pgcatalog import CatalogQueries
+        from catalog.store import Catalog
+        from engine import Engine
+
+        settings.data_dir.mkdir(parents=True, exist_ok=True)
+        self.settings = settings
+        self.catalog = Catalog(settings.catalog_path)
+        self.queries = CatalogQueries(self.catalog)
+        self.engine = Engine(settings, self.catalog)
+        self._handles = lru_cache(maxsize=8192)(self._handles_uncached)
+        self._constant = lru_cache(maxsize=8192)(self._constant_uncached)
+
+    def _handles_uncached(self, sql: str) -> bool:
+        return bool(self.queries.handles(sql))
+
+    def _constant_uncached(self, sql: str) -> bool:
+        return bool(_CONSTANT.match(sql)) and self.catalog_handles(sql)
+
+    def catalog_handles(self, sql: str) -> bool:
+        return self._handles(sql)
+
+    def is_constant(self, sql: str) -> bool:
+        """Constant SELECTs (no FROM) answered by the evaluator in microseconds: run on the event loop."""
+        return self._constant(sql)
+
+    def start(self) -> None:
+        self.engine.start()
+
+    def open_session(self) -> RoutedSession:
+        return RoutedSession(self)
+
+    def shutdown(self) -> None:
+        self.engine.shutdown()
+        close = getattr(self.catalog, "close", None)
+        if close is not None:
+            close()

@@ -1,0 +1,151 @@
+"""The listening server: accepts sockets, owns the worker pool, the backend and cancel keys.
+
+One asyncio task per connection; every blocking backend call goes to ``executor``. The server
+binds and accepts before the backend is ready (the engine starts Spark in the background), so
+clients can connect and run catalog queries at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import secrets
+import ssl
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from gateway import messages as m
+from gateway.auth import Authenticator
+from gateway.connection import Connection
+from gateway.dispatch import Backend
+from tidegate.config import Settings
+from tidegate.errors import SqlError
+
+log = logging.getLogger("tidegate.gateway")
+
+
+def make_ssl_context(cert: str, key: str) -> ssl.SSLContext:
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+    ctx.load_cert_chain(cert, key)
+    return ctx
+
+
+class Server:
+    """A PostgreSQL-protocol server over ``backend`` (see :class:`gateway.dispatch.Backend`)."""
+
+    def __init__(self, settings: Settings, backend: Backend, *, max_workers: int = 64,
+                 authenticator: Authenticator | None = None) -> None:
+        self.settings = settings
+        self.backend = backend
+        self.authenticator = authenticator or Authenticator(settings.users)
+        self.ssl_context = (make_ssl_context(str(settings.tls_cert), str(settings.tls_key))
+                            if settings.tls_cert and settings.tls_key else None)
+        self.executor = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="tidegate-worker")
+        self.connections: dict[int, Connection] = {}
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._server: asyncio.AbstractServer | None = None
+        self.address: tuple[str, int] | None = None
+
+    async def start(self) -> tuple[str, int]:
+        """Bind and start accepting; returns the bound (host, port)."""
+        self._server = await asyncio.start_server(self._on_client, self.settings.host, self.settings.port,
+                                                  limit=2 ** 20, backlog=1024)
+        sock = self._server.sockets[0].getsockname()
+        self.address = (sock[0], sock[1])
+        return self.address
+
+    async def _on_client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        if task is not None:
+            self._tasks.add(task)
+        try:
+            sock = writer.get_extra_info("socket")
+            if sock is not None:
+                import socket
+
+                try:
+                    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                except OSError:
+                    pass
+            await Connection(self, reader, writer).run()
+        finally:
+            if task is not None:
+                self._tasks.discard(task)
+
+    # ------------------------------------------------------------------ sessions and cancel keys
+    def register(self, conn: Connection) -> bool:
+        """Give ``conn`` a unique pid and secret; False when max_connections is reached."""
+        if len(self.connections) >= self.settings.max_connections:
+            return False
+        while True:
+            pid = secrets.randbelow(2 ** 31 - 2) + 1
+            if pid not in self.connections:
+                break
+        conn.pid = pid
+        conn.secret = secrets.randbits(32) - 2 ** 31
+        self.connections[pid] = conn
+        return True
+
+    def unregister(self, conn: Connection) -> None:
+        if self.connections.get(conn.pid) is conn:
+            del self.connections[conn.pid]
+
+    def cancel(self, pid: int, secret: int) -> None:
+        conn = self.connections.get(pid)
+        if conn is not None and conn.secret_matches(secret):
+            conn.request_cancel("user")
+
+    # ------------------------------------------------------------------ shutdown
+    async def stop(self) -> None:
+        """Stop accepting, cancel running statements, tell clients (57P01) and close their sockets."""
+        if self._server is not None:
+            self._server.close()
+        for conn in list(self.connections.values()):
+            conn.request_cancel("shutdown")
+            try:
+                conn.writer.write(m.error_response(
+                    SqlError("57P01", "terminating connection due to administrator command"), "FATAL"))
+                conn.writer.close()
+            except Exception:
+                pass
+        for task in list(self._tasks):
+            task.cancel()
+        if self._tasks:
+            await asyncio.wait(list(self._tasks), timeout=5)
+        self.executor.shutdown(wait=False, cancel_futures=True)
+
+
+class ServerThread:
+    """Run a :class:`Server` on its own event loop in a background thread (embedding and tests)."""
+
+    def __init__(self, settings: Settings, backend: Backend, **kw: Any) -> None:
+        self.settings = settings
+        self.backend = backend
+        self.kw = kw
+        self.loop = asyncio.new_event_loop()
+        self.server: Server | None = None
+        self._thread = threading.Thread(target=self.loop.run_forever, name="tidegate-gateway", daemon=True)
+
+    def start(self) -> tuple[str, int]:
+        self._thread.start()
+
+        async def boot() -> tuple[str, int]:
+            self.server = Server(self.settings, self.backend, **self.kw)
+            return await self.server.start()
+
+        return asyncio.run_coroutine_threadsafe(boot(), self.loop).result(10)
+
+    def stop(self) -> None:
+        if self.server is not None:
+            asyncio.run_coroutine_threadsafe(self.server.stop(), self.loop).result(10)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join(10)
+
+    def __enter__(self) -> ServerThread:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

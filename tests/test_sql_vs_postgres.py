@@ -1,0 +1,411 @@
+"""The same SQL through the wire to tidegate and to PostgreSQL 15: the answers must be identical.
+
+Small tables are created with the same DDL and INSERTs in both servers; every query's column
+names and text-format values (exactly as PostgreSQL prints them) are compared. DDL/DML
+scenarios compare a transcript of every statement: command tag, columns and rows, or SQLSTATE.
+Each test runs against both servers; against PostgreSQL it only proves the SQL is valid and
+deterministic, against tidegate it is the real check.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import psycopg
+import pytest
+from psycopg import pq
+
+
+@dataclass(frozen=True)
+class Target:
+    """Connection parameters of one server under test (the oracle or tidegate)."""
+
+    name: str
+    port: int
+    user: str
+    dbname: str
+    host: str = "127.0.0.1"
+
+    @property
+    def dsn(self) -> str:
+        return f"host={self.host} port={self.port} user={self.user} dbname={self.dbname}"
+
+
+def _target(request: pytest.FixtureRequest, name: str) -> Target:
+    if name == "postgres":
+        pg = request.getfixturevalue("pg_oracle")
+        return Target("postgres", pg.port, "postgres", "postgres")
+    tg = request.getfixturevalue("tidegate")
+    return Target("tidegate", tg.port, "tidegate", "tidegate")
+
+
+SETUP = [
+    "DROP TABLE IF EXISTS sq_dept",
+    "DROP TABLE IF EXISTS sq_emp",
+    "DROP TABLE IF EXISTS sq_events",
+    "CREATE TABLE sq_dept (id int PRIMARY KEY, name text NOT NULL, region text)",
+    "INSERT INTO sq_dept VALUES (1, 'eng', 'north'), (2, 'sales', 'south'), (3, 'ops', NULL), (4, 'empty', 'north')",
+    "CREATE TABLE sq_emp (id int PRIMARY KEY, name text NOT NULL, dept_id int, salary numeric(10,2), hired date,"
+    " manager_id int, rating double precision)",
+    "INSERT INTO sq_emp VALUES"
+    " (1, 'Alice', 1, 120000.00, '2019-03-15', NULL, 4.5),"
+    " (2, 'Bob', 1, 95000.50, '2020-07-01', 1, 3.8),"
+    " (3, 'Carol', 2, 70000.00, '2018-11-30', 1, NULL),"
+    " (4, 'Dan', 2, 65000.25, '2021-01-10', 3, 4.1),"
+    " (5, 'Eve', NULL, 50000.00, '2022-05-05', NULL, 2.9),"
+    " (6, 'Frank', 3, 82000.00, '2017-09-09', 1, 3.3),"
+    " (7, 'Grace', 1, NULL, '2023-02-28', 2, 4.9),"
+    " (8, 'heidi', 3, 61000.75, NULL, 6, 3.3)",
+    "CREATE TABLE sq_events (id int, ts timestamp, kind text, amount int, tstz timestamptz)",
+    "INSERT INTO sq_events VALUES"
+    " (1, '2024-01-01 00:05:00', 'click', 3, '2024-01-01 00:05:00+00'),"
+    " (2, '2024-01-01 00:14:59', 'view', 10, '2024-01-01 00:14:59+00'),"
+    " (3, '2024-01-01 00:15:00', 'click', 1, '2024-01-01 00:15:00+00'),"
+    " (4, '2024-01-01 01:40:30', 'buy', 250, '2024-01-01 01:40:30+00'),"
+    " (5, '2024-01-02 23:59:59.5', 'view', 7, '2024-01-02 23:59:59.5+00'),"
+    " (6, '2024-01-07 12:00:00', 'click', NULL, '2024-01-07 12:00:00+00'),"
+    " (7, '2024-02-29 06:30:00', 'buy', 99, '2024-02-29 06:30:00+00'),"
+    " (8, '2024-03-01 00:00:00', 'view', 0, NULL)",
+]
+
+
+@pytest.fixture(scope="module")
+def oracle(request: pytest.FixtureRequest) -> Target:
+    target = _target(request, "postgres")
+    _setup(target)
+    return target
+
+
+@pytest.fixture(scope="module", params=["postgres", "tidegate"])
+def server(request: pytest.FixtureRequest, oracle: Target) -> Target:
+    target = _target(request, request.param)
+    if target.name != "postgres":
+        _setup(target)
+    return target
+
+
+def _setup(target: Target) -> None:
+    with psycopg.connect(target.dsn, autocommit=True) as conn:
+        for stmt in SETUP:
+            conn.execute(stmt)
+
+
+Outcome = tuple[Any, ...]
+
+
+def run_raw(conn: psycopg.Connection, sql: str) -> Outcome:
+    """One statement via the simple protocol: (tag, column names, text rows) or ("ERROR", sqlstate)."""
+    res = conn.pgconn.exec_(sql.encode())
+    if res.status == pq.ExecStatus.FATAL_ERROR:
+        return ("ERROR", (res.error_field(pq.DiagnosticField.SQLSTATE) or b"").decode(),
+                (res.error_field(pq.DiagnosticField.MESSAGE_PRIMARY) or b"").decode())
+    names = [res.fname(i).decode() for i in range(res.nfields)]
+    rows = [tuple(None if res.get_value(r, c) is None else res.get_value(r, c).decode()
+                  for c in range(res.nfields)) for r in range(res.ntuples)]
+    return ((res.command_status or b"").decode(), names, rows)
+
+
+@pytest.fixture(scope="module")
+def oracle_conn(oracle: Target):
+    with psycopg.connect(oracle.dsn, autocommit=True) as conn:
+        yield conn
+
+
+@pytest.fixture(scope="module")
+def server_conn(server: Target):
+    with psycopg.connect(server.dsn, autocommit=True) as conn:
+        yield conn
+
+
+QUERIES: dict[str, str] = {
+    "select_basic": "SELECT id, name FROM sq_emp ORDER BY id",
+    "where_and_or": "SELECT name FROM sq_emp WHERE dept_id = 1 AND salary > 100000 OR name LIKE 'E%' ORDER BY name",
+    "inner_join": "SELECT e.name, d.name AS dept FROM sq_emp e JOIN sq_dept d ON e.dept_id = d.id ORDER BY e.id",
+    "left_join": "SELECT e.name, d.name AS dept, d.region FROM sq_emp e LEFT JOIN sq_dept d ON e.dept_id = d.id"
+                 " ORDER BY e.id",
+    "right_join": "SELECT d.name, e.name FROM sq_emp e RIGHT JOIN sq_dept d ON e.dept_id = d.id ORDER BY d.id, e.id",
+    "full_join": "SELECT d.name AS dept, e.name FROM sq_emp e FULL JOIN sq_dept d ON e.dept_id = d.id"
+                 " ORDER BY d.id NULLS FIRST, e.id",
+    "self_join": "SELECT e.name, m.name AS manager FROM sq_emp e LEFT JOIN sq_emp m ON e.manager_id = m.id"
+                 " ORDER BY e.id",
+    "cross_join_count": "SELECT count(*) FROM sq_emp CROSS JOIN sq_dept",
+    "join_using": "SELECT id, d.name FROM sq_dept d JOIN (SELECT dept_id AS id FROM sq_emp) x USING (id)"
+                  " ORDER BY id, d.name",
+    "count_variants": "SELECT count(*), count(salary), count(DISTINCT dept_id) FROM sq_emp",
+    "sum_avg_min_max_numeric": "SELECT sum(salary), avg(salary), min(salary), max(salary) FROM sq_emp",
+    "avg_int_and_float": "SELECT avg(id), sum(id), avg(rating), sum(rating) FROM sq_emp",
+    "group_by": "SELECT dept_id, count(*), sum(salary) FROM sq_emp GROUP BY dept_id ORDER BY dept_id NULLS FIRST",
+    "having": "SELECT dept_id, count(*) AS n FROM sq_emp GROUP BY dept_id HAVING count(*) > 1 ORDER BY dept_id",
+    "group_by_join": "SELECT d.region, count(e.id) AS staff FROM sq_dept d LEFT JOIN sq_emp e ON e.dept_id = d.id"
+                     " GROUP BY d.region ORDER BY d.region NULLS LAST",
+    "group_by_expression": "SELECT extract(year FROM hired) AS y, count(*) FROM sq_emp GROUP BY 1 ORDER BY 1",
+    "rollup": "SELECT dept_id, count(*) FROM sq_emp WHERE dept_id IS NOT NULL GROUP BY ROLLUP (dept_id)"
+              " ORDER BY dept_id NULLS LAST",
+    "aggregate_filter": "SELECT count(*) FILTER (WHERE salary > 70000) AS rich, sum(id) FILTER (WHERE dept_id = 1)"
+                        " FROM sq_emp",
+    "bool_aggregates": "SELECT bool_and(salary > 40000), bool_or(rating > 4.8) FROM sq_emp",
+    "string_agg": "SELECT dept_id, string_agg(name, ',' ORDER BY name) FROM sq_emp GROUP BY dept_id"
+                  " ORDER BY dept_id NULLS LAST",
+    "array_agg": "SELECT dept_id, array_agg(id ORDER BY id) FROM sq_emp GROUP BY dept_id ORDER BY dept_id NULLS FIRST",
+    "percentile": "SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY amount) FROM sq_events",
+    "stddev_rounded": "SELECT round(stddev_samp(amount), 4), round(var_pop(amount), 2) FROM sq_events",
+    "window_row_number": "SELECT name, dept_id, row_number() OVER (PARTITION BY dept_id ORDER BY salary DESC NULLS"
+                         " LAST, id) AS rn FROM sq_emp ORDER BY id",
+    "window_rank": "SELECT name, rating, rank() OVER (ORDER BY rating DESC NULLS LAST),"
+                   " dense_rank() OVER (ORDER BY rating DESC NULLS LAST) FROM sq_emp ORDER BY id",
+    "window_running_sum": "SELECT id, sum(amount) OVER (ORDER BY id) AS running FROM sq_events ORDER BY id",
+    "window_lag_lead": "SELECT id, lag(amount) OVER (ORDER BY id), lead(amount, 2, 0) OVER (ORDER BY id)"
+                       " FROM sq_events ORDER BY id",
+    "window_frame_avg": "SELECT id, avg(amount) OVER (ORDER BY id ROWS BETWEEN 1 PRECEDING AND 1 FOLLOWING) AS a"
+                        " FROM sq_events ORDER BY id",
+    "window_partition": "SELECT kind, id, first_value(id) OVER (PARTITION BY kind ORDER BY ts) AS first,"
+                        " count(*) OVER (PARTITION BY kind) AS n FROM sq_events ORDER BY id",
+    "window_ntile": "SELECT id, ntile(3) OVER (ORDER BY id) FROM sq_events ORDER BY id",
+    "cte": "WITH high AS (SELECT * FROM sq_emp WHERE salary > 70000) SELECT name FROM high ORDER BY name",
+    "cte_multiple": "WITH a AS (SELECT dept_id, count(*) AS n FROM sq_emp GROUP BY dept_id),"
+                    " b AS (SELECT id, name FROM sq_dept) SELECT b.name, a.n FROM b JOIN a ON a.dept_id = b.id"
+                    " ORDER BY b.name",
+    "recursive_numbers": "WITH RECURSIVE nums(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM nums WHERE n < 10)"
+                         " SELECT n, n * n AS sq FROM nums ORDER BY n",
+    "recursive_hierarchy": "WITH RECURSIVE chain AS (SELECT id, name, 0 AS depth FROM sq_emp WHERE manager_id IS NULL"
+                           " UNION ALL SELECT e.id, e.name, c.depth + 1 FROM sq_emp e JOIN chain c"
+                           " ON e.manager_id = c.id) SELECT name, depth FROM chain ORDER BY depth, name",
+    "scalar_subquery": "SELECT name FROM sq_emp WHERE salary > (SELECT avg(salary) FROM sq_emp) ORDER BY name",
+    "scalar_subquery_select_list": "SELECT d.name, (SELECT count(*) FROM sq_emp e WHERE e.dept_id = d.id) AS n"
+                                   " FROM sq_dept d ORDER BY d.id",
+    "in_subquery": "SELECT name FROM sq_emp WHERE dept_id IN (SELECT id FROM sq_dept WHERE region = 'north')"
+                   " ORDER BY name",
+    "exists_correlated": "SELECT d.name FROM sq_dept d WHERE EXISTS (SELECT 1 FROM sq_emp e WHERE e.dept_id = d.id)"
+                         " ORDER BY d.name",
+    "not_exists": "SELECT d.name FROM sq_dept d WHERE NOT EXISTS (SELECT 1 FROM sq_emp e WHERE e.dept_id = d.id)",
+    "derived_table": "SELECT t.dept_id, t.mx FROM (SELECT dept_id, max(salary) AS mx FROM sq_emp GROUP BY dept_id) t"
+                     " WHERE t.mx > 65000 ORDER BY 1",
+    "union": "SELECT region FROM sq_dept UNION SELECT 'west' ORDER BY 1 NULLS FIRST",
+    "union_all": "SELECT dept_id FROM sq_emp UNION ALL SELECT id FROM sq_dept ORDER BY 1 NULLS LAST",
+    "intersect": "SELECT dept_id FROM sq_emp INTERSECT SELECT id FROM sq_dept ORDER BY 1",
+    "except": "SELECT id FROM sq_dept EXCEPT SELECT dept_id FROM sq_emp ORDER BY 1",
+    "order_nulls_default_asc": "SELECT name, salary FROM sq_emp ORDER BY salary, name",
+    "order_nulls_default_desc": "SELECT name, salary FROM sq_emp ORDER BY salary DESC, name",
+    "order_nulls_explicit": "SELECT name, rating FROM sq_emp ORDER BY rating NULLS FIRST, name DESC",
+    "order_by_alias_expression": "SELECT name, length(name) AS len FROM sq_emp ORDER BY len DESC, name",
+    "limit_offset": "SELECT id FROM sq_emp ORDER BY id LIMIT 3 OFFSET 2",
+    "fetch_first": "SELECT id FROM sq_emp ORDER BY id DESC FETCH FIRST 2 ROWS ONLY",
+    "distinct": "SELECT DISTINCT dept_id FROM sq_emp ORDER BY dept_id NULLS FIRST",
+    "distinct_on": "SELECT DISTINCT ON (dept_id) dept_id, name FROM sq_emp ORDER BY dept_id, salary DESC NULLS LAST",
+    "case_searched": "SELECT name, CASE WHEN salary >= 100000 THEN 'high' WHEN salary >= 65000 THEN 'mid'"
+                     " WHEN salary IS NULL THEN 'unknown' ELSE 'low' END AS band FROM sq_emp ORDER BY id",
+    "case_simple": "SELECT id, CASE dept_id WHEN 1 THEN 'eng' WHEN 2 THEN 'sales' ELSE 'other' END FROM sq_emp"
+                   " ORDER BY id",
+    "coalesce_nullif_greatest": "SELECT coalesce(dept_id, -1), nullif(rating, 3.3), greatest(id, 4), least(id, 4)"
+                                " FROM sq_emp ORDER BY id",
+    "boolean_columns": "SELECT id, salary > 70000 AS rich, rating IS NULL AS unrated FROM sq_emp ORDER BY id",
+    "in_list_between": "SELECT id FROM sq_emp WHERE id IN (1, 3, 5) OR id BETWEEN 7 AND 8 ORDER BY id",
+    "like_ilike": "SELECT name FROM sq_emp WHERE name ILIKE '%e%' AND name NOT LIKE 'G%' ORDER BY name",
+    "casts": "SELECT CAST(salary AS int), salary::text, id::float8 / 3, '42'::int + 1, CAST('2024-02-29' AS date),"
+             " 3.7::int, (-3.5)::int, 1::boolean, 'yes'::boolean FROM sq_emp WHERE id = 2",
+    "integer_division": "SELECT 7 / 2, -7 / 2, 7 % 3, -7 % 3, 7.0 / 2, 2 ^ 10, 1 / 3.0",
+    "math_functions": "SELECT abs(-5), round(2.5), round(-2.5), round(3.14159, 2), ceil(4.1), floor(-4.1),"
+                      " sqrt(16.0::float8), power(2, 8), mod(17, 5), trunc(9.99), sign(-3), 10 * 1.1",
+    "string_functions": "SELECT upper(name), lower(name), length(name), substring(name from 2 for 3), left(name, 2),"
+                        " right(name, 2), concat(name, '-', id), name || '!', replace(name, 'a', 'A'),"
+                        " position('a' in name), lpad(id::text, 3, '0'), reverse(name) FROM sq_emp ORDER BY id",
+    "string_functions_2": "SELECT trim('  x  '), ltrim('xxy', 'x'), split_part('a,b,c', ',', 2), repeat('ab', 3),"
+                          " initcap('hello world'), strpos('hello', 'l'), 'a' || NULL, concat('a', NULL, 'b'),"
+                          " char_length('héllo'), octet_length('héllo')",
+    "date_functions": "SELECT hired, extract(year from hired), date_part('month', hired), hired + 30,"
+                      " hired - date '2018-01-01' FROM sq_emp WHERE hired IS NOT NULL ORDER BY id",
+    "date_trunc_timestamp": "SELECT date_trunc('hour', ts), date_trunc('day', ts), date_trunc('week', ts),"
+                            " date_trunc('month', ts) FROM sq_events ORDER BY id",
+    "date_trunc_date": "SELECT date_trunc('month', hired) FROM sq_emp WHERE id = 1",
+    "date_bin": "SELECT date_bin('15 minutes', ts, TIMESTAMP '2024-01-01') AS bucket, count(*) FROM sq_events"
+                " GROUP BY 1 ORDER BY 1",
+    "generate_series": "SELECT * FROM generate_series(1, 5)",
+    "generate_series_step_alias": "SELECT g, g * 2 AS dbl FROM generate_series(0, 20, 5) AS g ORDER BY g",
+    "generate_series_timestamps": "SELECT generate_series('2024-01-01'::timestamp, '2024-01-02', '6 hours')",
+    "interval_arithmetic": "SELECT ts + interval '1 day 2 hours', ts - interval '30 minutes', interval '1 hour' * 3,"
+                           " ts - TIMESTAMP '2024-01-01' FROM sq_events ORDER BY id LIMIT 4",
+    "date_differences": "SELECT date '2024-03-01' - date '2024-02-01', timestamp '2024-01-02 03:00'"
+                        " - timestamp '2024-01-01 00:00', date '2024-01-31' + interval '1 month'",
+    "extract_timestamp": "SELECT extract(epoch from ts), extract(dow from ts), extract(hour from ts)"
+                         " FROM sq_events ORDER BY id",
+    "timestamptz": "SELECT tstz, tstz AT TIME ZONE 'UTC' FROM sq_events ORDER BY id LIMIT 3",
+    "values_list": "SELECT * FROM (VALUES (1, 'a'), (2, 'b')) AS v(n, s) ORDER BY n",
+    "constants": "SELECT 1 AS one, 'x' AS s, NULL::int AS n, true AS b, 1.50 AS dec, 1e3 AS f",
+    "default_column_names": "SELECT count(*), sum(id), id + 1, upper(name), CASE WHEN true THEN 1 END, 1::text"
+                            " FROM sq_emp GROUP BY id, name ORDER BY id LIMIT 1",
+}
+
+
+@pytest.mark.parametrize("name", list(QUERIES))
+def test_query_matches_postgres(name: str, server_conn: psycopg.Connection, oracle_conn: psycopg.Connection) -> None:
+    sql = QUERIES[name]
+    expected = run_raw(oracle_conn, sql)
+    assert expected[0] != "ERROR", f"the oracle rejected {sql}: {expected}"
+    got = run_raw(server_conn, sql)
+    assert got == expected, f"{sql}\nexpected: {expected}\nactual:   {got}"
+
+
+# ------------------------------------------------------------------------- DDL/DML transcripts
+
+SCENARIOS: dict[str, list[str]] = {
+    "create_table_as": [
+        "DROP TABLE IF EXISTS sqd_ctas",
+        "CREATE TABLE sqd_ctas AS SELECT id, name, salary * 2 AS double_pay FROM sq_emp WHERE dept_id = 1",
+        "SELECT * FROM sqd_ctas ORDER BY id",
+        "SELECT column_name, data_type FROM information_schema.columns WHERE table_name = 'sqd_ctas'"
+        " ORDER BY ordinal_position",
+        "DROP TABLE sqd_ctas",
+        "SELECT * FROM sqd_ctas",
+    ],
+    "alter_table": [
+        "DROP TABLE IF EXISTS sqd_alter",
+        "DROP TABLE IF EXISTS sqd_alter2",
+        "CREATE TABLE sqd_alter (a int, b text)",
+        "INSERT INTO sqd_alter VALUES (1, 'one'), (2, 'two')",
+        "ALTER TABLE sqd_alter ADD COLUMN c int",
+        "SELECT * FROM sqd_alter ORDER BY a",
+        "ALTER TABLE sqd_alter ADD COLUMN d text DEFAULT 'dflt'",
+        "INSERT INTO sqd_alter (a, b, c) VALUES (3, 'three', 30)",
+        "SELECT * FROM sqd_alter ORDER BY a",
+        "ALTER TABLE sqd_alter DROP COLUMN b",
+        "SELECT * FROM sqd_alter ORDER BY a",
+        "SELECT b FROM sqd_alter",
+        "ALTER TABLE sqd_alter RENAME COLUMN a TO aa",
+        "SELECT aa, c FROM sqd_alter ORDER BY aa",
+        "ALTER TABLE sqd_alter RENAME TO sqd_alter2",
+        "SELECT count(*) FROM sqd_alter2",
+        "SELECT count(*) FROM sqd_alter",
+        "ALTER TABLE sqd_alter2 ADD COLUMN c int",
+        "ALTER TABLE sqd_alter2 DROP COLUMN nope",
+        "DROP TABLE sqd_alter2",
+    ],
+    "truncate": [
+        "DROP TABLE IF EXISTS sqd_trunc",
+        "CREATE TABLE sqd_trunc (id int)",
+        "INSERT INTO sqd_trunc SELECT g FROM generate_series(1, 10) g",
+        "SELECT count(*) FROM sqd_trunc",
+        "TRUNCATE sqd_trunc",
+        "SELECT count(*) FROM sqd_trunc",
+        "INSERT INTO sqd_trunc VALUES (42)",
+        "TRUNCATE TABLE sqd_trunc",
+        "SELECT * FROM sqd_trunc",
+    ],
+    "views": [
+        "DROP VIEW IF EXISTS sqd_view",
+        "CREATE VIEW sqd_view AS SELECT dept_id, count(*) AS n FROM sq_emp GROUP BY dept_id",
+        "SELECT * FROM sqd_view ORDER BY dept_id NULLS FIRST",
+        "SELECT v.n, d.name FROM sqd_view v JOIN sq_dept d ON d.id = v.dept_id ORDER BY d.name",
+        "CREATE VIEW sqd_view AS SELECT 1",
+        "CREATE OR REPLACE VIEW sqd_view AS SELECT dept_id, count(*) AS n, max(id) AS top FROM sq_emp GROUP BY dept_id",
+        "SELECT * FROM sqd_view WHERE dept_id = 1",
+        "SELECT table_name, table_type FROM information_schema.tables WHERE table_name = 'sqd_view'",
+        "DROP VIEW sqd_view",
+        "SELECT * FROM sqd_view",
+    ],
+    "update_delete_returning": [
+        "DROP TABLE IF EXISTS sqd_ret",
+        "CREATE TABLE sqd_ret (id int, v int, note text)",
+        "INSERT INTO sqd_ret VALUES (1, 10, 'a'), (2, 20, 'b'), (3, 30, NULL) RETURNING id, v + 1 AS next",
+        "UPDATE sqd_ret SET v = v * 2, note = coalesce(note, 'z') WHERE id >= 2 RETURNING id, v, note",
+        "UPDATE sqd_ret SET v = 0 WHERE id = 99",
+        "DELETE FROM sqd_ret WHERE v > 50 RETURNING *",
+        "SELECT * FROM sqd_ret ORDER BY id",
+        "UPDATE sqd_ret SET v = (SELECT max(amount) FROM sq_events) WHERE id IN (SELECT id FROM sqd_ret WHERE v < 15)",
+        "DELETE FROM sqd_ret WHERE id NOT IN (SELECT id FROM sq_dept)",
+        "SELECT * FROM sqd_ret ORDER BY id",
+        "DELETE FROM sqd_ret",
+        "SELECT count(*) FROM sqd_ret",
+    ],
+    "insert_on_conflict": [
+        "DROP TABLE IF EXISTS sqd_upsert",
+        "CREATE TABLE sqd_upsert (id int PRIMARY KEY, v text, hits int NOT NULL DEFAULT 0)",
+        "INSERT INTO sqd_upsert (id, v) VALUES (1, 'a'), (2, 'b')",
+        "INSERT INTO sqd_upsert (id, v) VALUES (1, 'dup') ON CONFLICT DO NOTHING",
+        "INSERT INTO sqd_upsert (id, v) VALUES (1, 'dup'), (3, 'c') ON CONFLICT (id) DO NOTHING",
+        "INSERT INTO sqd_upsert (id, v) VALUES (2, 'B') ON CONFLICT (id) DO UPDATE SET v = excluded.v,"
+        " hits = sqd_upsert.hits + 1",
+        "INSERT INTO sqd_upsert (id, v) VALUES (4, 'd'), (2, 'BB') ON CONFLICT (id) DO UPDATE SET v = excluded.v,"
+        " hits = sqd_upsert.hits + 1 RETURNING id, v, hits",
+        "SELECT * FROM sqd_upsert ORDER BY id",
+        "INSERT INTO sqd_upsert (id, v) VALUES (1, 'again')",
+        "INSERT INTO sqd_upsert (id, v) VALUES (10, 'x'), (10, 'y')",
+        "INSERT INTO sqd_upsert (id, v, hits) VALUES (11, 'n', NULL)",
+        "INSERT INTO sqd_upsert (v) VALUES ('no id')",
+        "SELECT count(*) FROM sqd_upsert",
+    ],
+    "insert_select_and_defaults": [
+        "DROP TABLE IF EXISTS sqd_ins",
+        "CREATE TABLE sqd_ins (id int NOT NULL, label text DEFAULT 'none', at date)",
+        "INSERT INTO sqd_ins (id) VALUES (1)",
+        "INSERT INTO sqd_ins SELECT id, name, hired FROM sq_emp WHERE dept_id = 2",
+        "INSERT INTO sqd_ins (id, label) SELECT id * 100, upper(name) FROM sq_dept ORDER BY id LIMIT 2",
+        "INSERT INTO sqd_ins VALUES (NULL, 'x', NULL)",
+        "INSERT INTO sqd_ins (id, at) VALUES (5, 'not a date')",
+        "INSERT INTO sqd_ins (id, nope) VALUES (5, 1)",
+        "SELECT * FROM sqd_ins ORDER BY id",
+    ],
+    "create_drop_if_exists": [
+        "DROP TABLE IF EXISTS sqd_cd",
+        "DROP TABLE sqd_cd",
+        "CREATE TABLE sqd_cd (x int)",
+        "CREATE TABLE sqd_cd (x int)",
+        "CREATE TABLE IF NOT EXISTS sqd_cd (y text)",
+        "SELECT column_name FROM information_schema.columns WHERE table_name = 'sqd_cd'",
+        "CREATE TABLE sqd_cd_bad (x int, x text)",
+        "CREATE TABLE sqd_cd_bad2 (x nosuchtype)",
+        "DROP TABLE sqd_cd",
+        "DROP TABLE IF EXISTS sqd_cd",
+    ],
+}
+
+
+@pytest.mark.parametrize("name", list(SCENARIOS))
+def test_scenario_matches_postgres(name: str, server: Target, oracle: Target) -> None:
+    if server.port == oracle.port:
+        # Against the oracle itself: the scenario runs once (a second run would meet its own tables).
+        with psycopg.connect(oracle.dsn, autocommit=True) as oconn:
+            transcript = [run_raw(oconn, sql) for sql in SCENARIOS[name]]
+        assert any(step[0] != "ERROR" for step in transcript)
+        return
+    with psycopg.connect(oracle.dsn, autocommit=True) as oconn, psycopg.connect(server.dsn, autocommit=True) as sconn:
+        problems = []
+        for sql in SCENARIOS[name]:
+            expected = run_raw(oconn, sql)
+            got = run_raw(sconn, sql)
+            # Error messages are compared by SQLSTATE only; tags, columns and rows exactly.
+            if expected[0] == "ERROR":
+                expected, got = expected[:2], got[:2]
+            if got != expected:
+                problems.append(f"{sql}\n    expected: {expected}\n    actual:   {got}")
+        assert not problems, "\n".join(problems)
+
+
+def test_statusmessage_via_cursor(server: Target) -> None:
+    """psycopg's cursor.statusmessage shows the command tag PostgreSQL would send."""
+    with psycopg.connect(server.dsn, autocommit=True) as conn:
+        cur = conn.cursor()
+        steps = [
+            ("DROP TABLE IF EXISTS sqd_tags", "DROP TABLE"),
+            ("CREATE TABLE sqd_tags (id int PRIMARY KEY, v int)", "CREATE TABLE"),
+            ("INSERT INTO sqd_tags VALUES (1, 1), (2, 2), (3, 3)", "INSERT 0 3"),
+            ("INSERT INTO sqd_tags VALUES (1, 9) ON CONFLICT DO NOTHING", "INSERT 0 0"),
+            ("UPDATE sqd_tags SET v = v + 1", "UPDATE 3"),
+            ("DELETE FROM sqd_tags WHERE id > 1", "DELETE 2"),
+            ("SELECT * FROM sqd_tags", "SELECT 1"),
+            ("CREATE VIEW sqd_tags_v AS SELECT id FROM sqd_tags", "CREATE VIEW"),
+            ("DROP VIEW sqd_tags_v", "DROP VIEW"),
+            ("ALTER TABLE sqd_tags ADD COLUMN w text", "ALTER TABLE"),
+            ("TRUNCATE sqd_tags", "TRUNCATE TABLE"),
+            ("CREATE TABLE sqd_tags_ctas AS SELECT g FROM generate_series(1, 4) g", "SELECT 4"),
+            ("DROP TABLE sqd_tags_ctas", "DROP TABLE"),
+            ("BEGIN", "BEGIN"),
+            ("COMMIT", "COMMIT"),
+            ("SET application_name = 'x'", "SET"),
+            ("SHOW application_name", "SHOW"),
+        ]
+        got = []
+        for sql, _ in steps:
+            cur.execute(sql)
+            got.append((sql, cur.statusmessage))
+        assert got == [(sql, tag) for sql, tag in steps]

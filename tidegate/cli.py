@@ -1,0 +1,109 @@
+"""The ``tidegate`` command: ``tidegate serve`` runs the PostgreSQL-protocol gateway.
+
+Settings come from built-in defaults < TOML (--config / TIDEGATE_CONFIG) < TIDEGATE_* environment
+< flags. The socket is bound (and "tidegate listening on HOST:PORT" printed) before Spark is
+ready; SIGTERM/SIGINT stop the server gracefully.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+import sys
+from collections.abc import Sequence
+
+from tidegate import __version__
+from tidegate.config import Settings, load_settings
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="tidegate", description="PostgreSQL-wire SQL gateway over Spark and Delta Lake")
+    p.add_argument("--version", action="version", version=f"tidegate {__version__}")
+    sub = p.add_subparsers(dest="command", required=True)
+    s = sub.add_parser("serve", help="run the gateway")
+    s.add_argument("--host", help="address to bind (default 127.0.0.1)")
+    s.add_argument("--port", type=int, help="port to bind (default 5433; 0 = any free port)")
+    s.add_argument("--data-dir", help="catalog and warehouse directory (default ./tidegate-data)")
+    s.add_argument("--config", help="TOML settings file")
+    s.add_argument("--tls-cert", help="PEM certificate; enables TLS together with --tls-key")
+    s.add_argument("--tls-key", help="PEM private key")
+    s.add_argument("--spark-master", help="Spark master URL (default local[*])")
+    s.add_argument("--spark-conf", action="append", default=[], metavar="K=V",
+                   help="extra Spark configuration, repeatable")
+    s.add_argument("--log-level", help="DEBUG, INFO, WARNING, ERROR")
+    return p
+
+
+def settings_from_args(args: argparse.Namespace) -> Settings:
+    overrides = {
+        "host": args.host, "port": args.port, "data_dir": args.data_dir, "tls_cert": args.tls_cert,
+        "tls_key": args.tls_key, "spark_master": args.spark_master, "log_level": args.log_level,
+    }
+    settings = load_settings(args.config, overrides)
+    for kv in args.spark_conf:
+        if "=" not in kv:
+            raise SystemExit(f"tidegate: --spark-conf expects KEY=VALUE, got {kv!r}")
+        k, v = kv.split("=", 1)
+        settings.spark_conf[k.strip()] = v.strip()
+    return settings
+
+
+def check_settings(settings: Settings) -> str | None:
+    """A reason to refuse to start, or None."""
+    from gateway.auth import is_loopback
+
+    if not settings.users and not is_loopback(settings.host):
+        return (f"refusing to listen on non-loopback address {settings.host!r} without users: configure "
+                "[[users]] in the config file or TIDEGATE_USERS=name:password")
+    if bool(settings.tls_cert) != bool(settings.tls_key):
+        return "--tls-cert and --tls-key must be given together"
+    return None
+
+
+async def _serve(settings: Settings) -> int:
+    from gateway.dispatch import RoutedBackend
+    from gateway.server import Server
+
+    loop = asyncio.get_running_loop()
+    backend = RoutedBackend(settings)
+    server = Server(settings, backend)
+    host, port = await server.start()
+    print(f"tidegate listening on {host}:{port}", flush=True)
+    backend.start()  # returns at once; Spark starts in the background
+    stop = asyncio.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        try:
+            loop.add_signal_handler(sig, stop.set)
+        except (NotImplementedError, RuntimeError):
+            pass
+    await stop.wait()
+    logging.getLogger("tidegate").info("shutting down")
+    await server.stop()
+    await loop.run_in_executor(None, backend.shutdown)
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if args.command != "serve":
+        return 2
+    try:
+        settings = settings_from_args(args)
+    except (OSError, ValueError) as e:
+        print(f"tidegate: invalid configuration: {e}", file=sys.stderr)
+        return 2
+    problem = check_settings(settings)
+    if problem:
+        print(f"tidegate: {problem}", file=sys.stderr)
+        return 2
+    logging.basicConfig(level=getattr(logging, str(settings.log_level).upper(), logging.INFO),
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    try:
+        return asyncio.run(_serve(settings))
+    except OSError as e:
+        print(f"tidegate: cannot listen on {settings.host}:{settings.port}: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 0
