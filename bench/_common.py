@@ -199,6 +199,7 @@ def spark_session(app: str = "tidegate-bench"):
     return (SparkSession.builder.master("local[2]").appName(app)
             .config("spark.sql.shuffle.partitions", "2")
             .config("spark.ui.enabled", "false")
+            .config("spark.ui.showConsoleProgress", "false")
             .config("spark.sql.execution.arrow.pyspark.enabled", "true")
             .config("spark.sql.session.timeZone", "UTC")
             .config("spark.driver.memory", "2g")

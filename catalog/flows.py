@@ -17,6 +17,7 @@ store of its catalog through :func:`store_for` (the catalog package never import
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 import threading
 import weakref
@@ -370,8 +371,6 @@ def information_schema_rows(store: FlowStore | None, database: str,
 
 
 def _quote_ident(name: str) -> str:
-    import re
-
     if re.fullmatch(r"[a-z_][a-z0-9_$]*", name) and name.upper() not in _RESERVED:
         return name
     return '"' + name.replace('"', '""') + '"'
@@ -402,3 +401,43 @@ def render_create_flow(f: FlowDef) -> str:
         lines.append(f"WITH ({body})")
     lines.append(f"AS {f.query}")
     return "\n".join(lines)
+
+
+# -- the pg_catalog evaluator's view of flows ------------------------------------------------------
+
+_FLOW_REL = re.compile(r"\bflow(?:s|_statistics)\b", re.I)
+
+
+def mentions_flow_relations(sql: str) -> bool:
+    """Whether a catalog query reads INFORMATION_SCHEMA.FLOWS / FLOW_STATISTICS (whose rows change
+    without a catalog version bump: they are reloaded per query and never cached)."""
+    return bool(_FLOW_REL.search(sql))
+
+
+def duckdb_relations(catalog: Any) -> dict[str, pa.Table]:
+    """``{"flows": ..., "flow_statistics": ...}`` rows for the evaluator of ``catalog``."""
+    return information_schema_rows(store_for(catalog), getattr(catalog, "database", "tidegate"))
+
+
+def load_into_duckdb(con: Any, catalog: Any, *, create: bool = False) -> None:
+    """Create (``create=True``) or refresh the ``isx.flows`` / ``isx.flow_statistics`` tables of the
+    evaluator's DuckDB database ``con`` in one transaction."""
+    tables = duckdb_relations(catalog)
+    if create:
+        for name, table in tables.items():
+            con.register("tg_flow_load", table.slice(0, 0))
+            con.execute(f"CREATE TABLE IF NOT EXISTS isx.{name} AS SELECT * FROM tg_flow_load")
+            con.unregister("tg_flow_load")
+        return
+    con.execute("BEGIN TRANSACTION")
+    try:
+        for name, table in tables.items():
+            con.execute(f"DELETE FROM isx.{name}")
+            if table.num_rows:
+                con.register("tg_flow_load", table)
+                con.execute(f"INSERT INTO isx.{name} SELECT * FROM tg_flow_load")
+                con.unregister("tg_flow_load")
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise

@@ -87,7 +87,7 @@ _FUNCTION_TYPES: dict[str, int] = {
     "to_regclass": 26, "to_regtype": 26, "to_regnamespace": 26, "inet_server_port": 23,
     "array_length": 23, "array_upper": 23, "array_lower": 23, "generate_subscripts": 23, "length": 23,
     "char_length": 23, "octet_length": 23, "strpos": 23, "position": 23, "array_ndims": 23,
-    "row_number": 20, "rank": 20, "dense_rank": 20, "json_build_object": 114, "jsonb_build_object": 114, "array_agg": None,
+    "row_number": 20, "rank": 20, "dense_rank": 20, "json_build_object": 114, "jsonb_build_object": 114,
 }
 # Cast targets (canonical names) -> reported type OID.
 _CAST_TYPES: dict[str, int] = {
@@ -839,6 +839,47 @@ def _matching(toks: list[Token], open_idx: int) -> int | None:
     return None
 
 
+def infer_param_types(sql: str) -> list[ColumnType | None]:
+    """Parameter types PostgreSQL would infer, from what the text says about each ``$n``:
+    an explicit cast, a comparison with a catalog column, LIMIT/OFFSET. None where unknown
+    (reported as text, as PostgreSQL does for an unknown-typed parameter it cannot resolve)."""
+    try:
+        toks = significant(tokenize(sql))
+    except ValueError:
+        return []
+    found: dict[int, ColumnType | None] = {}
+    for k, t in enumerate(toks):
+        if t.kind != "param":
+            continue
+        n = int(t.text[1:])
+        ct: ColumnType | None = None
+        if k + 1 < len(toks) and toks[k + 1].kind == "cast":
+            key, _, _ = _type_after_cast(toks, k + 2)
+            if key.lstrip("_").startswith("reg"):
+                ct = ColumnType(TYPES_BY_NAME["text"])  # reg* input is the object's name
+            else:
+                pg = TYPES_BY_NAME.get(key) or lookup_type_name(key)
+                ct = ColumnType(pg) if pg is not None else None
+        elif k >= 2 and toks[k - 1].kind == "op" and toks[k - 1].text in ("=", "<>", "!=", "<", ">", "<=", ">=") \
+                and toks[k - 2].ident is not None:
+            oid = _CATALOG_COLUMN_TYPES.get(toks[k - 2].ident or "")
+            ct = ColumnType(TYPES_BY_OID[oid]) if oid in TYPES_BY_OID else None
+        elif k + 2 < len(toks) and toks[k + 1].kind == "op" and toks[k + 1].text in ("=", "<>", "!=") \
+                and toks[k + 2].ident is not None:
+            parts, _ = split_ident_chain(toks, k + 2)
+            oid = _CATALOG_COLUMN_TYPES.get(parts[-1]) if parts else None
+            ct = ColumnType(TYPES_BY_OID[oid]) if oid in TYPES_BY_OID else None
+        elif k >= 1 and toks[k - 1].is_word("limit", "offset"):
+            ct = ColumnType(TYPES_BY_NAME["int8"])
+        if ct is not None and ct.pg.name in ("regproc", "regclass", "regtype"):
+            ct = ColumnType(TYPES_BY_NAME["text"])
+        if found.get(n) is None:
+            found[n] = ct
+    if not found:
+        return []
+    return [found.get(i) for i in range(1, max(found) + 1)]
+
+
 # ---------------------------------------------------------------------------------------------
 # the mirror
 
@@ -945,6 +986,9 @@ _MACROS = [
     "CREATE MACRO pg_database_size(o) AS CAST(0 AS BIGINT)",
     "CREATE MACRO pg_size_pretty(n) AS tg_size_pretty(n)",
     "CREATE MACRO quote_ident(s) AS tg_quote_ident(s)",
+    "CREATE MACRO quote_literal(s) AS '''' || replace(CAST(s AS VARCHAR), '''', '''''') || ''''",
+    "CREATE MACRO quote_nullable(s) AS CASE WHEN s IS NULL THEN 'NULL' "
+    "ELSE '''' || replace(CAST(s AS VARCHAR), '''', '''''') || '''' END",
     "CREATE MACRO pg_get_viewdef(o) AS tg_viewdef(o), (o, p) AS tg_viewdef(o)",
     "CREATE MACRO pg_get_serial_sequence(t, c) AS CAST(NULL AS VARCHAR)",
     "CREATE MACRO pg_get_function_result(o) AS CAST(NULL AS VARCHAR)",
@@ -1053,14 +1097,17 @@ class CatalogQueries:
         Catalog queries are cheap, so the columns are learned by running the query with NULL
         parameters (the mirror has no side effects).
         """
-        ptypes = [t if t is not None else ColumnType(TYPES_BY_NAME["text"]) for t in param_types]
+        inferred = infer_param_types(sql)
+        count = max(len(inferred), len(param_types))
+        ptypes: list[ColumnType] = []
+        for k in range(count):
+            given = param_types[k] if k < len(param_types) else None
+            guess = inferred[k] if k < len(inferred) else None
+            ptypes.append(given or guess or ColumnType(TYPES_BY_NAME["text"]))
         fast = self._fast_path(sql, info)
         if fast is not None:
             return ptypes, fast.fields
-        count = max([int(m) for m in re.findall(r"\$(\d+)", sql)] or [0])
-        while len(ptypes) < count:
-            ptypes.append(ColumnType(TYPES_BY_NAME["text"]))
-        fields, _ = self._run(sql, [None] * max(count, len(param_types)), info)
+        fields, _ = self._run(sql, [None] * count, info)
         return ptypes, fields
 
     def close(self) -> None:

@@ -328,19 +328,23 @@ class EngineSession:
         def work() -> RowStream:
             tq, _ = self._translate(tree, params, info)
             df = self.spark.sql(tq.spark_sql)
-            return self._rowstream(df, tq.output_names, tq.output_types, tq.spark_sql)
+            return self._rowstream(df, tq.output_names, tq.output_types, tq.spark_sql, small=_small_result(tree))
 
         return self._run(work, sql)
 
     def _rowstream(self, df: DataFrame, names: Sequence[str] | None, types: Sequence[ColumnType | None] | None,
-                   spark_sql: str | None, command: str = "SELECT") -> RowStream:
-        """Run ``df`` and wrap its result; large results stream partition by partition."""
+                   spark_sql: str | None, command: str = "SELECT", small: bool = False) -> RowStream:
+        """Run ``df`` and wrap its result; large results stream partition by partition.
+
+        ``small``: the query's shape (aggregate without GROUP BY, LIMIT) bounds its result, so
+        it is collected in one job without asking the optimizer.
+        """
         arrow_schema = sparkmod.arrow_schema_of(df)
         names = list(names) if names else [f.name for f in arrow_schema]
         types = list(types) if types else [None] * len(names)
         fields = [ResultField(n, t if t is not None else pg_type_for_arrow(f.type))
                   for n, t, f in zip(names, types, arrow_schema)]
-        if sparkmod.prefers_collect(df):
+        if small or sparkmod.prefers_collect(df):
             table = sparkmod.collect_arrow(df)
             batches: Iterator[pa.RecordBatch] = iter(table.to_batches())
             return RowStream(fields, _convert_batches(batches, fields), command=command)
@@ -554,24 +558,20 @@ class EngineSession:
         query_sql = _original_query_text(sql) or query.sql("postgres")
         if columns_alias:
             query_sql = f"SELECT * FROM ({query_sql}) AS __tg_v({', '.join(ddl.quote_ident(c) for c in columns_alias)})"
-        # Validate the query (and learn its columns) through the translator.
-        view_cols: list[ColumnDef] = []
-        try:
-            self.engine.runtime.wait()
+        # Validate the query (and learn its columns) through the translator and Spark's analysis.
+        self.engine.runtime.wait()
 
-            def work() -> list[ColumnDef]:
-                qtree = self._parse_one(query_sql)
-                tq, _ = self._translate(qtree, [], info)
-                df = self.spark.sql(tq.spark_sql)
-                arrow = sparkmod.arrow_schema_of(df)
-                names = list(tq.output_names) if tq.output_names else arrow.names
-                types = list(tq.output_types) if tq.output_types else [None] * len(names)
-                return [ColumnDef(n, t if t is not None else pg_type_for_arrow(f.type))
-                        for n, t, f in zip(names, types, arrow)]
+        def work() -> list[ColumnDef]:
+            qtree = self._parse_one(query_sql)
+            tq, _ = self._translate(qtree, [], info)
+            df = self.spark.sql(tq.spark_sql)
+            arrow = sparkmod.arrow_schema_of(df)
+            names = list(tq.output_names) if tq.output_names else arrow.names
+            types = list(tq.output_types) if tq.output_types else [None] * len(names)
+            return [ColumnDef(n, t if t is not None else pg_type_for_arrow(f.type))
+                    for n, t, f in zip(names, types, arrow)]
 
-            view_cols = self._run(work, query_sql)
-        except SqlError:
-            raise
+        view_cols = self._run(work, query_sql)
         existing = self.catalog.get_table(schema, name)
         view = TableDef(schema, name, view_cols, kind="view", view_sql=query_sql)
         if existing is not None:
@@ -600,9 +600,12 @@ class EngineSession:
         if kind == "SCHEMA":
             for node in _drop_targets(tree):
                 name = _ident(node.args.get("db") or node.this)
-                dropped = self.catalog.drop_schema(name, if_exists=if_exists, cascade=cascade)
-                if not dropped and self.catalog.get_schema(name) is None and if_exists:
+                if self.catalog.get_schema(name) is None and if_exists:
                     notices.append(f'schema "{name}" does not exist, skipping')
+                    continue
+                dropped = self.catalog.drop_schema(name, if_exists=if_exists, cascade=cascade)
+                if dropped:
+                    notices.append(f"drop cascades to {len(dropped)} other object{'s' if len(dropped) != 1 else ''}")
                 for t in dropped:
                     if t.kind == "table":
                         self.store.drop(t.location)
@@ -727,7 +730,37 @@ class EngineSession:
                 raise
             self._views.pop(t.location or "", None)
             return renamed
+        if isinstance(action, exp.AlterColumn):
+            return self._alter_column(t, action)
         raise SqlError("0A000", f"ALTER TABLE action {action.sql('postgres')} is not supported")
+
+    def _alter_column(self, t: TableDef, action: exp.AlterColumn) -> TableDef:
+        """ALTER COLUMN SET/DROP DEFAULT and SET/DROP NOT NULL (metadata; SET NOT NULL checks rows)."""
+        name = _ident(action.this)
+        c = t.column(name)
+        if c is None:
+            raise SqlError("42703", f'column "{name}" of relation "{t.name}" does not exist')
+        if action.args.get("dtype") is not None:
+            raise SqlError("0A000", "ALTER COLUMN ... TYPE is not supported")
+        allow_null = action.args.get("allow_null")
+        if allow_null is not None:
+            if allow_null:
+                if name in t.primary_key or name == t.time_index:
+                    raise SqlError("42P16", f'column "{name}" is in a primary key')
+                new_col = replace(c, not_null=False)
+            else:
+                values = self.store.read_arrow(t.location, columns=[name]).column(0)
+                if values.null_count:
+                    raise SqlError("23502", f'column "{name}" of relation "{t.name}" contains null values')
+                new_col = replace(c, not_null=True)
+        elif action.args.get("default") is not None:
+            new_col = replace(c, default=action.args["default"].sql("postgres"))
+            self._check_default(new_col)
+        elif action.args.get("drop"):
+            new_col = replace(c, default=None)
+        else:
+            raise SqlError("0A000", f"ALTER TABLE action {action.sql('postgres')} is not supported")
+        return self.catalog.replace_table(replace(t, columns=[new_col if x.name == name else x for x in t.columns]))
 
     def _row_count(self, t: TableDef) -> int:
         return self.store.read_arrow(t.location, columns=[t.columns[0].name]).num_rows
@@ -1102,9 +1135,9 @@ class EngineSession:
             tq, _ = self._translate(select, params, info, resolver)
             df = self.spark.sql(tq.spark_sql)
             stream = self._rowstream(df, tq.output_names, tq.output_types, tq.spark_sql)
-            table = pa.Table.from_batches(list(stream.batches)) if True else None
+            batches = list(stream.batches)  # materialised: the temp view is dropped next
             self.spark.catalog.dropTempView(view)
-            return RowStream.from_table(stream.fields, table)
+            return RowStream(stream.fields, iter(batches))
 
         return self._run(work)
 
@@ -1483,6 +1516,24 @@ def _ident(node: Any) -> str:
     return node.name.lower()
 
 
+def _small_result(tree: exp.Expression) -> bool:
+    """A query whose result is small by its shape: LIMIT n (n <= 100000) or aggregates without GROUP BY."""
+    if not isinstance(tree, exp.Select):
+        return False
+    limit = tree.args.get("limit")
+    if limit is not None and isinstance(limit.expression, exp.Literal) and not limit.expression.is_string:
+        try:
+            if int(limit.expression.this) <= 100_000:
+                return True
+        except ValueError:
+            pass
+    if tree.args.get("group") is None and tree.args.get("from_", tree.args.get("from")) is not None:
+        if any(isinstance(n, exp.Window) for e in tree.expressions for n in e.walk()):
+            return False
+        return all(any(isinstance(n, exp.AggFunc) for n in e.walk()) for e in tree.expressions) and bool(tree.expressions)
+    return tree.args.get("from_", tree.args.get("from")) is None
+
+
 def _drop_targets(tree: exp.Drop) -> list[exp.Expression]:
     return list(tree.args.get("tables") or []) or list(tree.expressions)
 
@@ -1570,11 +1621,10 @@ def _check_assignable(c: ColumnDef, src: ColumnType | None) -> None:
 
 def _scatter(values: pa.Array, mask: pa.Array, typ: pa.DataType) -> pa.Array:
     """Place ``values`` (one per true in ``mask``) at the true positions; nulls elsewhere."""
-    positions = pc.indices_nonzero(mask)
-    out_idx = pa.array([None] * len(mask), pa.int64()).to_pylist()
-    for k, pos in enumerate(positions.to_pylist()):
-        out_idx[pos] = k
-    return pc.take(values, pa.array(out_idx, pa.int64())) if len(values) else pa.nulls(len(mask), typ)
+    if not len(values):
+        return pa.nulls(len(mask), typ)
+    ordinal = pc.subtract(pc.cumulative_sum(pc.cast(mask, pa.int64())), 1)
+    return pc.take(values, pc.if_else(mask, ordinal, pa.scalar(None, pa.int64())))
 
 
 def _convert_batches(batches: Iterator[pa.RecordBatch], fields: list[ResultField]) -> Iterator[pa.RecordBatch]:

@@ -12,12 +12,22 @@ Storage form: the Arrow form of :mod:`tidegate.pgtypes`, except for two types De
   ``1 year 2 mons 3 days 04:05:06``); the executor turns it back into month_day_nano on output.
 
 Commits: every statement's write is ONE Delta commit (append, merge or overwrite), made after the
-statement has been fully validated, so a failed statement writes nothing. UPDATE/DELETE and
-ALTER TABLE DROP/RENAME COLUMN rewrite the table in one overwrite commit (correct and simple;
-the cost is proportional to the table size). An overwrite computed from version *v* is refused
-(40001) if another writer committed after *v*. Idempotent writers (flows) pass ``app_id`` and
-``app_version``: the commit records a Delta app transaction, and :meth:`TableStore.app_version`
-reads the last one back.
+statement has been fully validated, so a failed statement writes nothing.
+
+* INSERT into a table with a TIME INDEX (and not ``append_mode``): a merge keyed on (primary
+  key, time index) -- last write wins. INSERT into a PRIMARY KEY table: the keys are checked
+  against the batch and the table (23505), then appended. Other tables: append.
+* UPDATE / DELETE: Spark evaluates the PostgreSQL predicate over one snapshot and returns only
+  the matched rows; they are written back with a delta-rs merge matched on the key (on every
+  column, null-safe, for key-less tables), so only the files holding them are rewritten and the
+  change data feed records update pre/post images and deletes. Key-less tables with array
+  columns (not hashable for the merge) fall back to one overwrite commit of the whole table.
+* ALTER TABLE DROP/RENAME COLUMN and ADD COLUMN with a DEFAULT rewrite the table in one
+  overwrite commit (Parquet files carry column names; no column mapping in delta-rs).
+
+An overwrite computed from version *v* is refused (40001) if another writer committed after
+*v*. Idempotent writers (flows) pass ``app_id`` and ``app_version``: the commit records a Delta
+app transaction, and :meth:`TableStore.app_version` reads the last one back.
 """
 
 from __future__ import annotations

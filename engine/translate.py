@@ -11,6 +11,11 @@ The pipeline works on sqlglot ASTs:
    the PostgreSQL types Spark cannot express (varchar(n), json, numeric(p,s), ...);
 4. rewrite the semantics Spark does differently (integer division, NULL ordering, casts,
    interval literals, extract, date_bin, avg(int), regexp flags, ...), then generate Spark SQL.
+
+Value conventions shared with the executor (tidegate's storage forms): ``time`` is a bigint of
+microseconds since midnight (Spark has no TIME type); intervals are Spark day-time intervals
+where possible, and a result interval with months is sent as PostgreSQL interval text (Spark
+cannot hand year-month/calendar intervals to Arrow) with output type ``interval``.
 """
 
 from __future__ import annotations
@@ -393,6 +398,19 @@ def _interval_expr(iv: PgInterval) -> exp.Expression:
     return node
 
 
+def _time_micros(text: str) -> int:
+    """'HH:MM[:SS[.ffffff]]' -> microseconds since midnight (22007 when malformed)."""
+    match = re.fullmatch(r"\s*(\d{1,2}):(\d{2})(?::(\d{2})(?:\.(\d{1,6}))?)?\s*", text)
+    if not match:
+        raise SqlError("22007", f'invalid input syntax for type time: "{text}"')
+    hours, minutes = int(match.group(1)), int(match.group(2))
+    seconds = int(match.group(3) or 0)
+    frac = int((match.group(4) or "0").ljust(6, "0"))
+    if hours > 24 or minutes > 59 or seconds > 60:
+        raise SqlError("22008", f'date/time field value out of range: "{text}"')
+    return ((hours * 60 + minutes) * 60 + seconds) * 1_000_000 + frac
+
+
 def _micros_literal(td: _dt.timedelta) -> int:
     return (td.days * 86_400 + td.seconds) * 1_000_000 + td.microseconds
 
@@ -434,7 +452,11 @@ def param_literal(value: Any) -> exp.Expression:
     if isinstance(value, _dt.date):
         return _cast(_string(value.isoformat()), "DATE")
     if isinstance(value, _dt.time):
-        return _cast(_string(value.replace(tzinfo=None).isoformat()), "TIME")
+        # tidegate carries time as microseconds since midnight (Spark has no TIME type)
+        return _cast(
+            exp.Literal.number(((value.hour * 60 + value.minute) * 60 + value.second) * 1_000_000 + value.microsecond),
+            "BIGINT",
+        )
     if isinstance(value, _dt.timedelta):
         return _interval_expr(PgInterval(0, 0, _micros_literal(value)))
     if isinstance(value, (list, tuple)):
@@ -538,12 +560,9 @@ _RENAMES = {
     "gen_random_uuid": "uuid",
     "cardinality": "size",
     "ceiling": "ceil",
-    "char_length": "char_length",
-    "character_length": "character_length",
     "make_timestamp": "make_timestamp_ntz",
     "make_timestamptz": "make_timestamp",
     "to_hex": "hex",
-    "chr": "chr",
 }
 
 
@@ -616,6 +635,8 @@ class _Translator:
                 self._name_values_columns(values)
         for node in list(tree.find_all(exp.Table)):
             inner = node.this
+            if node.args.get("ordinality"):
+                raise SqlError("0A000", "WITH ORDINALITY is not supported")
             if isinstance(inner, (exp.ExplodingGenerateSeries, exp.GenerateSeries)):
                 self._generator_placeholder(node, inner, "generate_series")
             elif isinstance(inner, exp.Anonymous) and inner.name.lower() == "generate_series":
@@ -965,6 +986,16 @@ class _Translator:
                     one_based = exp.Add(this=index, expression=exp.Literal.number(1))
                 return _func("try_element_at", node.this, one_based)
             return None
+        if isinstance(node, exp.Array) and len(node.expressions) == 1 and isinstance(
+            node.expressions[0], (exp.Select, exp.Subquery, exp.SetOperation)
+        ):
+            inner = node.expressions[0]
+            inner = inner.this if isinstance(inner, exp.Subquery) else inner
+            alias = self._name("__arr")
+            source = exp.Subquery(
+                this=inner, alias=exp.TableAlias(this=exp.to_identifier(alias), columns=[exp.to_identifier("__v")])
+            )
+            return exp.Subquery(this=exp.select(_func("collect_list", exp.column("__v", table=alias))).from_(source))
         if isinstance(node, exp.ArraySize):
             return _func("size", node.this)
         return None
@@ -985,7 +1016,7 @@ class _Translator:
             return self._decimal_div(node)
         return exp.Div(this=node.this, expression=node.expression)
 
-    _COERCIBLE = _INTEGER_TYPES | _FLOAT_TYPES | {_T.DECIMAL, _T.DATE, _T.BOOLEAN} | _NTZ_TYPES | _TZ_TYPES
+    _COERCIBLE = _INTEGER_TYPES | _FLOAT_TYPES | {_T.DECIMAL, _T.DATE, _T.BOOLEAN, _T.TIME} | _NTZ_TYPES | _TZ_TYPES
 
     def _coerce_literal_operands(self, node: exp.Binary) -> None:
         """An untyped string literal compared with a typed value takes that type (PostgreSQL's
@@ -1119,6 +1150,8 @@ class _Translator:
                 return _func("substring", text, exp.Literal.number(1), exp.Literal.number(n))
             return _func("rpad", _func("substring", text, exp.Literal.number(1), exp.Literal.number(n)),
                          exp.Literal.number(n), _string(" "))
+        if t == _T.TIME:
+            return self._time_value(arg, src)
         if t in _INTEGER_TYPES and src in (_T.DECIMAL, *_FLOAT_TYPES):
             rounded = _func("bround" if src in _FLOAT_TYPES else "round", arg)
             return _cast(rounded, self._spark_type(to))
@@ -1131,6 +1164,21 @@ class _Translator:
         if t in (_T.TEXT, _T.VARCHAR, _T.CHAR) and src == _T.BOOLEAN:
             return exp.If(this=arg, true=_string("true"), false=_string("false"))
         return _cast(arg, self._spark_type(to))
+
+    @staticmethod
+    def _time_value(arg: exp.Expression, src: exp.DataType.Type | None) -> exp.Expression:
+        """time values are microseconds since midnight (bigint), as tidegate stores them:
+        Spark has no TIME type."""
+        if isinstance(arg, exp.Literal) and arg.is_string:
+            return exp.Literal.number(_time_micros(arg.name))
+        if src == _T.TIME or src in _INTEGER_TYPES:
+            return arg
+        if src in _NTZ_TYPES or src in _TZ_TYPES:
+            return _func("pmod", _func("unix_micros", _cast(arg, "TIMESTAMP")), exp.Literal.number(86_400_000_000))
+        if src in _STRING_TYPES:
+            stamp = _cast(_func("concat", _string("1970-01-01 "), arg), "TIMESTAMP")
+            return _func("unix_micros", stamp)
+        raise SqlError("42846", f"cannot cast type {_PG_ARG_TYPE.get(src, 'unknown') if src else 'unknown'} to time without time zone")
 
     def _spark_type(self, to: exp.DataType) -> str:
         t = to.this
@@ -1159,7 +1207,6 @@ class _Translator:
             _T.FLOAT: "FLOAT",
             _T.DOUBLE: "DOUBLE",
             _T.DATE: "DATE",
-            _T.TIME: "TIME",
         }
         if t in mapping:
             return mapping[t]

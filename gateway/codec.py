@@ -24,7 +24,8 @@ Public API:
   Interval(months, days, microseconds)                            decoded interval values
 
 decode_param returns None, bool, int, float, Decimal, str (text, json, uuid), bytes, date, time,
-datetime (tz-aware UTC for timestamptz), Interval, or lists for arrays. PostgreSQL's infinite
+datetime (tz-aware UTC for timestamptz), timedelta for intervals without months (Interval when
+months are present; its str() is PostgreSQL's interval text), or lists for arrays. PostgreSQL's infinite
 dates/timestamps become date.max/min and datetime.max/min.
 """
 
@@ -734,6 +735,15 @@ def _text_timestamp(arr: pa.Array, with_tz: bool, timezone: str) -> pa.Array:
     return _with_nulls(s, arr)
 
 
+def _pick(cond: np.ndarray, yes: str, no: str) -> pa.Array | str:
+    """A string column choosing between two constants (a scalar when all rows agree)."""
+    if cond.all():
+        return yes
+    if not cond.any():
+        return no
+    return pc.if_else(pa.array(cond), yes, no)
+
+
 def _text_interval(arr: pa.Array) -> pa.Array:
     """IntervalStyle 'postgres' text built column-wise (same rules as :func:`format_interval`)."""
     months, days, us = _interval_fields(arr)
@@ -749,11 +759,10 @@ def _text_interval(arr: pa.Array) -> pa.Array:
         present = value != 0
         if not present.any():
             continue
-        sign = np.where(is_before & (value > 0), "+", "")
-        sep = np.where(is_zero, "", " ")
-        plural = np.where(value == 1, "", "s")
-        text = pc.binary_join_element_wise(pa.array(sep), pa.array(sign), pc.cast(pa.array(value), pa.string()),
-                                           " " + unit, pa.array(plural), "")
+        sign = _pick(is_before & (value > 0), "+", "")
+        sep = _pick(is_zero, "", " ")
+        suffix = _pick(value == 1, " " + unit, " " + unit + "s")
+        text = pc.binary_join_element_wise(sep, sign, pc.cast(pa.array(value), pa.string()), suffix, "")
         pieces.append(pc.if_else(pa.array(present), text, ""))
         is_before = np.where(present, value < 0, is_before)
         is_zero &= ~present
@@ -764,17 +773,20 @@ def _text_interval(arr: pa.Array) -> pa.Array:
         mins = (mag // 60_000_000) % 60
         secs = (mag // 1_000_000) % 60
         frac = mag % 1_000_000
-        sign = np.where(us < 0, "-", np.where(is_before, "+", ""))
-        sep = np.where(is_zero, "", " ")
+        sign = pc.if_else(pa.array(us < 0), "-", _pick(is_before, "+", ""))
+        sep = _pick(is_zero, "", " ")
 
         def two(v: np.ndarray) -> pa.Array:
             return pc.utf8_lpad(pc.cast(pa.array(v), pa.string()), width=2, padding="0")
 
-        frac_txt = pc.replace_substring_regex(
-            pc.utf8_slice_codeunits(pc.cast(pa.array(frac + 1_000_000), pa.string()), 1), "0+$", "")
-        frac_txt = pc.if_else(pa.array(frac != 0), pc.binary_join_element_wise(".", frac_txt, ""), "")
-        text = pc.binary_join_element_wise(pa.array(sep), pa.array(sign), two(hours), ":", two(mins), ":", two(secs),
-                                           frac_txt, "")
+        has_frac = frac != 0
+        if has_frac.any():
+            frac_txt = pc.replace_substring_regex(
+                pc.utf8_slice_codeunits(pc.cast(pa.array(frac + 1_000_000), pa.string()), 1), "0+$", "")
+            frac_txt = pc.if_else(pa.array(has_frac), pc.binary_join_element_wise(".", frac_txt, ""), "")
+        else:
+            frac_txt = ""
+        text = pc.binary_join_element_wise(sep, sign, two(hours), ":", two(mins), ":", two(secs), frac_txt, "")
         pieces.append(pc.if_else(pa.array(has_time), text, ""))
     out = pc.binary_join_element_wise(*pieces, "") if len(pieces) > 1 else pieces[0]
     return _with_nulls(out, arr)
@@ -817,6 +829,11 @@ def encode_binary_column(arr: pa.Array | pa.ChunkedArray, ctype: ColumnType, *, 
     name = ctype.pg.name
     if pa.types.is_null(t):
         return pa.nulls(n, pa.binary())
+    if _is_stringish(t) and (ctype.is_array or name not in _TEXT_LIKE and name != "bytea"):
+        # Values carried as their PostgreSQL text (e.g. intervals stored as text): parse them so
+        # the binary form is the type's, not the text's bytes.
+        arr = text_to_arrow(arr, ctype, timezone=timezone)
+        t = arr.type
     if ctype.is_array:
         if _is_list(t):
             return _binary_array(arr, ctype.element, timezone)
@@ -1792,14 +1809,30 @@ def decode_param(type: ColumnType, fmt: int, data: bytes | None, *, timezone: st
     if data is None:
         return None
     if fmt == 1:
-        return parse_binary_value(type, bytes(data), timezone=timezone)
-    try:
-        s = bytes(data).decode("utf-8")
-    except UnicodeDecodeError:
-        raise SqlError("22021", 'invalid byte sequence for encoding "UTF8"') from None
-    if "\x00" in s:
-        raise SqlError("22021", 'invalid byte sequence for encoding "UTF8": 0x00')
-    return parse_text_value(type, s, timezone=timezone)
+        value = parse_binary_value(type, bytes(data), timezone=timezone)
+    else:
+        try:
+            s = bytes(data).decode("utf-8")
+        except UnicodeDecodeError:
+            raise SqlError("22021", 'invalid byte sequence for encoding "UTF8"') from None
+        if "\x00" in s:
+            raise SqlError("22021", 'invalid byte sequence for encoding "UTF8": 0x00')
+        value = parse_text_value(type, s, timezone=timezone)
+    return _bind_form(value)
+
+
+def _bind_form(value: Any) -> Any:
+    """Intervals without months become timedelta (the engine's parameter contract); others stay Interval."""
+    if isinstance(value, Interval):
+        if value.months == 0:
+            try:
+                return _dt.timedelta(days=value.days, microseconds=value.microseconds)
+            except OverflowError:
+                return value
+        return value
+    if isinstance(value, list):
+        return [_bind_form(v) for v in value]
+    return value
 
 
 # --------------------------------------------------------------------------------------------

@@ -337,6 +337,10 @@ class Connection:
                 return fut.result()
             if self.client_gone():
                 self.request_cancel("disconnect")
+            elif self.cancel_reason is not None and self.running and self.session is not None:
+                # A cancel that arrived before the backend started its job found nothing to
+                # interrupt; repeat it until the work notices.
+                self.loop.run_in_executor(self.server.executor, self.session.cancel)
 
     # ------------------------------------------------------------------ message loop
     async def message_loop(self) -> None:
@@ -381,7 +385,8 @@ class Connection:
     async def _read_idle(self) -> tuple[bytes, bytes]:
         """Next message; enforces idle_in_transaction_session_timeout / idle_session_timeout like PostgreSQL."""
         key = "idle_in_transaction_session_timeout" if self.status != "I" else "idle_session_timeout"
-        timeout_ms = gucs.parse_ms(self.settings.values.get(key, "0"))
+        raw = self.settings.values.get(key, "0")
+        timeout_ms = 0 if raw == "0" else gucs.parse_ms(raw)
         if timeout_ms <= 0 or self.out:
             return await self.read_message()
         try:
@@ -683,7 +688,21 @@ class Connection:
 
     # ------------------------------------------------------------------ statement execution
     async def execute_portal(self, portal: Portal, max_rows: int, *, simple: bool, batch: bool) -> None:
-        """Start (first Execute) or resume a portal and send its results into the output buffer."""
+        """Start (first Execute) or resume a portal; statement_timeout and cancel cover the whole of it."""
+        self.cancel_reason = None
+        raw_timeout = self.settings.values.get("statement_timeout", "0")
+        timeout_ms = 0 if raw_timeout == "0" else gucs.parse_ms(raw_timeout)
+        timer = self.loop.call_later(timeout_ms / 1000.0, self.request_cancel, "timeout") if timeout_ms > 0 else None
+        try:
+            await self._execute_portal(portal, max_rows, simple=simple, batch=batch)
+        finally:
+            if timer is not None:
+                timer.cancel()
+            if self.cancel_reason != "disconnect":
+                self.cancel_reason = None
+
+    async def _execute_portal(self, portal: Portal, max_rows: int, *, simple: bool, batch: bool) -> None:
+        """Send the results of a first or resumed Execute into the output buffer."""
         if portal.done:
             if not portal.started or portal.stream is None:
                 if portal.started:
@@ -811,8 +830,10 @@ class Connection:
 
         Engine transactions buffer writes until commit; consecutive DML (executemany, pipelines)
         still share one commit, but a read in the same batch must see the rows written before it.
+        A backend session whose reads see its own pending writes (``reads_own_writes = True``)
+        keeps the whole batch in one transaction, exactly as PostgreSQL does.
         """
-        if self.implicit_open:
+        if self.implicit_open and not getattr(self.session, "reads_own_writes", False):
             self.implicit_open = False
             await self.blocking(self.session.commit)
 
@@ -875,12 +896,18 @@ class Connection:
             self.send(m.command_complete(f"{verb.upper()} 0"))
             return
         fields = cursor.fields or cursor.stream.fields
-        formats = [0] * len(fields) if simple else self._expand_formats(portal.result_formats, len(fields))
-        cursor.formats = formats
+        cursor.fields = fields
+        own_formats = cursor.formats or [0] * len(fields)
+        # FETCH encodes in the formats of the FETCH statement's portal; the cursor (possibly a
+        # protocol-level portal that MOVE/FETCH address by name) keeps its own for later Executes.
+        cursor.formats = [0] * len(fields) if simple else self._expand_formats(portal.result_formats, len(fields))
         if simple and verb == "fetch":
-            self.send(m.row_description(fields, formats))
+            self.send(m.row_description(fields, cursor.formats))
         before = cursor.rows
-        await self._pump(cursor, count or 0, discard=verb == "move")
+        try:
+            await self._pump(cursor, count or 0, discard=verb == "move")
+        finally:
+            cursor.formats = own_formats
         self.send(m.command_complete(f"{verb.upper()} {cursor.rows - before}"))
 
     async def _finish_transaction(self, portal: Portal, commit: bool) -> None:
@@ -968,14 +995,9 @@ class Connection:
                 log.exception("backend call failed")
                 raise SqlError("XX000", str(e) or type(e).__name__) from None
         self.running = True
-        self.cancel_reason = None
         self.current_stream = None
-        timer = None
-        timeout_ms = gucs.parse_ms(self.settings.values.get("statement_timeout", "0"))
-        if timeout_ms > 0:
-            timer = self.loop.call_later(timeout_ms / 1000.0, self.request_cancel, "timeout")
         try:
-            return await self.blocking(fn, *args)
+            result = await self.blocking(fn, *args)
         except SqlError as e:
             if self.cancel_reason is not None and e.sqlstate == "57014":
                 raise _cancel_error(self.cancel_reason) from None
@@ -986,12 +1008,16 @@ class Connection:
             log.exception("backend call failed")
             raise SqlError("XX000", str(e) or type(e).__name__) from None
         finally:
-            if timer is not None:
-                timer.cancel()
             self.running = False
-            reason, self.cancel_reason = self.cancel_reason, None
-            if reason == "disconnect":
+            if self.cancel_reason == "disconnect":
                 raise ConnectionResetError("client disconnected")
+        if self.cancel_reason is not None:
+            # cancelled while the backend was still planning: the statement fails all the same
+            stream = result.rows if isinstance(result, CommandResult) else result
+            if isinstance(stream, RowStream):
+                await self.blocking(stream.close)
+            raise _cancel_error(self.cancel_reason)
+        return result
 
     def _next_chunk(self, portal: Portal, limit: int) -> tuple[bytes, int, bool]:
         """Next encoded piece of ``portal`` (at most ``limit`` rows if > 0): (DataRows, rows, exhausted)."""
@@ -1017,7 +1043,6 @@ class Connection:
         sent = 0
         self.current_stream = portal.stream
         self.running = not portal.inline
-        self.cancel_reason = None
         try:
             while True:
                 if self.cancel_reason is not None:
@@ -1056,7 +1081,6 @@ class Connection:
             self.current_stream = None
             if self.cancel_reason == "disconnect":
                 raise ConnectionResetError("client disconnected")
-            self.cancel_reason = None
 
     # ------------------------------------------------------------------ COPY
     async def _copy_from(self, portal: Portal) -> None:
@@ -1086,7 +1110,6 @@ class Connection:
                 yield item
 
         self.running = True
-        self.cancel_reason = None
         fut = self.loop.run_in_executor(self.server.executor, self.session.copy_from, target, batches(),
                                         self.info)
 
@@ -1148,7 +1171,6 @@ class Connection:
         finally:
             abandoned = True
             self.running = False
-            self.cancel_reason = None
 
     async def _await_copy(self, fut: asyncio.Future[Any]) -> int:
         while True:
@@ -1186,7 +1208,6 @@ class Connection:
         it = iter(stream.batches)
         total = 0
         self.running = not inline
-        self.cancel_reason = None
         self.current_stream = stream
 
         def chunk() -> tuple[bytes, int] | None:
@@ -1232,7 +1253,6 @@ class Connection:
             self.running = False
             if self.cancel_reason == "disconnect":
                 raise ConnectionResetError("client disconnected")
-            self.cancel_reason = None
             try:
                 stream.close()
             except Exception:

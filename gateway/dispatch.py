@@ -476,6 +476,12 @@ class RoutedSession:
     def inline(self, sql: str) -> bool:
         return self._backend.is_constant(sql)
 
+    @property
+    def reads_own_writes(self) -> bool:
+        """Whether statements in an engine transaction see its pending writes (then implicit
+        transactions span reads too, as in PostgreSQL)."""
+        return bool(getattr(self.engine, "reads_own_writes", False))
+
     def execute(self, sql: str, params: Sequence[Any], info: SessionInfo) -> Result:
         if self._backend.catalog_handles(sql):
             return self._backend.queries.execute(sql, params, info)

@@ -30,6 +30,8 @@ def make_spark_session(app_name: str = "tidegate-tests"):
         .config("spark.sql.ansi.enabled", "true")
         .config("spark.driver.memory", "1g")
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+        # Test data is tiny: compiling whole-stage code costs more than it saves.
+        .config("spark.sql.codegen.wholeStage", "false")
         .config("spark.driver.extraJavaOptions", "-Duser.timezone=UTC")
     )
     session = builder.getOrCreate()

@@ -275,7 +275,7 @@ def test_cancel_slow_query(server: Target) -> None:
         conn = await connect(server)
         try:
             await fresh(conn, "apg_big", "x int")
-            await conn.execute("INSERT INTO apg_big SELECT g FROM generate_series(1, 1500) g")
+            await conn.execute("INSERT INTO apg_big SELECT g FROM generate_series(1, 1000) g")
             slow = "SELECT count(*) FROM apg_big a CROSS JOIN apg_big b CROSS JOIN apg_big c"
             started = time.monotonic()
             with pytest.raises(asyncio.TimeoutError):
@@ -295,7 +295,7 @@ def test_query_canceled_error(server: Target) -> None:
         conn = await connect(server)
         try:
             await fresh(conn, "apg_big2", "x int")
-            await conn.execute("INSERT INTO apg_big2 SELECT g FROM generate_series(1, 1500) g")
+            await conn.execute("INSERT INTO apg_big2 SELECT g FROM generate_series(1, 1000) g")
             slow = "SELECT count(*) FROM apg_big2 a CROSS JOIN apg_big2 b CROSS JOIN apg_big2 c"
             canceller = asyncio.ensure_future(_cancel_after(server, conn, 1.0))
             started = time.monotonic()

@@ -466,7 +466,7 @@ def test_cancel_running_query(server: Target, protocol: str) -> None:
     table = f"psy_big_{protocol}"
     with psycopg.connect(server.dsn, autocommit=True) as conn:
         fresh(conn, table, "x int")
-        conn.execute(f"INSERT INTO {table} SELECT g FROM generate_series(1, 1500) g")
+        conn.execute(f"INSERT INTO {table} SELECT g FROM generate_series(1, 1000) g")
         slow = f"SELECT count(*) FROM {table} a CROSS JOIN {table} b CROSS JOIN {table} c"
         params = None if protocol == "simple" else (0,)
         if params:

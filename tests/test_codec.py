@@ -19,6 +19,7 @@ import pytest
 from gateway.codec import (
     Interval,
     decode_param,
+    parse_text_value,
     encode_binary_column,
     encode_data_rows,
     encode_text_column,
@@ -399,10 +400,10 @@ def test_decode_param_text():
         ("timestamptz", "2024-01-01 10:00:00+00", dt.datetime(2024, 1, 1, 10, tzinfo=dt.timezone.utc)),
         ("timestamptz", "2024-01-01 10:00:00+05:30", dt.datetime(2024, 1, 1, 4, 30, tzinfo=dt.timezone.utc)),
         ("timestamptz", "2024-01-01 10:00:00.5-08", dt.datetime(2024, 1, 1, 18, 0, 0, 500000, tzinfo=dt.timezone.utc)),
-        ("interval", "1 day 02:03:04", Interval(0, 1, 7384 * 10**6)),
+        ("interval", "1 day 02:03:04", dt.timedelta(days=1, seconds=7384)),
         ("interval", "1 year 2 mons -3 days +04:05:06.5", Interval(14, -3, 14706_500_000)),
-        ("interval", "-00:00:01", Interval(0, 0, -10**6)), ("interval", "P1Y2M3DT4H", Interval(14, 3, 4 * 3600 * 10**6)),
-        ("interval", "@ 2 days ago", Interval(0, -2, 0)), ("interval", "1.5 days", Interval(0, 1, 12 * 3600 * 10**6)),
+        ("interval", "-00:00:01", dt.timedelta(seconds=-1)), ("interval", "P1Y2M3DT4H", Interval(14, 3, 4 * 3600 * 10**6)),
+        ("interval", "@ 2 days ago", dt.timedelta(days=-2)), ("interval", "1.5 days", dt.timedelta(days=1, hours=12)),
         ("uuid", "A0EEBC99-9C0B-4EF8-BB6D-6BB9BD380A11", "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11"),
         ("json", '{"a": [1, 2]}', '{"a": [1, 2]}'),
         ("text[]", '{a,"b c",NULL,"x\\"y",""}', ["a", "b c", None, 'x"y', ""]),
@@ -738,7 +739,7 @@ def test_decode_param_text_parity_with_postgres(pg):
         if type_sql == "bool":
             expected = expected[0]
         ctype = column_type(type_sql)
-        value = decode_param(ctype, 0, text.encode())
+        value = parse_text_value(ctype, text)
         arrow_value = pa.array([value.to_arrow() if isinstance(value, Interval) else value], ctype.arrow()) \
             if not ctype.is_array else pa.array([value], ctype.arrow())
         got = encode_text_column(arrow_value, ctype).to_pylist()[0]
@@ -797,7 +798,23 @@ def test_copy_text_escapes_are_bytes():
     assert got.column("name").to_pylist() == ["caf\u00e9 Aq\\N", None]
 
 
-def test_interval_str_is_postgres_input():
+def test_interval_params_bind_forms():
+    """Intervals bind as timedelta when they have no months (the engine contract), else as Interval."""
     iv = decode_param(column_type("interval"), 0, b"1 year 2 mons -3 days +04:05:06.000007")
     assert str(iv) == "1 year 2 mons -3 days +04:05:06.000007"
     assert decode_param(column_type("interval"), 0, str(iv).encode()) == iv
+    assert decode_param(column_type("interval"), 1, struct.pack(">qii", 5, 2, 0)) == dt.timedelta(days=2, microseconds=5)
+    assert decode_param(column_type("interval[]"), 0, b'{"1 day",NULL}') == [dt.timedelta(days=1), None]
+
+
+def test_binary_of_values_carried_as_text(pg):
+    """A column announced as interval/int/date[] but carried as PostgreSQL text is sent in the type's binary form."""
+    cases = [
+        (pa.array(["1 day 02:03:04", None]), "interval", ["'1 day 02:03:04'::interval", "NULL::interval"]),
+        (pa.array(["42"], pa.large_string()), "int4", ["42"]),
+        (pa.array(["{1,NULL}"]), "bigint[]", ["ARRAY[1,NULL]::int8[]"]),
+        (pa.array([["1 mon", "-00:00:01"]], pa.list_(pa.string())), "interval[]",
+         ["ARRAY['1 mon', '-00:00:01']::interval[]"]),
+    ]
+    for arr, type_sql, exprs in cases:
+        assert _bin(arr, type_sql) == pg_binary(pg, exprs), type_sql

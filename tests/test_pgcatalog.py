@@ -276,6 +276,8 @@ def test_mirror_follows_catalog_changes(q, cat):
 
 def test_describe_without_rows(q):
     params, cols = q.describe("SELECT relname, relkind FROM pg_class WHERE relname = $1", [None], INFO)
+    assert params == [ColumnType(TYPES_BY_NAME["name"])]  # compared with a name column, as PostgreSQL infers
+    params, _ = q.describe("SELECT $1", [None], INFO)
     assert params == [ColumnType(TYPES_BY_NAME["text"])]
     assert [(f.name, f.type.pg.name) for f in cols] == [("relname", "name"), ("relkind", "char")]
     params, cols = q.describe("SELECT 1", [], INFO)
@@ -385,3 +387,19 @@ def test_queries_during_catalog_changes(q, cat):
         t.join()
     assert not errors, errors[0]
     assert rows(q, "SELECT count(*) FROM pg_tables WHERE tablename LIKE 'churn%'") == [(5,)]
+
+
+def test_describe_infers_parameter_types(q):
+    params, cols = q.describe("SELECT $1::int + 1 AS n, $2::text AS t", [None, None], INFO)
+    assert [p.pg.name for p in params] == ["int4", "text"]
+    assert [(f.name, f.type.pg.name) for f in cols] == [("n", "int4"), ("t", "text")]
+    assert rows(q, "SELECT $1::int + 1 AS n, $2::text AS t", [41, "x"]) == [(42, "x")]
+    params, _ = q.describe("SELECT typname FROM pg_type WHERE oid = any($1::oid[]) AND typname <> $2 LIMIT $3",
+                           [None, None, None], INFO)
+    assert [p.pg.name for p in params] == ["_oid", "name", "int8"]
+    assert rows(q, "SELECT typname FROM pg_type WHERE oid = any($1::oid[]) ORDER BY 1", [[23, 25]]) == [
+        ("int4",), ("text",)]
+
+
+def test_quote_literal(q):
+    assert rows(q, "SELECT quote_literal('it''s'), quote_nullable(NULL)") == [("'it''s'", "NULL")]

@@ -96,6 +96,10 @@ class ProtoSession:
                 raise AssertionError("never cancelled")
             self.cancelled.clear()
             raise SqlError("57014", "canceling statement due to user request")
+        if low == "select slow_plan()":  # ignores cancel() while "planning", then returns rows
+            self.backend.sleeping.set()
+            time.sleep(1.0)
+            return RowStream([ResultField("x", _INT4)], iter([pa.record_batch([pa.array([1], pa.int32())], names=["x"])]))
         if low == "select 1/0":
             raise SqlError("22012", "division by zero")
         if low == "select crash()":
@@ -718,6 +722,20 @@ def test_cancel_request_interrupts_running_statement(port: int, backend: ProtoBa
     c.close()
 
 
+def test_cancel_while_backend_is_planning_still_fails_the_statement(port: int, backend: ProtoBackend) -> None:
+    c = Raw(port)
+    backend.sleeping.clear()
+    c.send(b"Q", b"SELECT slow_plan()\0")
+    assert backend.sleeping.wait(5)
+    canceller = Raw(port, startup=False)
+    canceller.sendall(struct.pack("!iiii", 16, 80877102, c.pid, c.secret))
+    msgs = c.until()
+    assert kinds(msgs) == "EZ" and fields_of(msgs[0][1])["C"] == "57014"
+    assert tags(c.query("SELECT 1")) == ["SELECT 1"]
+    canceller.close()
+    c.close()
+
+
 def test_statement_timeout_cancels(port: int, backend: ProtoBackend) -> None:
     c = Raw(port)
     c.query("SET statement_timeout = '200ms'")
@@ -1070,3 +1088,23 @@ def test_cancel_of_a_running_spark_query(tidegate: Any) -> None:
         assert time.time() - t0 < 30
         assert exc.value.diag.message_primary == "canceling statement due to user request"
         assert conn.execute("SELECT 1").fetchone() == (1,)
+
+
+def test_move_and_fetch_address_protocol_portals_by_name(port: int) -> None:
+    c = Raw(port)
+    c.query("BEGIN")
+    c.parse("SELECT n FROM series(20)")
+    c.bind(portal="pp", rfmts=[1])
+    c.execute("pp", 2)
+    c.sync()
+    assert kinds(c.until()) == "12DDsZ"
+    msgs = c.query("MOVE FORWARD 3 pp")
+    assert tags(msgs) == ["MOVE 3"]
+    msgs = c.query("FETCH 2 FROM pp")
+    assert [datarow_values(b) for k, b in msgs if k == b"D"] == [[b"5"], [b"6"]]  # text, as FETCH asked
+    c.execute("pp", 1)
+    c.sync()
+    msgs = c.until()
+    assert datarow_values(msgs[0][1]) == [struct.pack("!q", 7)]  # the portal keeps its binary format
+    c.query("COMMIT")
+    c.close()

@@ -425,3 +425,22 @@ def test_compaction_of_many_small_inserts(tmp_path):
     assert DeltaTable(t.location).to_pyarrow_dataset().count_rows() == 2001
     engine.shutdown()
     catalog.close()
+
+
+def test_alter_column_default_and_not_null(env):
+    engine, s = env
+    s.execute("CREATE TABLE ac (id int, v text)")
+    s.execute("INSERT INTO ac (id) VALUES (1)")
+    s.execute("ALTER TABLE ac ALTER COLUMN v SET DEFAULT 'dflt'")
+    s.execute("INSERT INTO ac (id) VALUES (2)")
+    assert [r["v"] for r in _rows(engine, "ac", "id")] == [None, "dflt"]
+    assert _err(s, "ALTER TABLE ac ALTER COLUMN v SET NOT NULL").sqlstate == "23502"
+    s.execute("ALTER TABLE ac ALTER COLUMN id SET NOT NULL")
+    assert _err(s, "INSERT INTO ac (v) VALUES ('x')").sqlstate == "23502"
+    s.execute("ALTER TABLE ac ALTER COLUMN id DROP NOT NULL")
+    s.execute("ALTER TABLE ac ALTER COLUMN v DROP DEFAULT")
+    s.execute("INSERT INTO ac (v) VALUES ('x')")
+    s.execute("INSERT INTO ac (id) VALUES (3)")
+    assert sorted(_rows(engine, "ac"), key=repr) == sorted(
+        [{"id": 1, "v": None}, {"id": 2, "v": "dflt"}, {"id": None, "v": "x"}, {"id": 3, "v": None}], key=repr)
+    assert engine.catalog.get_table("public", "ac").column("v").default is None

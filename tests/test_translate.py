@@ -349,6 +349,8 @@ QUERIES: list[str] = [
     "select id, case a when 7 then 'seven' when -7 then 'minus' else 'other' end from t order by id",
     "select id, array_agg(label order by label desc) from u group by id order by id",
     "select avg(f), avg(b), avg(n) from t",
+    "select array(select id from u order by id)",
+    "select count(*) filter (where a > 0), sum(a) filter (where flag) from t",
 ]
 
 PARAM_QUERIES: list[tuple[str, tuple]] = [
@@ -532,3 +534,24 @@ def test_month_intervals_are_sent_as_postgres_text(pg, sp) -> None:
         expected = cur.fetchone()
     assert tuple(row) == expected
     assert [t.pg.name for t in tq.output_types] == ["interval"] * 3
+
+
+def test_time_values_are_microseconds_of_day(pg, sp) -> None:
+    """Spark has no TIME type: time values travel as microseconds since midnight (the
+    executor turns them into Arrow time64 for columns typed time)."""
+    sql = "select '10:00'::time, time '10:30:15.5', ts::time from t order by id"
+    tq = _translate(sql)
+    assert [t.pg.name for t in tq.output_types] == ["time", "time", "time"]
+    got = [
+        tuple(None if v is None else (dt.datetime.min + dt.timedelta(microseconds=v)).time() for v in row)
+        for row in sp.sql(tq.spark_sql).collect()
+    ]
+    with pg.cursor() as cur:
+        cur.execute(sql)
+        assert got == cur.fetchall()
+
+
+def test_with_ordinality_is_reported_unsupported() -> None:
+    with pytest.raises(SqlError) as info:
+        _translate("select * from generate_series(1, 3) with ordinality")
+    assert (info.value.sqlstate, info.value.message) == ("0A000", "WITH ORDINALITY is not supported")

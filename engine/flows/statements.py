@@ -165,7 +165,7 @@ def _filter(table: pa.Table, where: str) -> pa.Table:
     try:
         con.register("tg_show", table)
         names = ", ".join('"' + n.replace('"', '""') + '"' for n in table.column_names)
-        out = con.execute(f"SELECT {names} FROM tg_show WHERE {where}").fetch_arrow_table()
+        out = con.execute(f"SELECT {names} FROM tg_show WHERE {where}").to_arrow_table()
     except duckdb.Error as e:
         msg = str(e).split("\n")[0]
         code = "42703" if "not found" in msg.lower() and "column" in msg.lower() else "42601"
