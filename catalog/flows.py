@@ -47,6 +47,9 @@ FLOW_STATISTICS_COLUMNS: list[tuple[str, pa.DataType]] = [
     ("flow_id", pa.int64()), ("flow_name", pa.string()), ("start_time", pa.timestamp("us", tz="UTC")),
     ("last_execution_time", pa.timestamp("us", tz="UTC")), ("uptime_seconds", pa.float64()),
     ("state_size", pa.int64()), ("status", pa.string()), ("last_error", pa.string()),
+    # Streaming flows (part 2): micro-batch figures; batching flows report runs as batches.
+    ("input_rows", pa.int64()), ("batches", pa.int64()), ("last_batch_time", pa.timestamp("us", tz="UTC")),
+    ("lag_seconds", pa.float64()), ("late_rows", pa.int64()),
 ]
 
 
@@ -134,10 +137,17 @@ class FlowStats:
     execution: str = ""  # how runs evaluate the query (incremental windows or full recompute)
     state_size: int = 0
     node: str | None = None  # "host:port" of the gateway running it
+    # Streaming flows (part 2): source change rows read, micro-batches, the last one's time, how
+    # long the sink has been behind its sources, change rows dropped as later than the watermark.
+    input_rows: int = 0
+    batches: int = 0
+    last_batch_time: datetime | None = None
+    lag_seconds: float = 0.0
+    late_rows: int = 0
 
     def to_json(self) -> str:
         doc = asdict(self)
-        for k in ("start_time", "last_execution_time"):
+        for k in ("start_time", "last_execution_time", "last_batch_time"):
             doc[k] = doc[k].isoformat() if doc[k] else None
         return json.dumps(doc)
 
@@ -146,7 +156,7 @@ class FlowStats:
         doc = json.loads(raw)
         known = {f.name for f in fields(cls)}
         doc = {k: v for k, v in doc.items() if k in known}
-        for k in ("start_time", "last_execution_time"):
+        for k in ("start_time", "last_execution_time", "last_batch_time"):
             doc[k] = _dt(doc.get(k))
         return cls(**doc)
 
@@ -361,6 +371,9 @@ def information_schema_rows(store: FlowStore | None, database: str,
             "last_execution_time": st.last_execution_time, "uptime_seconds": uptime,
             "state_size": st.state_size, "status": "pending" if f.pending else st.status,
             "last_error": st.last_error,
+            "input_rows": st.input_rows, "batches": st.batches if f.flow_type == "streaming" else st.runs,
+            "last_batch_time": st.last_batch_time if f.flow_type == "streaming" else st.last_execution_time,
+            "lag_seconds": st.lag_seconds, "late_rows": st.late_rows,
         }
         for k, v in svalues.items():
             srows[k].append(v)

@@ -330,7 +330,12 @@ def _column_def(node: exp.ColumnDef, ct: CreateTable) -> ColumnDef:
 
 
 def _validate(ct: CreateTable) -> None:
-    names = {c.name for c in ct.columns}
+    seen: set[str] = set()
+    for c in ct.columns:
+        if c.name in seen:
+            raise SqlError("42701", f'column "{c.name}" specified more than once')
+        seen.add(c.name)
+    names = seen
     for k in ct.primary_key:
         if k not in names:
             raise SqlError("42703", f'column "{k}" named in key does not exist')

@@ -11,9 +11,10 @@ in Python (no Spark round trip); other sources run on Spark and are written from
 
 Transaction blocks (begin/commit/rollback): DML is validated at once and its commits are queued;
 commit() applies them in order (one Delta commit per statement, not atomic across statements),
-rollback() drops them. A read inside the block sees committed data as of that statement, not
-the block's own pending writes; UPDATE/DELETE of a table the block already wrote is refused
-(0A000) because it could not see those writes. DDL inside a block takes effect at once.
+rollback() drops them. A read inside the block sees the committed data as of that statement
+plus the rows the block itself inserted (INSERT/COPY; key checks include them), but not its
+pending ON CONFLICT DO UPDATE / UPDATE / DELETE effects; UPDATE/DELETE of a table the block
+already wrote is refused (0A000). DDL inside a block takes effect at once.
 """
 
 from __future__ import annotations
@@ -161,17 +162,39 @@ class EngineSession:
         snap = self.store.snapshot(t.location)
         resolver.snapshots[t.location] = snap
         resolver.tables[t.location] = t
-        signature = (t.oid, tuple((c.name, c.type) for c in t.columns))
+        pending = self._pending_rows(t)
+        signature = (t.oid, tuple((c.name, c.type) for c in t.columns),
+                     id(self._pending) if pending is not None else None, pending.num_rows if pending is not None else 0)
         entry = self._views.get(t.location)
         if entry is not None and entry.version == snap.version and entry.signature == signature:
             return entry.view_name
         df = self.snapshot_frame(t, snap)
+        if pending is not None and pending.num_rows:
+            # Inside a transaction block the session reads its own pending inserts.
+            from pyspark.sql.types import _parse_datatype_string
+
+            schema = _parse_datatype_string(sparkmod.spark_schema_ddl([(c.name, c.type) for c in t.columns]))
+            df = df.unionByName(self.spark.createDataFrame(pending, schema=schema))
         view_name = f"tg_{re.sub(r'[^a-z0-9_]', '_', t.name.lower())[:40]}_{t.oid}_{next(self._view_seq)}"
         df.createOrReplaceTempView(view_name)
         if entry is not None:
             self.spark.catalog.dropTempView(entry.view_name)
         self._views[t.location] = _ViewEntry(snap.version, signature, view_name)
         return view_name
+
+    def _pending_rows(self, t: TableDef) -> pa.Table | None:
+        """Rows this session's open transaction block inserted into ``t`` (None outside a block)."""
+        if not self._pending:
+            return None
+        parts = [op.data for op in self._pending
+                 if op.table.location == t.location and op.kind in ("append", "upsert") and isinstance(op.data, pa.Table)]
+        if not parts:
+            return None
+        schema = storage_schema(t.columns)
+        try:
+            return pa.concat_tables([p.select(schema.names).cast(schema) for p in parts])
+        except (KeyError, pa.ArrowInvalid):
+            return None  # the table changed shape since: the pending rows are not readable as it is now
 
     def snapshot_frame(self, t: TableDef, snap: Snapshot) -> DataFrame:
         schema = sparkmod.spark_schema_ddl([(c.name, c.type) for c in t.columns])
@@ -257,8 +280,15 @@ class EngineSession:
     # -- entry points ------------------------------------------------------------------------
 
     def execute(self, sql: str, params: Sequence[Any] = (), info: SessionInfo | None = None) -> RowStream | CommandResult:
-        info = info or SessionInfo()
-        params = list(params)
+        """Run ONE statement; every failure is a SqlError (42P01 carries the relation's position)."""
+        try:
+            return self._execute(sql, list(params), info or SessionInfo())
+        except SqlError as exc:
+            if exc.sqlstate == "42P01" and exc.position is None:
+                exc.position = _relation_position(sql, exc.message)
+            raise
+
+    def _execute(self, sql: str, params: list[Any], info: SessionInfo) -> RowStream | CommandResult:
         toks = ddl.scan(sql[:400])
         if not toks:
             raise SqlError("42601", "syntax error at end of input")
@@ -342,8 +372,7 @@ class EngineSession:
         arrow_schema = sparkmod.arrow_schema_of(df)
         names = list(names) if names else [f.name for f in arrow_schema]
         types = list(types) if types else [None] * len(names)
-        fields = [ResultField(n, t if t is not None else pg_type_for_arrow(f.type))
-                  for n, t, f in zip(names, types, arrow_schema)]
+        fields = [ResultField(n, _reconcile(t, f.type)) for n, t, f in zip(names, types, arrow_schema)]
         if small or sparkmod.prefers_collect(df):
             table = sparkmod.collect_arrow(df)
             batches: Iterator[pa.RecordBatch] = iter(table.to_batches())
@@ -621,9 +650,7 @@ class EngineSession:
                 if if_exists:
                     notices.append(f'{kind.lower()} "{name}" does not exist, skipping')
                     continue
-                if kind == "VIEW":
-                    raise SqlError("42P01", f'view "{name}" does not exist') from None
-                raise
+                raise SqlError("42P01", f'{kind.lower()} "{name}" does not exist') from None
             if (t.kind == "view") != (kind == "VIEW"):
                 raise SqlError("42809", f'"{t.name}" is not a {kind.lower()}',
                                hint=f"Use DROP {'VIEW' if t.kind == 'view' else 'TABLE'} to remove a {'view' if t.kind == 'view' else 'table'}.")
@@ -933,22 +960,23 @@ class EngineSession:
                 arr = _fast_array(given, c)
             else:
                 arr = coerce_array(given, c.type, c.name)
-            if c.not_null and arr.null_count:
-                raise self._not_null_error(t, c, arrays, arr)
             arrays.append(arr)
-        return pa.Table.from_arrays(arrays, schema=storage_schema(t.columns))
+        table = pa.Table.from_arrays(arrays, schema=storage_schema(t.columns))
+        self._check_not_null(t, table)
+        return table
 
-    def _not_null_error(self, t: TableDef, c: ColumnDef, done: list[pa.Array], arr: pa.Array) -> SqlError:
-        idx = pc.index(pc.is_null(arr), True).as_py()
+    def _not_null_error(self, t: TableDef, c: ColumnDef, columns: Sequence[pa.Array | pa.ChunkedArray]) -> SqlError:
+        """23502 with PostgreSQL's detail: the first failing row, all of its columns."""
+        idx = pc.index(pc.is_null(columns[t.columns.index(c)]), True).as_py()
+        values = [columns[i][idx].as_py() for i in range(len(columns))]
+        shown = ", ".join("null" if v is None else _text_of_value(v, col.type) for v, col in zip(values, t.columns))
         return SqlError("23502", f'null value in column "{c.name}" of relation "{t.name}" violates not-null constraint',
-                        detail=f"Failing row contains ({', '.join('null' if a[idx].as_py() is None else str(a[idx].as_py()) for a in done + [arr])}"
-                               f"{', null' * (len(t.columns) - len(done) - 1)}).")
+                        detail=f"Failing row contains ({shown}).")
 
-    def _check_not_null(self, t: TableDef, data: pa.Table) -> None:
+    def _check_not_null(self, t: TableDef, data: pa.Table | pa.RecordBatch) -> None:
         for i, c in enumerate(t.columns):
             if c.not_null and data.column(i).null_count:
-                col = data.column(i).combine_chunks()
-                raise self._not_null_error(t, c, [data.column(j).combine_chunks() for j in range(i)], col)
+                raise self._not_null_error(t, c, data.columns)
 
     def _keys(self, t: TableDef) -> list[str]:
         if t.time_index:
@@ -970,7 +998,8 @@ class EngineSession:
             return WriteOp(t, "upsert", dedupe_last(data, keys), keys=keys)
         # Unique keys (PostgreSQL semantics).
         if on_conflict is None:
-            dups = duplicate_keys(data, keys)
+            pending = self._pending_rows(t)
+            dups = duplicate_keys(pa.concat_tables([pending, data]) if pending is not None else data, keys)
             if dups.num_rows:
                 raise self._unique_error(t, dups.slice(0, 1).to_pylist()[0])
             existing = self.store.existing_keys(t.location, keys, data)
@@ -1363,11 +1392,11 @@ class EngineSession:
                     else:
                         v = fills[c.name]
                         arr = pa.nulls(n, storage_type(c.type)) if v is None else pa.array([v] * n, type=storage_type(c.type))
-                    if c.not_null and arr.null_count:
-                        raise self._not_null_error(t, c, arrays, arr)
                     arrays.append(arr)
+                out = pa.RecordBatch.from_arrays(arrays, schema=schema)
+                self._check_not_null(t, out)
                 counter[0] += n
-                yield pa.RecordBatch.from_arrays(arrays, schema=schema)
+                yield out
 
         keys = self._keys(t)
         needs_whole = bool(keys) and not (t.time_index and self._append_mode(t))
@@ -1419,7 +1448,7 @@ class EngineSession:
                 return types, None
             target = tree.this.this if isinstance(tree.this, exp.Schema) else tree.this
             t = self._resolve_target(target, info)
-            fields = []
+            fields: list[ResultField] = []
             for e in returning.expressions:
                 node = e.this if isinstance(e, exp.Alias) else e
                 if isinstance(node, exp.Star) or (isinstance(node, exp.Column) and isinstance(node.this, exp.Star)):
@@ -1427,7 +1456,7 @@ class EngineSession:
                 elif isinstance(node, exp.Column) and t.column(_ident(node.this)) is not None:
                     fields.append(ResultField(e.alias_or_name, t.column(_ident(node.this)).type))
                 else:
-                    fields.append(ResultField(e.alias_or_name or "?column?", ColumnType(TEXT)))
+                    return types, self._describe_returning(t, target, returning, len(types), info)
             return types, fields
         if isinstance(tree, (exp.Query, exp.Values)):
             self.engine.runtime.wait()
@@ -1443,6 +1472,25 @@ class EngineSession:
 
             return types, self._run(work, sql)
         return types, None
+
+    def _describe_returning(self, t: TableDef, target: exp.Table, returning: exp.Returning, nparams: int,
+                            info: SessionInfo) -> list[ResultField]:
+        """RETURNING columns with expressions: the types of SELECT <returning> FROM t (analysis only)."""
+        alias = target.alias or None
+        table = exp.Table(this=exp.to_identifier(t.name), db=exp.to_identifier(t.schema),
+                          alias=exp.TableAlias(this=exp.to_identifier(alias)) if alias else None)
+        select = exp.Select(expressions=[e.copy() for e in returning.expressions]).from_(table)
+        self.engine.runtime.wait()
+
+        def work() -> list[ResultField]:
+            tq, _ = self._translate(select, [None] * nparams, info)
+            arrow = sparkmod.arrow_schema_of(self.spark.sql(tq.spark_sql))
+            names = list(tq.output_names) if tq.output_names else arrow.names
+            otypes = list(tq.output_types) if tq.output_types else [None] * len(names)
+            return [ResultField(n, ty if ty is not None else pg_type_for_arrow(f.type))
+                    for n, ty, f in zip(names, otypes, arrow)]
+
+        return self._run(work)
 
     def _infer_params(self, tree: exp.Expression, info: SessionInfo) -> dict[int, ColumnType]:
         """$n compared with / assigned to / inserted into a typed column -> that column's type."""
@@ -1514,6 +1562,33 @@ def _ident(node: Any) -> str:
     if isinstance(node, exp.Expression) and isinstance(node.this, (exp.Identifier, str)):
         return _ident(node.this)
     return node.name.lower()
+
+
+def _reconcile(declared: ColumnType | None, actual: pa.DataType) -> ColumnType:
+    """The result type of a column: the translator's, else the one Spark's Arrow type implies.
+
+    A float32 column is real (float4) whatever was declared: its values have no more precision.
+    """
+    if declared is None:
+        return pg_type_for_arrow(actual)
+    if declared.pg.name == "float8" and pa.types.is_float32(actual):
+        return pg_type_for_arrow(actual)
+    return declared
+
+
+def _relation_position(sql: str, message: str) -> int | None:
+    """1-based position of the relation a 42P01 message names (PostgreSQL reports where it is)."""
+    m = re.search(r'relation "([^"]+)"', message)
+    if not m:
+        return None
+    name = m.group(1).split(".")[-1]
+    toks = ddl.scan(sql)
+    for i, tok in enumerate(toks):
+        if tok.kind in ("word", "qid") and ddl.ident_value(tok) == name:
+            if i >= 2 and toks[i - 1].text == "." and toks[i - 2].kind in ("word", "qid"):
+                return toks[i - 2].start + 1  # a qualified name is reported from its first part
+            return tok.start + 1
+    return None
 
 
 def _small_result(tree: exp.Expression) -> bool:
@@ -1635,7 +1710,8 @@ def _convert_batches(batches: Iterator[pa.RecordBatch], fields: list[ResultField
         for arr, f in zip(batch.columns, fields):
             arr = storage_to_result(arr, f.type)
             want = f.type.arrow() if f.type.pg.name not in ("unknown", "record", "void") else None
-            if want is not None and arr.type != want and not pa.types.is_null(arr.type):
+            if (want is not None and arr.type != want and not pa.types.is_null(arr.type)
+                    and not (pa.types.is_decimal(arr.type) and pa.types.is_decimal(want))):
                 try:
                     if pa.types.is_timestamp(arr.type) and pa.types.is_timestamp(want):
                         arr = arr.cast(pa.timestamp("us", tz=arr.type.tz)).cast(want) if (arr.type.tz is None) == (want.tz is None) else arr
@@ -1657,7 +1733,12 @@ def _fast_array(values: list[Any], c: ColumnDef) -> pa.Array:
             return coerce_array(arr, t, c.name)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
             pass
-    if not t.is_array and name in ("text", "varchar", "bpchar", "json", "uuid") and name == "text" and all(type(v) is str or v is None for v in values):
+    if not t.is_array and name in ("int2", "int4", "int8") and all(type(v) is int or v is None for v in values):
+        try:
+            return coerce_array(pa.array(values, pa.int64()), t, c.name)
+        except OverflowError:
+            pass
+    if not t.is_array and name == "text" and all(type(v) is str or v is None for v in values):
         return pa.array(values, pa.string())
     if not t.is_array and name in ("timestamp", "timestamptz") and all(type(v) is str or v is None for v in values):
         try:
@@ -1696,7 +1777,7 @@ def _scan_values(sql: str, pos: int, params: list[Any]) -> list[list[Any]] | Non
             if m.group("s") is not None:
                 row.append(m.group("s").replace("''", "'"))
             elif m.group("n") is not None:
-                row.append(m.group("n"))
+                row.append(_number(m.group("n")))
             elif m.group("w") is not None:
                 w = m.group("w").lower()
                 row.append(None if w == "null" else True if w == "true" else False if w == "false" else _DEFAULT)
@@ -1724,6 +1805,23 @@ def _scan_values(sql: str, pos: int, params: list[Any]) -> list[list[Any]] | Non
         return None
 
 
+def _number(text: str) -> int | Decimal:
+    """A numeric literal as PostgreSQL types it: integer when it has no point/exponent, else numeric."""
+    if re.fullmatch(r"[+-]?\d+", text):
+        return int(text)
+    return Decimal(text)
+
+
+def _text_of_value(v: Any, t: ColumnType) -> str:
+    if isinstance(v, datetime):
+        return v.isoformat(sep=" ").replace("+00:00", "+00")
+    if isinstance(v, bool):
+        return "t" if v else "f"
+    if t.pg.name == "time" and isinstance(v, int):
+        return _micros_to_time(v).isoformat()
+    return str(v)
+
+
 _DEFAULT_CACHE: dict[str, exp.Expression] = {}
 
 
@@ -1743,16 +1841,14 @@ def const_eval(e: exp.Expression, params: Sequence[Any], ctx: dict[str, Any]) ->
     if isinstance(e, exp.Paren):
         return const_eval(e.this, params, ctx)
     if isinstance(e, exp.Literal):
-        return e.this if e.is_string else e.this
+        return e.this if e.is_string else _number(e.this)
     if isinstance(e, exp.Null):
         return None
     if isinstance(e, exp.Boolean):
         return bool(e.this)
     if isinstance(e, exp.Neg):
         v = const_eval(e.this, params, ctx)
-        if isinstance(v, str) and re.fullmatch(r"[+-]?[\d.]+(e[+-]?\d+)?", v, re.I):
-            return v[1:] if v.startswith("-") else "-" + v
-        if isinstance(v, (int, float, Decimal)):
+        if isinstance(v, (int, float, Decimal)) and not isinstance(v, bool):
             return -v
         raise NotConstant()
     if isinstance(e, (exp.Parameter, exp.Placeholder)):

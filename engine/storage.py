@@ -459,7 +459,22 @@ def coerce_array(arr: pa.Array | pa.ChunkedArray, t: ColumnType, column: str) ->
     """An Arrow column -> the storage form of type ``t``, with PostgreSQL's errors.
 
     Vectorised when the input is already (castable to) the storage type; otherwise per value.
+    time(p)/timestamp(p) values are rounded to p fractional digits, as PostgreSQL does.
     """
+    out = _coerce_array(arr, t, column)
+    if t.pg.name in ("timestamp", "timestamptz", "time") and t.precision is not None and t.precision < 6 and out.null_count < len(out):
+        step = 10 ** (6 - t.precision)
+        raw = out.cast(pa.int64()) if t.pg.name != "time" else out
+        # round half away from zero to a multiple of ``step`` microseconds
+        half = pc.if_else(pc.less(raw, 0), -(step // 2), step // 2)
+        rounded = pc.multiply(pc.divide(pc.add(raw, half), step), step)
+        rounded = pc.if_else(pc.less(pc.add(raw, half), 0),
+                             pc.multiply(pc.negate(pc.divide(pc.negate(pc.add(raw, half)), step)), step), rounded)
+        out = rounded if t.pg.name == "time" else rounded.cast(out.type)
+    return out
+
+
+def _coerce_array(arr: pa.Array | pa.ChunkedArray, t: ColumnType, column: str) -> pa.Array:
     if isinstance(arr, pa.ChunkedArray):
         arr = arr.combine_chunks() if arr.num_chunks != 1 else arr.chunk(0)
     target = storage_type(t)

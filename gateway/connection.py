@@ -703,34 +703,33 @@ class Connection:
 
     async def _execute_portal(self, portal: Portal, max_rows: int, *, simple: bool, batch: bool) -> None:
         """Send the results of a first or resumed Execute into the output buffer."""
-        if portal.done:
-            if not portal.started or portal.stream is None:
-                if portal.started:
-                    self.send(m.command_complete(portal.final_tag or _tag(portal.command, 0)))
-                    return
-        cls = portal.stmt.cls
-        if self.status == "E" and cls.kind not in _EXIT_KINDS:
+        if portal.started and portal.stream is None:
+            # ran to completion before (or had no rows): PostgreSQL answers with an empty completion
+            self.send(m.command_complete(portal.final_tag or _tag(portal.command, 0)))
+            return
+        if self.status == "E" and portal.stmt.cls.kind not in _EXIT_KINDS:
             raise self._aborted()
         if not portal.started:
             portal.started = True
-            portal.done = True
             await self._start(portal, simple, batch)
             if portal.stream is None:
+                portal.done = True
                 return
-            portal.done = False
-            fields = portal.fields or portal.stream.fields
             if portal.fields is None or len(portal.fields) != len(portal.stream.fields):
-                fields = portal.stream.fields
-            portal.fields = fields
-            portal.formats = [0] * len(fields) if simple else self._expand_formats(portal.result_formats,
-                                                                                   len(fields))
+                portal.fields = portal.stream.fields  # the described columns win when they agree
+            n = len(portal.fields)
+            portal.formats = [0] * n if simple else self._expand_formats(portal.result_formats, n)
             if simple:
-                self.send(m.row_description(fields, portal.formats))
-        elif portal.stream is None:
-            self.send(m.command_complete(portal.final_tag or _tag(portal.command, 0)))
-            return
+                self.send(m.row_description(portal.fields, portal.formats))
         rows_before = portal.rows
-        suspended = await self._pump(portal, max_rows)
+        try:
+            suspended = await self._pump(portal, max_rows)
+        except BaseException:
+            # error, cancel or vanished client: release the producer (Spark job, DuckDB cursor) now
+            c = portal.close()
+            if c is not None:
+                self.loop.run_in_executor(self.server.executor, c)
+            raise
         if suspended:
             self.send(m.PORTAL_SUSPENDED)
             return

@@ -528,7 +528,15 @@ class RoutedSession:
                 self._engine_session.close()
 
 
-_CONSTANT = re.compile(r"^\s*select\b(?!.*\b(from|into|set_config|pg_sleep|nextval|setval)\b)", re.I | re.S)
+# Constant SELECTs cheap enough to answer on the event loop: literals, parameters and a few
+# session functions, each optionally cast and aliased. Anything else (set-returning functions,
+# pg_sleep, relations) runs in the worker pool like every other backend call.
+_LITERAL = r"(?:[-+]?[0-9]+(?:\.[0-9]+)?|'(?:[^']|'')*'|null|true|false|\$[0-9]+)"
+_CHEAP_FN = (r"(?:pg_catalog\s*\.\s*)?(?:version|current_schema|current_database|current_user|session_user"
+             r"|pg_backend_pid|current_setting|now|current_timestamp|inet_server_port)"
+             rf"(?:\s*\(\s*(?:{_LITERAL}(?:\s*,\s*{_LITERAL})*)?\s*\))?")
+_ITEM = rf"(?:{_LITERAL}|{_CHEAP_FN})(?:\s*::\s*[a-z_][a-z0-9_ ]*)?(?:\s+as\s+(?:\"[^\"]+\"|[a-z_][a-z0-9_]*))?"
+_CONSTANT = re.compile(rf"^\s*select\s+{_ITEM}(?:\s*,\s*{_ITEM})*\s*;?\s*$", re.I | re.S)
 
 
 class RoutedBackend:
@@ -551,7 +559,7 @@ class RoutedBackend:
         return bool(self.queries.handles(sql))
 
     def _constant_uncached(self, sql: str) -> bool:
-        return bool(_CONSTANT.match(sql)) and self.catalog_handles(sql)
+        return len(sql) < 512 and bool(_CONSTANT.match(sql)) and self.catalog_handles(sql)
 
     def catalog_handles(self, sql: str) -> bool:
         return self._handles(sql)

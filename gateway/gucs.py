@@ -438,21 +438,28 @@ def _value_text(toks: list[Tok], name: str) -> str:
     """The value list of SET as PostgreSQL flattens it (comma-joined; identifiers lower-cased)."""
     parts: list[str] = []
     cur: list[str] = []
+    seen = False
     for t in toks:
         if t.kind == "punct" and t.text == ",":
+            if not seen:
+                raise SqlError("42601", 'syntax error at or near ","')
             parts.append("".join(cur))
-            cur = []
-        elif t.kind == "qid":
+            cur, seen = [], False
+            continue
+        seen = True
+        if t.kind == "qid":
             cur.append(f'"{t.text}"' if name == "search_path" else t.text)
+        elif t.kind == "str" and name == "search_path" and t.text == "":
+            cur.append('""')
         elif t.kind == "punct" and t.text in "+-.":
             cur.append(t.text)
         elif t.kind == "punct":
             raise SqlError("42601", f'syntax error at or near "{t.text}"')
         else:
             cur.append(t.text)
+    if not seen:
+        raise SqlError("42601", "syntax error at end of input")
     parts.append("".join(cur))
-    if any(p == "" for p in parts):
-        raise SqlError("42601", "syntax error at or near \",\"")
     return ", ".join(parts)
 
 

@@ -148,3 +148,21 @@ def test_cli_refuses_non_loopback_host_without_users(tmp_path: Path) -> None:
                         "--data-dir", str(tmp_path)], capture_output=True, text=True, timeout=60, env=env)
     assert r.returncode == 2
     assert "refusing to listen on non-loopback address" in r.stderr
+
+
+def test_cleartext_password_only_over_tls_when_enabled(tls_files: tuple[Path, Path]) -> None:
+    cert, key = tls_files
+    settings = Settings(port=0, users=USERS, tls_cert=cert, tls_key=key)
+    st = ServerThread(settings, ProtoBackend(), authenticator=Authenticator(USERS, allow_cleartext=True))
+    _, p = st.start()
+    try:
+        with psycopg.connect(dsn(p, "alice", "s3cret!", "require"), autocommit=True) as conn:
+            assert conn.execute("SELECT 1").fetchone() == (1,)
+        with psycopg.connect(dsn(p, "alice", "s3cret!", "disable") + " require_auth=scram-sha-256",
+                             autocommit=True) as conn:  # without TLS the password never travels in clear
+            assert conn.execute("SELECT 1").fetchone() == (1,)
+        with pytest.raises(psycopg.OperationalError) as exc:
+            psycopg.connect(dsn(p, "alice", "nope", "require"))
+        assert 'password authentication failed for user "alice"' in str(exc.value)
+    finally:
+        st.stop()

@@ -56,7 +56,7 @@ def error_of(conn: psycopg.Connection, sql: str) -> psycopg.Error:
     return info.value
 
 
-def wait_until(fn, timeout: float = 20.0, interval: float = 0.3):
+def wait_until(fn, timeout: float = 60.0, interval: float = 0.3):
     deadline = time.time() + timeout
     while True:
         value = fn()

@@ -1108,3 +1108,125 @@ def test_move_and_fetch_address_protocol_portals_by_name(port: int) -> None:
     assert datarow_values(msgs[0][1]) == [struct.pack("!q", 7)]  # the portal keeps its binary format
     c.query("COMMIT")
     c.close()
+
+
+def test_client_vanishing_mid_result_closes_the_stream(port: int, backend: ProtoBackend) -> None:
+    c = Raw(port)
+    c.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    c.send(b"Q", b"SELECT n FROM series(2000000)\0")
+    c.recv_exact(1000)
+    stream_closed = backend.streams_closed[-1]
+    c.sock.close()
+    assert stream_closed.wait(10)
+    other = Raw(port)
+    assert tags(other.query("SELECT 1")) == ["SELECT 1"]
+    other.close()
+
+
+def test_terminate_during_copy_in_writes_nothing(port: int, backend: ProtoBackend) -> None:
+    before = len(backend.table)
+    c = Raw(port)
+    c.send(b"Q", b"COPY t FROM STDIN\0")
+    c.read()
+    c.send(b"d", b"1\tone\n")
+    c.send(b"X")
+    c.sock.close()
+    time.sleep(0.5)
+    assert len(backend.table) == before
+    other = Raw(port)
+    assert tags(other.query("SELECT 1")) == ["SELECT 1"]
+    other.close()
+
+
+def _scenario(c: Raw, name: str) -> list[tuple[str, object]]:
+    """Run one raw-protocol scenario; the transcript keeps message kinds, tags, SQLSTATEs and status bytes."""
+    if name == "empty-and-comments":
+        msgs = c.query("") + c.query(" ; -- x")
+    elif name == "warnings":
+        msgs = c.query("COMMIT") + c.query("BEGIN; BEGIN") + c.query("ROLLBACK")
+    elif name == "aborted-block":
+        msgs = c.query("BEGIN") + c.query("garbage") + c.query("SELECT 1") + c.query("COMMIT")
+    elif name == "error-skips-to-sync":
+        c.parse("garbage")
+        c.bind()
+        c.execute()
+        c.sync()
+        msgs = c.until()
+        c.parse("SELECT 1")
+        c.bind()
+        c.describe("P")
+        c.execute()
+        c.sync()
+        msgs += c.until()
+    elif name == "parse-describe-flush":
+        c.parse("SELECT 1", name="pdf")
+        c.describe("S", "pdf")
+        c.flush()
+        msgs = [c.read(), c.read(), c.read()]
+        c.sync()
+        msgs += c.until()
+    elif name == "exact-fit-suspends":
+        c.query("BEGIN")
+        c.parse("SELECT 1")
+        c.bind(portal="x")
+        c.execute("x", 1)
+        c.execute("x", 1)
+        c.sync()
+        msgs = c.until() + c.query("COMMIT")
+    elif name == "bad-bind-count":
+        c.parse("SELECT 1", name="bb")
+        c.bind([b"1"], stmt="bb")
+        c.sync()
+        msgs = c.until()
+    elif name == "set-in-extended":
+        c.parse("SET application_name = 'ext'")
+        c.bind()
+        c.describe("P")
+        c.execute()
+        c.sync()
+        msgs = c.until()
+    else:
+        raise AssertionError(name)
+    out: list[tuple[str, object]] = []
+    for k, b in msgs:
+        if k in (b"E", b"N"):
+            out.append((k.decode(), fields_of(b)["C"]))
+        elif k in (b"C", b"Z"):
+            out.append((k.decode(), b.rstrip(b"\0").decode()))
+        elif k == b"S":
+            out.append(("S", b.split(b"\0")[0].decode()))
+        else:
+            out.append((k.decode(), None))
+    return out
+
+
+@pytest.mark.parametrize("scenario", ["empty-and-comments", "warnings", "aborted-block", "error-skips-to-sync",
+                                      "parse-describe-flush", "exact-fit-suspends", "bad-bind-count",
+                                      "set-in-extended"])
+def test_raw_protocol_transcripts_match_postgres(port: int, pg_oracle: Any, scenario: str) -> None:
+    ours = Raw(port)
+    theirs = Raw(pg_oracle.port, user="postgres", database="postgres")
+    try:
+        assert _scenario(ours, scenario) == _scenario(theirs, scenario)
+    finally:
+        ours.close()
+        theirs.close()
+
+
+def test_splitter_respects_quotes_dollar_quotes_and_comments() -> None:
+    from gateway.splitter import max_param_index, split_statements
+
+    sql = ("SELECT 'a;b', E'it\\'s;', \"x;y\" FROM t; /* outer /* inner; */ still; */ SELECT $fn$ ; $fn$, $$;$$;"
+           " -- c; omment\nSELECT $1 + $12, a$b$c")
+    parts = split_statements(sql)
+    assert [p.text for p in parts] == [
+        "SELECT 'a;b', E'it\\'s;', \"x;y\" FROM t",
+        "SELECT $fn$ ; $fn$, $$;$$",  # leading comments are not part of a statement's text
+        "SELECT $1 + $12, a$b$c",
+    ]
+    assert sql[parts[1].offset:].startswith("SELECT $fn$")
+    assert parts[2].max_param == 12 and max_param_index("SELECT '$3', $2") == 2
+    assert split_statements("  ;; -- only a comment") == []
+    with pytest.raises(SqlError) as exc:
+        split_statements("SELECT 'open")
+    assert exc.value.sqlstate == "42601"

@@ -383,3 +383,54 @@ def test_server_side_cursors_declare_fetch_move_close(port: int) -> None:
         with conn.cursor(name="held", withhold=True) as cur:
             cur.execute("SELECT n FROM series(7)")
             assert [r[0] for r in cur.fetchall()] == list(range(7))
+
+
+ORACLE_SCRIPTS = [
+    ["SHOW search_path"], ["SHOW DateStyle"], ["SHOW TimeZone"], ["SHOW IntervalStyle"],
+    ["SHOW standard_conforming_strings"], ["SHOW integer_datetimes"], ["SHOW client_encoding"],
+    ["SHOW server_encoding"], ["SHOW max_identifier_length"], ["SHOW bytea_output"], ["SHOW extra_float_digits"],
+    ["SHOW transaction_isolation"], ["SHOW TRANSACTION ISOLATION LEVEL"], ["SHOW client_min_messages"],
+    ["SHOW statement_timeout"], ["SHOW default_transaction_read_only"], ["SHOW lc_messages"],
+    ["SET search_path TO MySchema, \"X\", public", "SHOW search_path"],
+    ["SET search_path = ''", "SHOW search_path"],
+    ["SET statement_timeout = 5000", "SHOW statement_timeout"],
+    ["SET statement_timeout = '90s'", "SHOW statement_timeout"],
+    ["SET TIME ZONE -7", "SHOW timezone"],
+    ["SET TIME ZONE INTERVAL '+02:30' HOUR TO MINUTE", "SHOW time zone"],
+    ["SET TIME ZONE 'America/New_York'", "SHOW TimeZone"],
+    ["SET datestyle = 'german'", "SHOW datestyle"],
+    ["SET datestyle TO sql, dmy", "SHOW DateStyle"],
+    ["SET client_min_messages = info", "SHOW client_min_messages"],
+    ["SET extra_float_digits = 3", "SHOW extra_float_digits"],
+    ["SET my.custom = 'v1'", "SHOW my.custom"],
+    ["SET SESSION work_mem = '64MB'", "RESET work_mem", "SHOW work_mem"],
+    ["BEGIN", "SET LOCAL search_path = x", "SHOW search_path", "COMMIT", "SHOW search_path"],
+    ["BEGIN", "SET search_path = y", "ROLLBACK", "SHOW search_path"],
+    ["BEGIN ISOLATION LEVEL REPEATABLE READ", "SHOW transaction_isolation", "COMMIT"],
+    ["SET no_such_param = 1"], ["SHOW no_such_param"], ["SET extra_float_digits = 9"],
+    ["SET TimeZone = 'Mars/Olympus'"], ["SET server_version_num = 1"], ["SET bytea_output = 'base64'"],
+    ["RESET ALL", "DISCARD ALL", "SHOW search_path"],
+    ["SAVEPOINT s"], ["ROLLBACK TO SAVEPOINT s"],
+    ["BEGIN", "SAVEPOINT a", "SELECT 1/0", "ROLLBACK TO a", "SELECT 1", "RELEASE SAVEPOINT a", "COMMIT"],
+    ["BEGIN", "RELEASE nope", "ROLLBACK"],
+    ["DEALLOCATE nope"], ["DEALLOCATE ALL"], ["CLOSE ALL"], ["CLOSE nope"], ["UNLISTEN *"],
+]
+
+
+def _outcome(conn: psycopg.Connection, stmt: str) -> tuple[object, ...]:
+    try:
+        cur = conn.execute(stmt)
+    except psycopg.Error as e:
+        return ("error", e.sqlstate, e.diag.message_primary)
+    rows = cur.fetchall() if cur.description else None
+    return (cur.statusmessage, [d.name for d in cur.description or []], rows, conn.info.transaction_status.name)
+
+
+@pytest.mark.parametrize("script", ORACLE_SCRIPTS, ids=lambda s: " | ".join(s)[:60])
+def test_session_statements_match_postgres(port: int, pg_oracle: object, script: list[str]) -> None:
+    results = []
+    for dsn_kw in ({"host": "127.0.0.1", "port": port, "user": "tidegate", "dbname": "tidegate"},
+                   {"conninfo": pg_oracle.dsn}):  # type: ignore[attr-defined]
+        with psycopg.connect(autocommit=True, **dsn_kw) as conn:
+            results.append([_outcome(conn, stmt) for stmt in script])
+    assert results[0] == results[1]

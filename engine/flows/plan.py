@@ -189,11 +189,9 @@ def _group_to_output(select: exp.Select, key: exp.Expression) -> int | None:
 
 
 def _has_aggregate(select: exp.Select) -> bool:
-    for it in select.expressions:
-        for node in it.find_all(exp.AggFunc):
-            if node.find_ancestor(exp.Subquery, exp.Select) is select or node.find_ancestor(exp.Select) is select:
-                return True
-    return False
+    """Whether the select list aggregates (aggregates inside scalar subqueries do not count)."""
+    return any(node.find_ancestor(exp.Select) is select
+               for it in select.expressions for node in it.find_all(exp.AggFunc))
 
 
 def _find_window(plan: FlowPlan, tree: exp.Expression, sources: list[TableDef]) -> None:
@@ -268,8 +266,6 @@ def _window_fn(e: exp.Expression) -> tuple[WindowFn | None, exp.Column | None]:
         if name not in _TRUNC_UNITS:
             return None, None
         return WindowFn("date_trunc", unit=name), e.this
-    if isinstance(e, exp.Cast) and isinstance(e.this, (exp.DateBin, exp.TimestampTrunc, exp.Column)):
-        return None, None
     return None, None
 
 

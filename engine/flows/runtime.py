@@ -100,8 +100,9 @@ class FlowExecutor(ABC):
 
 def _executors() -> dict[str, type[FlowExecutor]]:
     from engine.flows.batch import BatchExecutor
+    from engine.flows.streaming import StreamingExecutor  # part 2: continuous flows
 
-    return {BatchExecutor.flow_type: BatchExecutor}
+    return {BatchExecutor.flow_type: BatchExecutor, StreamingExecutor.flow_type: StreamingExecutor}
 
 
 EXECUTORS: dict[str, type[FlowExecutor]] = {}
@@ -214,8 +215,6 @@ class FlowRuntime:
         if af.plan is None or af.plan_key != key:
             af.plan = analyze(session, tree, info, sources)
             af.plan_key = key
-            if af.stats.execution != af.plan.execution:
-                af.stats.execution = af.plan.execution
         sink = self.catalog.get_table(f.sink_schema, f.sink_table)
         if sink is None:
             sink = self.create_sink(sink_definition(af.plan, f.sink_schema, f.sink_table))
@@ -224,6 +223,12 @@ class FlowRuntime:
             raise SqlError("42809", f'sink "{sink.qualified_name}" is not a table')
         else:
             check_sink(af.plan, sink)
+        window = af.plan.window
+        if window is not None and sink.time_index != window.output:
+            # Window rows can only be replaced through the sink's time index.
+            af.plan.window = None
+            af.plan.full_reason = f'the sink\'s time index is not the window column "{window.output}"'
+        af.stats.execution = af.plan.execution
         af.sink = sink
         return af.plan, sink
 
@@ -413,8 +418,8 @@ class FlowRuntime:
                     self.create_sink(sink_definition(plan, f.sink_schema, f.sink_table))
                 else:
                     check_sink(plan, sink)
-            except SqlError as err:
-                af.stats.last_error = err.message
+            except Exception as exc:  # noqa: BLE001 - recorded; activation is retried at the next poll
+                af.stats.last_error = exc.message if isinstance(exc, SqlError) else str(exc)
                 self.flows.save_stats(f.flow_id, af.stats)
                 return
             f.sources = [t.qualified_name for t in sources]

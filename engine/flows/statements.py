@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from engine.executor import EngineSession
     from engine.flows.runtime import FlowRuntime
 
-__all__ = ["execute", "is_flow_statement"]
+__all__ = ["dependent_flows", "describe", "drop_dependent_flows", "execute", "is_flow_statement"]
 
 _TEXT = ColumnType(TEXT)
 
@@ -116,6 +116,7 @@ def _create(session: EngineSession, rt: FlowRuntime, stmt: syntax.CreateFlow, in
         f.missing_sources = missing
     else:
         plan = analyze(session, tree, info, sources)
+        f.flow_type = _mode_rule(plan, stmt)
         if sink is not None:
             check_sink(plan, sink)
         f.sources = [t.qualified_name for t in sources]
@@ -127,6 +128,13 @@ def _create(session: EngineSession, rt: FlowRuntime, stmt: syntax.CreateFlow, in
     stored = rt.flows.create(f, replace_existing=existing is not None)
     rt.add(stored)
     return CommandResult("CREATE FLOW")
+
+
+def _mode_rule(plan, stmt: syntax.CreateFlow) -> str:
+    """Part 2 (streaming): the flow's mode, see :func:`engine.flows.streaming.decide_flow_type`."""
+    from engine.flows.streaming import decide_flow_type
+
+    return decide_flow_type(plan, stmt.options.get("flow_type"), stmt.eval_interval)
 
 
 def _like(pattern: str) -> re.Pattern[str]:
@@ -203,7 +211,8 @@ def _show_status(rt: FlowRuntime, stmt: syntax.ShowFlowStatus) -> RowStream:
         cols["Execution"].append(execution or None)
         cols["Runs"].append(st.runs if st else 0)
         cols["Rows Written"].append(st.rows_written if st else 0)
-        cols["Last Execution Time"].append(st.last_execution_time.isoformat(sep=" ") if st and st.last_execution_time else None)
+        cols["Last Execution Time"].append(st.last_execution_time.strftime("%Y-%m-%d %H:%M:%S.%f+00:00")
+                                           if st and st.last_execution_time else None)
         cols["Last Error"].append(st.last_error if st else None)
     table = pa.table({"Flow": pa.array(cols["Flow"], pa.string()), "Type": pa.array(cols["Type"], pa.string()),
                       "Status": pa.array(cols["Status"], pa.string()), "Execution": pa.array(cols["Execution"], pa.string()),
@@ -222,3 +231,40 @@ def dependent_flows(session: EngineSession, tables: list) -> list[FlowDef]:
             if all(f.flow_id != g.flow_id for g in out):
                 out.append(f)
     return out
+
+
+def describe(sql: str) -> list[ResultField] | None:
+    """The result columns of a FLOW statement without running it (None: no rows)."""
+    stmt = syntax.parse(sql)
+    if isinstance(stmt, syntax.ShowFlows):
+        return [ResultField("Flows", _TEXT)]
+    if isinstance(stmt, syntax.ShowCreateFlow):
+        return [ResultField("Flow", _TEXT), ResultField("Create Flow", _TEXT)]
+    if isinstance(stmt, syntax.ShowFlowStatus):
+        return [ResultField(n, t) for n, t in _STATUS_FIELDS]
+    if isinstance(stmt, syntax.FlushFlow):
+        return [ResultField(stmt.call_text, ColumnType(INT8))]
+    return None
+
+
+def drop_dependent_flows(session: EngineSession, tables: list, cascade: bool) -> list[str]:
+    """DROP TABLE/SCHEMA: refuse (2BP01) when flows read ``tables``, or with CASCADE drop those
+    flows (stopping their work first); returns the notices to send."""
+    flows = dependent_flows(session, tables)
+    if not flows:
+        return []
+    if not cascade:
+        lines = []
+        first = None
+        for f in flows:
+            for t in tables:
+                if t.oid in f.source_ids or t.qualified_name in f.sources:
+                    first = first or t
+                    lines.append(f"flow {f.name} depends on table {t.name}")
+        assert first is not None
+        raise SqlError("2BP01", f"cannot drop table {first.name} because other objects depend on it",
+                       detail="\n".join(lines), hint="Use DROP ... CASCADE to drop the dependent objects too.")
+    rt: FlowRuntime = session.engine.flows
+    for f in flows:
+        rt.drop_flow(f)
+    return [f"drop cascades to flow {f.name}" for f in flows]

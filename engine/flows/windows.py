@@ -126,9 +126,9 @@ def times_to_micros(arr: pa.Array | pa.ChunkedArray) -> pa.Array:
     if pa.types.is_timestamp(t):
         return pc.cast(pc.cast(arr, pa.timestamp("us", tz=t.tz)), pa.int64())
     if pa.types.is_date32(t):
-        return pc.multiply(pc.cast(arr, pa.int64()), DAY_US)
+        return pc.multiply(pc.cast(pc.cast(arr, pa.int32()), pa.int64()), DAY_US)
     if pa.types.is_date64(t):
-        return pc.multiply(pc.cast(arr, pa.int64()), 1000)
+        return pc.multiply(arr.view(pa.int64()), 1000)
     raise TypeError(f"not a time column: {t}")
 
 

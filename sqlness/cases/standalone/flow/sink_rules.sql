@@ -21,6 +21,11 @@ ADMIN FLUSH_FLOW('flow_sr_filter');
 
 SELECT host, ts, v2 FROM flow_sr_filter_sink ORDER BY ts;
 
+-- SQLNESS REPLACE (?m)^(\|\s+)\d+(\s+\|)$ \1<rows>\2
+ADMIN FLUSH_FLOW('flow_sr_count');
+
+SELECT host, n, __ts_placeholder FROM flow_sr_count_sink ORDER BY host;
+
 -- SQLNESS REPLACE \d{4}-\d{2}-\d{2}\s\d{2}:\d{2}:\d{2}(\.\d+)?\+00:00 <time>
 SHOW FLOW STATUS LIKE 'flow\_sr\_%';
 
@@ -29,6 +34,11 @@ CREATE TABLE flow_sr_own (host TEXT, w TIMESTAMP TIME INDEX, c BIGINT, update_at
 
 CREATE FLOW flow_sr_own_flow SINK TO flow_sr_own AS
 SELECT host, date_bin(INTERVAL '1 hour', ts, '2000-01-01'::timestamp) AS w, count(*) AS c FROM flow_sr_src GROUP BY host, w;
+
+-- SQLNESS REPLACE (?m)^(\|\s+)\d+(\s+\|)$ \1<rows>\2
+ADMIN FLUSH_FLOW('flow_sr_own_flow');
+
+SELECT host, w, c, update_at IS NOT NULL AS stamped FROM flow_sr_own ORDER BY host;
 
 -- A mismatching sink is refused with the differences.
 CREATE TABLE flow_sr_bad (host INT, w TIMESTAMP TIME INDEX, extra TEXT);

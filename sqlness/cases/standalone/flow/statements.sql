@@ -57,6 +57,10 @@ SELECT flow_name, comment FROM information_schema.flows WHERE flow_name = 'flow_
 
 SHOW FLOWS LIKE 'flow_st%';
 
+SELECT f.flow_name, f.sink_table_name, s.status, s.last_error
+FROM information_schema.flows f JOIN information_schema.flow_statistics s ON f.flow_id = s.flow_id
+WHERE f.flow_name LIKE 'flow_st%' ORDER BY f.flow_name DESC;
+
 SHOW FLOWS WHERE "Flows" = 'flow_st2';
 
 DROP FLOW flow_st;
