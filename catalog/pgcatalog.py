@@ -456,6 +456,56 @@ class Analysis:
     volatile: bool = True  # calls something whose value changes between executions (now(), txid)
 
 
+# Relation-free queries are answered here only when they read session or catalog facts
+# (drivers send these on every connect); anything that computes (arithmetic, casts to data types,
+# date/time or string functions) goes to the engine, whose translation follows PostgreSQL's semantics.
+_SESSION_WORDS = {
+    "select", "as", "and", "or", "not", "is", "null", "true", "false", "case", "when", "then", "else", "end",
+    "like", "ilike", "in", "distinct", "from", "where", "limit", "offset", "order", "by", "asc", "desc",
+    "current_user", "session_user", "user", "current_catalog", "current_schema", "current_role", "values",
+    "current_timestamp", "current_date", "localtimestamp",
+}
+_SESSION_FUNCTIONS = {
+    "version", "current_setting", "set_config", "current_database", "current_schema", "current_schemas",
+    "current_user", "session_user", "pg_backend_pid", "pg_postmaster_start_time", "pg_is_in_recovery",
+    "format_type", "obj_description", "col_description", "shobj_description", "quote_ident",
+    "quote_literal", "to_regclass", "to_regtype", "to_regnamespace", "txid_current", "pg_encoding_to_char",
+    "pg_get_userbyid", "pg_get_viewdef", "pg_get_expr", "pg_get_indexdef", "pg_get_constraintdef",
+    "pg_table_is_visible", "pg_type_is_visible", "array_to_string", "string_agg", "coalesce", "lower", "upper",
+    "inet_server_addr", "inet_server_port", "inet_client_addr", "pg_get_keywords", "pg_sleep",
+    "now", "statement_timestamp", "transaction_timestamp", "clock_timestamp",
+}
+_SESSION_CASTS = {"text", "name", "oid", "regclass", "regtype", "regproc", "regprocedure", "regnamespace",
+                  "regrole", "varchar", "bool", "boolean"}
+_SESSION_OPS = {"=", "<>", "!=", ","}
+
+
+def _references_catalog(toks: list[Token]) -> bool:
+    return any(t.kind == "word" and (t.lower.startswith("pg_") or t.lower in ("information_schema",))
+               and t.lower not in _SESSION_FUNCTIONS for t in toks)
+
+
+def _session_constant_query(toks: list[Token]) -> bool:
+    """True when a relation-free query only reads session/catalog facts (see above)."""
+    for k, t in enumerate(toks):
+        nxt = toks[k + 1] if k + 1 < len(toks) else None
+        if t.kind == "word":
+            if nxt is not None and nxt.text == "(":
+                if t.lower not in _SESSION_FUNCTIONS and t.lower not in ("pg_catalog", "values"):
+                    return False
+            elif t.lower not in _SESSION_WORDS and t.lower not in _SESSION_FUNCTIONS \
+                    and t.lower not in _SESSION_CASTS and t.lower != "pg_catalog" \
+                    and not (k and toks[k - 1].is_word("as")):
+                return False
+        elif t.kind == "cast":
+            if nxt is None or nxt.lower not in _SESSION_CASTS:
+                return False
+        elif t.kind == "op" and t.text not in _SESSION_OPS \
+                and not (t.text == "*" and k and (toks[k - 1].is_word("select") or toks[k - 1].text in (".", ","))):
+            return False
+    return True
+
+
 def _is_relation_catalog(parts: list[str]) -> bool:
     if len(parts) >= 2:
         schema = parts[-2]
@@ -539,6 +589,8 @@ def analyze(sql: str) -> Analysis:
                 if not (j < len(toks) and toks[j].text == "(") and not (len(parts) == 1 and parts[0] in ctes):
                     if not _is_relation_catalog(parts):
                         catalog_only = False
+    if catalog_only and not _references_catalog(toks) and not _session_constant_query(toks):
+        catalog_only = False  # a relation-free query with real computation: PostgreSQL semantics live in the engine
     items = _select_items(toks)
     inner = _inner_items(toks)
     if items is not None:

@@ -72,7 +72,7 @@ def fields(q: CatalogQueries, sql: str, params=()) -> list[tuple[str, str]]:
     "SELECT * FROM pg_catalog.pg_class", "select relname from pg_class c join pg_namespace n on n.oid = c.relnamespace",
     "SELECT * FROM information_schema.tables", "SELECT * FROM pg_class, pg_namespace",
     "WITH x AS (SELECT oid FROM pg_class) SELECT * FROM x", "SELECT * FROM pg_get_keywords()",
-    "VALUES (1, 'a')", "select 1;", "SELECT * FROM generate_series(1, 3) g",
+    "VALUES (1, 'a')", "select 1;", "SELECT current_schema(), session_user", "SELECT 't'::regclass",
 ])
 def test_handles_catalog_and_constant_queries(q, sql):
     assert q.handles(sql)
@@ -83,6 +83,9 @@ def test_handles_catalog_and_constant_queries(q, sql):
     "WITH x AS (SELECT * FROM t) SELECT * FROM x", "SELECT * FROM tables", "INSERT INTO t VALUES (1)",
     "SELECT nextval('s')", "SELECT 1; SELECT 2", "CREATE TABLE x (a int)", "SHOW search_path",
     "SELECT * FROM (SELECT * FROM metrics) m", "select 'unterminated",
+    # relation-free queries that compute go to the engine, whose translation follows PostgreSQL
+    "SELECT 7 / 2", "SELECT 'abc'::int", "SELECT * FROM generate_series(1, 3) g",
+    "SELECT date_bin(interval '15 minutes', timestamp '2024-01-01 10:37:12')", "SELECT 1 / 0",
 ])
 def test_does_not_handle_user_data_or_other_statements(q, sql):
     assert not q.handles(sql)

@@ -47,12 +47,15 @@ SELECT date_bin(interval '15 minutes', timestamp '2024-01-01 10:37:12', timestam
 
 SELECT timestamp '2024-01-01 10:00:00' + interval '1 day 2 hours', timestamp '2024-01-02' - timestamp '2024-01-01 12:00';
 
-SELECT salary::text, '42'::int + 1, 3.7::int, CAST('2024-01-01' AS date);
+SELECT '42'::int + 1, 3.7::int, CAST('2024-01-01' AS date), 10::text;
 
 SELECT DISTINCT dept FROM emp ORDER BY dept;
 
 SELECT coalesce(salary, -1), nullif(dept, 'eng') FROM emp ORDER BY id;
 
+-- SQLNESS REPLACE \[file:\S+\] [FILE]
+-- SQLNESS REPLACE #\d+L? #N
+-- SQLNESS REPLACE plan_id=\d+ plan_id=N
 EXPLAIN SELECT count(*) FROM emp;
 
 DROP TABLE emp;
