@@ -28,6 +28,7 @@ import duckdb
 import pyarrow as pa
 import warnings
 
+from catalog import flows as flowmeta
 from catalog import pg_relations as rels
 from catalog.sqltokens import Token, significant, split_ident_chain, string_value, tokenize
 from catalog.store import Catalog, TableDef
@@ -987,6 +988,7 @@ def _create_database(owner: "CatalogQueries") -> duckdb.DuckDBPyConnection:
     con.execute("CREATE TABLE tg_keywords AS SELECT * FROM tg_kw_load")
     con.unregister("tg_kw_load")
     owner._install_functions(con)
+    flowmeta.load_into_duckdb(con, owner._catalog, create=True)  # INFORMATION_SCHEMA.FLOWS, FLOW_STATISTICS
     return con
 
 
@@ -1122,7 +1124,7 @@ class CatalogQueries:
             return fast
         analysis = self._analyze(sql)
         key = None
-        if not analysis.volatile:
+        if not analysis.volatile and not flowmeta.mentions_flow_relations(sql):
             try:
                 key = (sql, _freeze(params), info.user, info.database, info.backend_pid, info.application_name,
                        tuple(sorted(info.settings.items())))
@@ -1291,6 +1293,15 @@ class CatalogQueries:
         analysis = self._analyze(sql)
         duck_sql = self._rewrite(sql)
         mirror = self._current()
+        if flowmeta.mentions_flow_relations(sql):
+            # Flow rows change with every run (no catalog version bump): load them per query.
+            with self._lock:
+                assert self._db is not None
+                loader = self._db.cursor()
+                try:
+                    flowmeta.load_into_duckdb(loader, self._catalog)
+                finally:
+                    loader.close()
         cur = self._cursor()
         self._tls.info = info
         self._tls.active = mirror

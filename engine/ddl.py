@@ -187,7 +187,7 @@ def parse_create_table(sql: str) -> CreateTable:
                 continue
             pieces.append(sql[t.start:t.end])
             j += 1
-        kept.append(_join(el, sql, skip_texts=None) if len(pieces) == len(el) else " ".join(pieces))
+        kept.append(sql[el[0].start:el[-1].end] if len(pieces) == len(el) else " ".join(pieces))
     # The tail: WITH (...), COMMENT [=] '...', ENGINE [=] name, in any order.
     j = close + 1
     while j < len(toks):
@@ -253,10 +253,6 @@ def parse_create_table(sql: str) -> CreateTable:
                 c.comment = comment
     _validate(ct)
     return ct
-
-
-def _join(el: list[Tok], sql: str, skip_texts: None) -> str:
-    return sql[el[0].start:el[-1].end]
 
 
 def _ident_name(e: exp.Expression) -> str:
@@ -377,9 +373,7 @@ def render_create_table(t: TableDef) -> str:
     lines = []
     for c in t.columns:
         line = f"  {quote_ident(c.name)} {c.type.sql()}"
-        if c.not_null and c.name not in t.primary_key and c.name != t.time_index:
-            line += " NOT NULL"
-        elif c.not_null:
+        if c.not_null:
             line += " NOT NULL"
         if c.default is not None:
             line += f" DEFAULT {c.default}"

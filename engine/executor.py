@@ -23,7 +23,6 @@ import itertools
 import logging
 import re
 import threading
-import time as _time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
@@ -37,6 +36,7 @@ from sqlglot import exp
 
 from catalog.store import Catalog, ColumnDef, TableDef
 from engine import ddl
+from engine.flows import statements as flow_statements
 from engine import spark as sparkmod
 from engine.storage import (
     Snapshot, TableStore, WriteOp, coerce_array, dedupe_last, duplicate_keys, key_text,
@@ -78,10 +78,14 @@ class Engine:
         self.runtime = sparkmod.SparkRuntime(settings)
         self.store = TableStore(settings.warehouse_dir)
         self.maintenance: Maintenance = Maintenance(self.store, catalog, settings)
+        from engine.flows import FlowRuntime
+
+        self.flows = FlowRuntime(self)
 
     def start(self) -> None:
         self.runtime.start()
         self.maintenance.start()
+        self.flows.start()
 
     def ready(self) -> bool:
         return self.runtime.ready()
@@ -90,6 +94,7 @@ class Engine:
         return EngineSession(self)
 
     def shutdown(self) -> None:
+        self.flows.shutdown()
         self.maintenance.stop()
         self.runtime.stop()
 
@@ -294,8 +299,12 @@ class EngineSession:
             raise SqlError("42601", "syntax error at end of input")
         w = [t.upper for t in toks[:4]] + ["", "", "", ""]
         first = w[0]
+        if first in ("CREATE", "DROP", "SHOW", "ADMIN", "COMMENT") and flow_statements.is_flow_statement(sql):
+            return flow_statements.execute(self, sql, info)
         if first == "CREATE" and (w[1] == "TABLE" or w[1] in ("TEMP", "TEMPORARY", "UNLOGGED")):
-            return self._create_table(sql, params, info)
+            result = self._create_table(sql, params, info)
+            self.engine.flows.nudge()  # a pending flow may be waiting for this table
+            return result
         if first == "INSERT":
             fast = self._insert_fast(sql, params, info)
             if fast is not None:
@@ -635,6 +644,7 @@ class EngineSession:
                 dropped = self.catalog.drop_schema(name, if_exists=if_exists, cascade=cascade)
                 if dropped:
                     notices.append(f"drop cascades to {len(dropped)} other object{'s' if len(dropped) != 1 else ''}")
+                    notices += flow_statements.drop_dependent_flows(self, [t for t in dropped if t.kind == "table"], True)
                 for t in dropped:
                     if t.kind == "table":
                         self.store.drop(t.location)
@@ -666,6 +676,8 @@ class EngineSession:
                 notices.append(f"drop cascades to view {v.name}")
                 dropping.add((v.schema, v.name))
                 targets.append(v)
+        # Flows reading a dropped table: 2BP01, or dropped with it under CASCADE.
+        notices += flow_statements.drop_dependent_flows(self, [t for t in targets if t.kind == "table"], cascade)
         for t in targets:
             if self.catalog.get_table(t.schema, t.name) is None:
                 continue
@@ -1432,6 +1444,8 @@ class EngineSession:
         info = info or SessionInfo()
         toks = ddl.scan(sql[:400])
         first = toks[0].upper if toks else ""
+        if flow_statements.is_flow_statement(sql):
+            return list(_fill_params(param_types, {})), flow_statements.describe(sql)
         if first == "SHOW":
             stream = self._show(sql, toks, info)
             return list(_fill_params(param_types, {})), stream.fields

@@ -175,14 +175,6 @@ def prefers_collect(df: DataFrame) -> bool:
         return False
 
 
-def estimated_size(df: DataFrame) -> int:
-    """The optimizer's size estimate of ``df``'s result in bytes (no job runs)."""
-    try:
-        return int(str(df._jdf.queryExecution().optimizedPlan().stats().sizeInBytes()))
-    except Exception:  # noqa: BLE001 - an estimate only
-        return STREAM_THRESHOLD_BYTES + 1
-
-
 def collect_arrow(df: DataFrame) -> pa.Table:
     """Run ``df`` as one job and return its rows as one Arrow table (schema kept when empty)."""
     batches = df._collect_as_arrow(empty_list_if_zero_records=False)

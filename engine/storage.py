@@ -38,7 +38,7 @@ import re
 import shutil
 import threading
 import uuid as uuidlib
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime, time, timedelta, timezone
 from decimal import Decimal, InvalidOperation
@@ -790,14 +790,3 @@ def key_text(row: dict[str, Any]) -> str:
     vals = ", ".join("null" if v is None else (v.isoformat(sep=" ") if isinstance(v, datetime) else str(v))
                      for v in row.values())
     return f"Key ({cols})=({vals})"
-
-
-def iter_reader(schema: pa.Schema, batches: Iterable[pa.RecordBatch]) -> pa.RecordBatchReader:
-    return pa.RecordBatchReader.from_batches(schema, iter(batches))
-
-
-def batches_of(data: pa.Table | pa.RecordBatchReader) -> Iterator[pa.RecordBatch]:
-    if isinstance(data, pa.Table):
-        yield from data.to_batches()
-    else:
-        yield from data

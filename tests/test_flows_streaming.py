@@ -154,7 +154,7 @@ def test_windowed_aggregation_equals_batch_and_follows_deletes(conn: psycopg.Con
     conn.execute("DELETE FROM w_src WHERE host = 'h4'")
     conn.execute("UPDATE w_src SET v = 100 WHERE host = 'a'")
     result = wait_equal(conn, got, want)
-    assert (datetime(2024, 1, 1, 0, 0), 3, 112.0, 100.0) in result
+    assert (datetime(2024, 1, 1, 0, 0), 2, 110.0, 100.0) in result
     # A window whose last row is deleted disappears from the sink.
     conn.execute("DELETE FROM w_src WHERE ts >= '2024-01-01 00:00:30'")
     wait_equal(conn, got, want)
@@ -247,12 +247,12 @@ def test_kill9_during_inserts_then_restart_is_exact(gw: TidegateServer) -> None:
     t = threading.Thread(target=writer, daemon=True)
     t.start()
     deadline = time.time() + 60
-    while len(inserted) < 150 and time.time() < deadline:
+    while len(inserted) < 60 and time.time() < deadline:
         time.sleep(0.1)
     gw.kill9()
     stop.set()
     t.join(10)
-    assert len(inserted) >= 50
+    assert len(inserted) >= 20
     restarted = start_tidegate(gw.data_dir, port=gw.port)
     gw.proc, gw.log = restarted.proc, restarted.log
     restarted.wait_for_spark()
