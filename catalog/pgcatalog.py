@@ -29,6 +29,7 @@ import pyarrow as pa
 import warnings
 
 from catalog import flows as flowmeta
+from catalog import refresh as refreshmeta
 from catalog import pg_relations as rels
 from catalog.sqltokens import Token, significant, split_ident_chain, string_value, tokenize
 from catalog.store import Catalog, TableDef
@@ -989,6 +990,7 @@ def _create_database(owner: "CatalogQueries") -> duckdb.DuckDBPyConnection:
     con.unregister("tg_kw_load")
     owner._install_functions(con)
     flowmeta.load_into_duckdb(con, owner._catalog, create=True)  # INFORMATION_SCHEMA.FLOWS, FLOW_STATISTICS
+    refreshmeta.load_into_duckdb(con, owner._catalog, create=True)  # INFORMATION_SCHEMA.REFRESH_TABLES
     return con
 
 
@@ -1124,7 +1126,8 @@ class CatalogQueries:
             return fast
         analysis = self._analyze(sql)
         key = None
-        if not analysis.volatile and not flowmeta.mentions_flow_relations(sql):
+        if not analysis.volatile and not flowmeta.mentions_flow_relations(sql) \
+                and not refreshmeta.mentions_refresh_relations(sql):
             try:
                 key = (sql, _freeze(params), info.user, info.database, info.backend_pid, info.application_name,
                        tuple(sorted(info.settings.items())))
@@ -1300,6 +1303,14 @@ class CatalogQueries:
                 loader = self._db.cursor()
                 try:
                     flowmeta.load_into_duckdb(loader, self._catalog)
+                finally:
+                    loader.close()
+        if refreshmeta.mentions_refresh_relations(sql):  # refresh state changes without a version bump
+            with self._lock:
+                assert self._db is not None
+                loader = self._db.cursor()
+                try:
+                    refreshmeta.load_into_duckdb(loader, self._catalog)
                 finally:
                     loader.close()
         cur = self._cursor()

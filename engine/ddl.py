@@ -210,6 +210,11 @@ def parse_create_table(sql: str) -> CreateTable:
                     raise SqlError("42601", "syntax error in WITH options", position=el[0].start + 1)
             j = end + 1
             continue
+        if t.upper == "FORMAT":  # refreshable tables: FORMAT PLAIN ENCODE CSV (k = v, ...)
+            from engine.refresh import parse_format_clause
+
+            j = parse_format_clause(toks, j, ct.options)
+            continue
         if t.upper == "COMMENT":
             k = j + 1
             if k < len(toks) and toks[k].text == "=":
@@ -344,6 +349,9 @@ def _validate(ct: CreateTable) -> None:
     for c in ct.columns:
         if c.name in ct.primary_key or c.name == ct.time_index:
             c.not_null = True
+    from engine.refresh import validate_options  # connector / refresh_mode / refresh_interval_sec
+
+    validate_options(ct.options, ct.primary_key)
     for key, value in ct.options.items():
         if key == "append_mode" and value.lower() not in ("true", "false"):
             raise SqlError("22023", f"invalid value for option append_mode: {value!r}")

@@ -81,11 +81,15 @@ class Engine:
         from engine.flows import FlowRuntime
 
         self.flows = FlowRuntime(self)
+        from engine.refresh import RefreshManager
+
+        self.refresh = RefreshManager(self)  # REFRESH TABLE, its recovery and schedule
 
     def start(self) -> None:
         self.runtime.start()
         self.maintenance.start()
         self.flows.start()
+        self.refresh.start()
 
     def ready(self) -> bool:
         return self.runtime.ready()
@@ -94,6 +98,7 @@ class Engine:
         return EngineSession(self)
 
     def shutdown(self) -> None:
+        self.refresh.shutdown()
         self.flows.shutdown()
         self.maintenance.stop()
         self.runtime.stop()
@@ -309,6 +314,8 @@ class EngineSession:
             fast = self._insert_fast(sql, params, info)
             if fast is not None:
                 return fast
+        if self.engine.refresh.handles(w[:3]):  # REFRESH TABLE t [WAIT], SHOW REFRESH STATUS
+            return self.engine.refresh.execute(sql, info, self._current_schema(info))
         if first == "SHOW":
             return self._show(sql, toks, info)
         if first == "EXPLAIN":

@@ -36,6 +36,8 @@ log = logging.getLogger(__name__)
 # Results whose optimizer estimate exceeds this many bytes are streamed partition by partition.
 STREAM_THRESHOLD_BYTES = 16 * 1024 * 1024
 
+PG_JDBC_JAR = "/usr/share/java/postgresql.jar"  # Debian's libpostgresql-jdbc-java
+
 DEFAULT_CONF: dict[str, str] = {
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
@@ -80,6 +82,8 @@ class SparkRuntime:
             started = time.monotonic()
             builder = SparkSession.builder.master(self._settings.spark_master).appName("tidegate")
             conf = dict(DEFAULT_CONF)
+            if os.path.exists(PG_JDBC_JAR):  # Spark JDBC source of REFRESH TABLE's postgres connector
+                conf.update({"spark.jars": PG_JDBC_JAR, "spark.driver.extraClassPath": PG_JDBC_JAR})
             conf.update(self._settings.spark_conf)
             for key, value in conf.items():
                 builder = builder.config(key, value)

@@ -296,7 +296,7 @@ class Connection:
             self.settings.set_startup(key, value)
         self.info = SessionInfo(user=user, database=params.get("database") or user,
                                 application_name=self.settings.values.get("application_name", ""),
-                                backend_pid=self.pid, settings=self.settings.values)
+                                backend_pid=self.pid, settings=self.settings.values, notice=self._live_notice)
         self.session = self.server.backend.open_session()
         self.send(m.AUTH_OK)
         for name, value in self.settings.changed_reported():
@@ -415,6 +415,14 @@ class Connection:
         level = self.settings.values.get("client_min_messages", "notice")
         if _SEVERITY_RANK.get(severity, 2) >= _NOTICE_RANK.get(level, 2):
             self.send(m.notice_response(text, severity, sqlstate))
+
+    def _live_notice(self, text: str) -> None:
+        """SessionInfo.notice: a NOTICE from a backend thread, sent and flushed from the event loop."""
+        def send() -> None:
+            self._notice("NOTICE", "00000", text)
+            self.loop.create_task(self.flush())
+
+        self.loop.call_soon_threadsafe(send)
 
     def _report_settings(self) -> None:
         for name, value in self.settings.changed_reported():

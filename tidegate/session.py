@@ -6,6 +6,7 @@ this read-only view with every call.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 
@@ -19,6 +20,9 @@ class SessionInfo:
     # (e.g. "search_path" -> '"$user", public', "timezone" -> "UTC", "datestyle" -> "ISO, MDY").
     settings: dict[str, str] = field(default_factory=dict)
     in_transaction: bool = False
+    # Sends a NOTICE to the client while the statement still runs (thread-safe; None outside the
+    # gateway). Long statements (REFRESH TABLE ... WAIT) report progress through it.
+    notice: Callable[[str], None] | None = field(default=None, repr=False, compare=False)
 
     @property
     def search_path(self) -> list[str]:

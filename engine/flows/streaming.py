@@ -35,7 +35,6 @@ refused (:func:`streamable`).
 
 from __future__ import annotations
 
-import itertools
 import json
 import logging
 import os
@@ -59,6 +58,7 @@ from engine.flows.runtime import ActiveFlow, FlowRuntime, RunResult
 from engine.flows.windows import _FIXED_UNITS, _WEEK_ORIGIN, merge_ranges, times_to_micros
 from engine.storage import dedupe_last
 from tidegate.errors import SqlError
+from tidegate.pgtypes import TEXT, ColumnType
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -74,9 +74,9 @@ MAX_BACKOFF_S = 60.0
 FLUSH_TIMEOUT_S = 300.0
 EVENT_TIME = "__tg_event_time"
 WINDOW_KEY = "__tg_window"
+CHANGE_COLUMN = "__tg_change"
 # Append-mostly: at most this share of a source's recent commits delete or update rows.
 APPEND_MOSTLY_MAX_SHARE = 0.1
-_seq = itertools.count(1)
 
 
 def app_id(flow_id: int) -> str:
@@ -361,11 +361,10 @@ class StreamingExecutor(BatchExecutor):
             handler = self._windows_batch
             mode = "update"
         else:
-            if plan.window is not None:
+            if plan.window is not None and af.flow.expire_after is not None:
                 df = df.withColumn(EVENT_TIME, F.col(f"`{plan.window.column}`").cast("timestamp"))
-                if af.flow.expire_after is not None:
-                    df = df.withWatermark(EVENT_TIME, f"{int(af.flow.expire_after)} seconds")
-            writer_df = df
+                df = df.withWatermark(EVENT_TIME, f"{int(af.flow.expire_after)} seconds")
+            writer_df = self._project_stream(st, plan, df)
             handler = self._rows_batch
             mode = "append"
 
@@ -437,10 +436,35 @@ class StreamingExecutor(BatchExecutor):
                                         window.column_type if window else None, aid, version)
         self._batch_done(st, written, deleted)
 
+    def _project_stream(self, st: _Stream, plan: FlowPlan, df: DataFrame) -> DataFrame:
+        """The flow's query applied to the change stream itself (the source replaced by it), with
+        each output row's change type appended as ``__tg_change``: one Spark job per batch."""
+        from engine.executor import StatementResolver
+        from engine.translate import ResolvedRelation, translate_query
+
+        af = st.af
+        source = plan.sources[0]
+        spark = st.spark
+        assert spark is not None and plan.query_tree is not None and st.session is not None
+        view = f"tg_stream_src_{af.flow.flow_id}"
+        df.createOrReplaceTempView(view)
+        cols = [(c.name, c.type) for c in source.columns] + [(cdf_source.CHANGE_TYPE, ColumnType(TEXT))]
+        rel = ResolvedRelation(source.schema, source.name, view, cols, None)
+        overrides: dict[str, Any] = {}
+        for ref in table_refs(plan.query_tree):
+            db = ref.args.get("db")
+            overrides[ref.name if db is None else f"{db.name}.{ref.name}"] = rel
+        tree = plan.query_tree.copy()
+        assert isinstance(tree, exp.Select)
+        tree = tree.select(exp.alias_(exp.column(cdf_source.CHANGE_TYPE), CHANGE_COLUMN), copy=False)
+        resolver = StatementResolver(st.session, self.runtime.session_info(af.flow), overrides)
+        tq = translate_query(tree, resolver, [])
+        return spark.sql(tq.spark_sql)
+
     def _rows_batch(self, st: _Stream, batch: DataFrame, batch_id: int) -> None:
-        """A projection flow's micro-batch: inserts run through the query and upsert; deletes
-        re-evaluate the time points they touched (or everything without a time column)."""
-        from pyspark.sql import functions as F  # noqa: N812
+        """A projection flow's micro-batch (already projected): inserts upsert into the sink;
+        deletes re-evaluate the time points they touched (everything without a time column)."""
+        import pyarrow.compute as pc
 
         af = st.af
         plan, sink = af.plan, af.sink
@@ -452,68 +476,30 @@ class StreamingExecutor(BatchExecutor):
         if self._first_commit(sink, aid):
             self._recompute(st, plan, sink, None, aid, version)
             return
-        if watermark is not None and plan.window is not None:
+        data = batch.toArrow()
+        window = plan.window
+        if watermark is not None and window is not None and data.num_rows:
             # Change rows older than the watermark (EXPIRE AFTER) are late: counted, ignored.
-            cutoff = datetime.fromtimestamp(watermark / 1e6, timezone.utc)
-            late = batch.where(F.col(EVENT_TIME) < F.lit(cutoff)).count()
+            times = times_to_micros(data.column(window.output))
+            keep = pc.fill_null(pc.greater_equal(times, pa.scalar(watermark, pa.int64())), True)
+            late = data.num_rows - pc.sum(pc.cast(keep, pa.int64())).as_py()
             if late:
                 af.stats.late_rows += int(late)
-                batch = batch.where(F.col(EVENT_TIME) >= F.lit(cutoff))
-        batch = batch.persist()
-        try:
-            kinds = {r[0] for r in batch.select(cdf_source.CHANGE_TYPE).distinct().collect()}
-            if not kinds:
-                self._batch_done(st, 0, 0)
+                data = data.filter(keep)
+        if data.num_rows == 0:
+            self._batch_done(st, 0, 0)
+            return
+        kinds = set(pc.unique(data.column(CHANGE_COLUMN)).to_pylist())
+        if kinds & set(cdf_source.DELETE_TYPES):
+            if window is None:
+                self._recompute(st, plan, sink, None, aid, version)
                 return
-            if kinds & set(cdf_source.DELETE_TYPES):
-                if plan.window is None:
-                    self._recompute(st, plan, sink, None, aid, version)
-                    return
-                times = batch.select(F.col(f"`{plan.window.column}`").alias("t")).toArrow()
-                starts = plan.window.fn.starts(times_to_micros(times.column("t")))
-                self._recompute(st, plan, sink, merge_ranges(plan.window.fn, starts), aid, version)
-                return
-            inserts = batch.where(F.col(cdf_source.CHANGE_TYPE).isin(*cdf_source.INSERT_TYPES))
-            data = self._evaluate_rows(st, plan, sink, inserts)
-            written = self._upsert(sink, plan, data, aid, version)
-            self._batch_done(st, written, 0)
-        finally:
-            batch.unpersist()
-
-    def _evaluate_rows(self, st: _Stream, plan: FlowPlan, sink: TableDef, rows: DataFrame) -> pa.Table:
-        """The flow's query over ``rows`` (standing in for its source), in the sink's form."""
-        from engine import spark as sparkmod
-        from engine.executor import StatementResolver
-        from engine.translate import ResolvedRelation, translate_query
-
-        af = st.af
-        source = plan.sources[0]
-        spark = rows.sparkSession
-        view = f"tg_stream_{af.flow.flow_id}_{next(_seq)}"
-        rows.select(*[f"`{c.name}`" for c in source.columns]).createOrReplaceTempView(view)
-        try:
-            rel = ResolvedRelation(source.schema, source.name, view, [(c.name, c.type) for c in source.columns], None)
-            overrides: dict[str, Any] = {}
-            assert plan.query_tree is not None
-            for ref in table_refs(plan.query_tree):
-                db = ref.args.get("db")
-                overrides[ref.name if db is None else f"{db.name}.{ref.name}"] = rel
-            assert st.session is not None
-            resolver = StatementResolver(st.session, self.runtime.session_info(af.flow), overrides)
-            tq = translate_query(plan.query_tree, resolver, [])
-            result = sparkmod.collect_arrow(spark.sql(tq.spark_sql))
-        except SqlError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - Spark failures become SqlErrors
-            from engine.errors import map_spark_error
-
-            raise map_spark_error(exc, None) from None
-        finally:
-            try:
-                spark.catalog.dropTempView(view)
-            except Exception:  # noqa: BLE001 - best effort
-                pass
-        return _to_sink_rows(result, plan, sink)
+            starts = window.fn.starts(times_to_micros(data.column(window.output)))
+            self._recompute(st, plan, sink, merge_ranges(window.fn, starts), aid, version)
+            return
+        result = data.select(list(range(len(plan.output_names))))
+        written = self._upsert(sink, plan, _to_sink_rows(result, plan, sink), aid, version)
+        self._batch_done(st, written, 0)
 
     def _upsert(self, sink: TableDef, plan: FlowPlan, data: pa.Table, aid: str, version: int) -> int:
         """Upsert ``data`` on the sink's keys in one commit carrying the app transaction."""

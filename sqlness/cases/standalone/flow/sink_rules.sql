@@ -32,7 +32,7 @@ SHOW FLOW STATUS LIKE 'flow\_sr\_%';
 -- An existing sink whose columns take the output is used as it is.
 CREATE TABLE flow_sr_own (host TEXT, w TIMESTAMP TIME INDEX, c BIGINT, update_at TIMESTAMP(3), PRIMARY KEY (host));
 
-CREATE FLOW flow_sr_own_flow SINK TO flow_sr_own AS
+CREATE FLOW flow_sr_own_flow SINK TO flow_sr_own WITH (flow_type = 'batching') AS
 SELECT host, date_bin(INTERVAL '1 hour', ts, '2000-01-01'::timestamp) AS w, count(*) AS c FROM flow_sr_src GROUP BY host, w;
 
 -- SQLNESS REPLACE (?m)^(\|\s+)\d+(\s+\|)$ \1<rows>\2

@@ -57,7 +57,7 @@ ADMIN FLUSH_FLOW('fs_win');
 
 SELECT w, n, top FROM fs_win_sink ORDER BY w;
 
-SELECT flow_name, options FROM information_schema.flows WHERE flow_name LIKE 'fs\_%' ORDER BY flow_name;
+SELECT flow_name, options FROM information_schema.flows WHERE flow_name LIKE 'fs%' ORDER BY flow_name;
 
 -- SHOW CREATE FLOW keeps the flow_type only when the user set it.
 SHOW CREATE FLOW fs_win;
@@ -71,4 +71,4 @@ DROP FLOW fs_hot;
 
 DROP FLOW fs_win;
 
-SHOW FLOWS LIKE 'fs\_%';
+SHOW FLOWS LIKE 'fs%';

@@ -1,0 +1,807 @@
+"""Refreshable tables: ``REFRESH TABLE`` reloads a table from its source, atomically and resumably.
+
+A table created ``WITH (connector = 'file' | 'postgres', refresh_mode = 'FULL_RELOAD', ...)`` mirrors
+an external source. A refresh runs in three durable steps (state in :mod:`catalog.refresh`):
+
+1. **load** -- Spark reads the source's current snapshot chunk by chunk (one file of a folder, or
+   one key range of a PostgreSQL table read through Spark's JDBC source); every chunk is checked
+   against the table's schema, written to ``<data-dir>/refresh/<table oid>/<refresh id>/`` as
+   Parquet and recorded. A crash here resumes after the last recorded chunk when the source is
+   unchanged (same files, sizes and mtimes), and restarts cleanly otherwise (a PostgreSQL source
+   has no snapshot to resume against: it always restarts).
+2. **diff** -- the staged snapshot is compared with the table (full outer join on the primary key,
+   null-safe comparison of every other column): new keys, changed rows, vanished keys.
+3. **commit** -- ONE Delta merge inserts, updates and deletes exactly those rows, recording the
+   Delta app transaction ``tidegate-refresh-<oid>`` = refresh id. Readers see the old table
+   until that commit; the change data feed (and every flow reading it) holds only the diff. A
+   crash after the load redoes diff + commit unless the app transaction shows the commit landed,
+   so the commit happens exactly once.
+
+A failure (unreachable source, unreadable file, rows that break the schema, duplicate keys) leaves
+the table unchanged; the status goes back to IDLE with ``last_error`` naming the file and line or
+the source query. ``WITH (on_source_error = 'ignore')`` tolerates bad rows (skipped) and duplicate
+keys (the last row of a key wins); the counts are reported in a NOTICE and in ``last_error``.
+
+Fault injection for crash tests: ``TIDEGATE_REFRESH_TEST_PAUSE="chunk:2,commit:5,committed:5"``
+sleeps that many seconds after each staged chunk, before the commit and after it.
+"""
+
+from __future__ import annotations
+
+import csv
+import fnmatch
+import hashlib
+import io
+import json
+import logging
+import math
+import os
+import re
+import shutil
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote, urlparse
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from catalog import refresh as rmeta
+from catalog.store import TableDef
+from tidegate.errors import SqlError
+from tidegate.pgtypes import INT8, TEXT, TIMESTAMPTZ, ColumnType
+from tidegate.results import CommandResult, ResultField, RowStream
+from tidegate.session import SessionInfo
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+    from engine.executor import Engine
+
+log = logging.getLogger(__name__)
+
+CONNECTORS = ("file", "postgres")
+ENCODES = ("CSV", "PARQUET", "JSON")
+REFRESH_MODES = ("FULL_RELOAD", "STREAMING")
+PG_JDBC_JAR = "/usr/share/java/postgresql.jar"
+DEFAULT_CHUNK_ROWS = 200_000
+_EXAMPLES = 3
+_CORRUPT = "_tg_corrupt_record"
+
+Notify = Callable[[str], None]
+
+
+# -- CREATE TABLE: FORMAT ... ENCODE ... and option validation -------------------------------------
+
+def parse_format_clause(toks: list[Any], j: int, options: dict[str, str]) -> int:
+    """``FORMAT PLAIN ENCODE CSV [(k = v, ...)]`` at token ``j`` into ``options`` (``format``,
+    ``encode`` and ``encode.<k>``); returns the index after the clause."""
+    from engine.ddl import _matching, _split_top, ident_value, string_value
+
+    def word(i: int, what: str) -> str:
+        if i >= len(toks) or toks[i].kind not in ("word", "qid", "str"):
+            raise SqlError("42601", f"FORMAT clause needs {what}: FORMAT PLAIN ENCODE CSV | PARQUET | JSON")
+        return string_value(toks[i]) if toks[i].kind == "str" else ident_value(toks[i])
+
+    fmt = word(j + 1, "a format").upper()
+    if fmt != "PLAIN":
+        raise SqlError("0A000", f"FORMAT {fmt} is not supported: accepted formats are PLAIN")
+    if j + 2 >= len(toks) or toks[j + 2].upper != "ENCODE":
+        raise SqlError("42601", "FORMAT clause needs ENCODE: FORMAT PLAIN ENCODE CSV | PARQUET | JSON")
+    enc = word(j + 3, "an encoding").upper()
+    if enc not in ENCODES:
+        raise SqlError("22023", f"unknown encode '{enc}': accepted encodes are CSV, PARQUET and JSON")
+    options["format"], options["encode"] = fmt, enc
+    k = j + 4
+    if k < len(toks) and toks[k].text == "(":
+        end = _matching(toks, k)
+        for a, b in _split_top(toks, k + 1, end):
+            el = toks[a:b]
+            if len(el) < 3 or el[1].text != "=":
+                raise SqlError("42601", "syntax error in ENCODE options", position=el[0].start + 1)
+            key = string_value(el[0]) if el[0].kind == "str" else ident_value(el[0])
+            options[f"encode.{key.lower()}"] = string_value(el[2]) if el[2].kind == "str" else el[2].text
+        k = end + 1
+    return k
+
+
+def validate_options(options: dict[str, str], primary_key: list[str]) -> None:
+    """Check (and normalise) the refresh options of a CREATE TABLE; errors say what is accepted."""
+    mode = options.get("refresh_mode")
+    if mode is not None:
+        if mode.upper() not in REFRESH_MODES:
+            raise SqlError("22023", f"invalid refresh_mode '{mode}': accepted values are 'FULL_RELOAD' and 'STREAMING'")
+        options["refresh_mode"] = mode = mode.upper()
+    interval = options.get("refresh_interval_sec")
+    if interval is not None:
+        if mode != "FULL_RELOAD":
+            raise SqlError("22023", "refresh_interval_sec is only allowed with refresh_mode = 'FULL_RELOAD'")
+        if not re.fullmatch(r"\s*\+?\d+\s*", interval) or int(interval) <= 0:
+            raise SqlError("22023", f"invalid refresh_interval_sec '{interval}': must be a positive integer")
+        options["refresh_interval_sec"] = str(int(interval))
+    connector = options.get("connector")
+    if mode == "FULL_RELOAD":
+        if not primary_key:
+            raise SqlError("42P16", "Refreshable tables must have a PRIMARY KEY")
+        if connector is None:
+            raise SqlError("22023", "refresh_mode = 'FULL_RELOAD' needs a connector: accepted connectors are 'file' and 'postgres'")
+    if connector is None:
+        return
+    if connector.lower() not in CONNECTORS:
+        raise SqlError("22023", f"unknown connector '{connector}': accepted connectors are 'file' and 'postgres'")
+    options["connector"] = connector = connector.lower()
+    if connector == "file":
+        if not options.get("path"):
+            raise SqlError("22023", "connector 'file' needs the option path (a folder or file) and optionally match_pattern")
+        if "encode" not in options:
+            raise SqlError("22023", "connector 'file' needs FORMAT PLAIN ENCODE CSV | PARQUET | JSON")
+    else:
+        missing = [k for k in ("url", "source_table") if not options.get(k)]
+        if missing:
+            raise SqlError("22023", f"connector 'postgres' needs the option{'s' if len(missing) > 1 else ''} "
+                                    f"{' and '.join(missing)} (url = 'postgresql://user:password@host:port/db', "
+                                    "source_table = 'schema.table')")
+    tolerance = options.get("on_source_error")
+    if tolerance is not None and tolerance.lower() not in ("fail", "ignore"):
+        raise SqlError("22023", f"invalid on_source_error '{tolerance}': accepted values are 'fail' and 'ignore'")
+    chunk = options.get("chunk_rows")
+    if chunk is not None and (not chunk.strip().isdigit() or int(chunk) <= 0):
+        raise SqlError("22023", f"invalid chunk_rows '{chunk}': must be a positive integer")
+
+
+# -- sources -----------------------------------------------------------------------------------------
+
+class SourceError(Exception):
+    """A refresh failure with its SQLSTATE; the message names the file/line or the source query."""
+
+    def __init__(self, sqlstate: str, message: str) -> None:
+        super().__init__(message)
+        self.sqlstate = sqlstate
+        self.message = message
+
+
+@dataclass
+class ChunkSpec:
+    """One unit of loading: a file, or a key range of a PostgreSQL table."""
+
+    label: str  # for messages: the file path or the source query
+    file: str | None = None
+    query: str | None = None
+
+
+def _read_type(t: ColumnType) -> str:
+    """The Spark type a source column is read as (text for types whose storage form Spark lacks)."""
+    from engine.spark import spark_type_sql
+
+    if t.is_array or t.pg.name in ("time", "interval", "uuid", "json", "jsonb", "bytea"):
+        return "string"
+    return spark_type_sql(t)
+
+
+def _schema_ddl(cols: list[tuple[str, str]]) -> str:
+    return ", ".join(f"`{n.replace('`', '``')}` {ty}" for n, ty in cols)
+
+
+def _line_of(path: str, record: str) -> int | None:
+    """The 1-based line of ``path`` where a malformed ``record`` starts (found by its text)."""
+    first = record.splitlines()[0] if record else record
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            for n, line in enumerate(fh, 1):
+                if line.rstrip("\r\n") == first:
+                    return n
+    except OSError:
+        return None
+    return None
+
+
+class Source:
+    """The source of one refreshable table: how to list its chunks and read one with Spark."""
+
+    def __init__(self, table: TableDef) -> None:
+        self.table = table
+        self.options = table.options
+        self.connector = self.options.get("connector", "")
+        self.tolerant = self.options.get("on_source_error", "fail").lower() == "ignore"
+        self.chunk_rows = int(self.options.get("chunk_rows", DEFAULT_CHUNK_ROWS))
+
+    # -- files ---------------------------------------------------------------------------------
+
+    def _files(self) -> list[str]:
+        path = self.options["path"]
+        pattern = self.options.get("match_pattern", "*")
+        if os.path.isfile(path):
+            return [path]
+        if not os.path.isdir(path):
+            raise SourceError("58P01", f"source path '{path}' does not exist")
+        names = sorted(n for n in os.listdir(path) if fnmatch.fnmatch(n, pattern))
+        return [os.path.join(path, n) for n in names if os.path.isfile(os.path.join(path, n))]
+
+    def fingerprint(self) -> str | None:
+        """What identifies the source's snapshot for resuming (None: never resumable)."""
+        if self.connector != "file":
+            return None
+        parts = []
+        for f in self._files():
+            st = os.stat(f)
+            parts.append([f, st.st_size, st.st_mtime_ns])
+        return hashlib.sha256(json.dumps(parts).encode()).hexdigest()
+
+    def chunks(self, spark: SparkSession) -> list[ChunkSpec]:
+        if self.connector == "file":
+            return [ChunkSpec(f, file=f) for f in self._files()]
+        return self._pg_chunks(spark)
+
+    def read(self, spark: SparkSession, chunk: ChunkSpec) -> tuple[pa.Table, list[str], int]:
+        """Rows of ``chunk`` in the table's storage form, with messages about bad rows and their count."""
+        from engine.storage import coerce_array
+
+        cols = self.table.columns
+        if self.connector == "file":
+            df, has_corrupt = self._file_frame(spark, chunk.file or "")
+            where = f"file {chunk.file}"
+        else:
+            df, has_corrupt = self._jdbc_frame(spark, chunk.query or ""), False
+            where = f"source query: {chunk.query}"
+        try:
+            raw = df.toArrow()
+        except SourceError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - every Spark/JDBC failure names the source
+            raise SourceError("58030" if self.connector == "file" else "08001",
+                              f"could not read {where}: {_first_line(exc)}") from None
+        bad: list[str] = []
+        nbad = 0
+        keep = None
+        if has_corrupt:
+            corrupt = raw.column(_CORRUPT)
+            mask = pc.is_valid(corrupt)
+            nbad = pc.sum(mask).as_py() or 0
+            if nbad:
+                for rec in pc.filter(corrupt, mask).to_pylist()[:_EXAMPLES]:
+                    line = _line_of(chunk.file or "", rec)
+                    bad.append(f"{chunk.file}{f' line {line}' if line else ''}: {rec.strip()[:200]!r} does not fit the table's columns")
+                keep = pc.invert(mask)
+            raw = raw.drop_columns([_CORRUPT])
+        if keep is not None:
+            raw = raw.filter(keep)
+        # Rows with a NULL key cannot be keyed: schema-breaking.
+        for k in self.table.primary_key:
+            nulls = pc.is_null(raw.column(k))
+            n = pc.sum(nulls).as_py() or 0
+            if n:
+                nbad += n
+                bad.append(f"{where}: {n} row{'s' if n > 1 else ''} with NULL in key column {k}")
+                raw = raw.filter(pc.invert(nulls))
+        arrays = []
+        for c in cols:
+            try:
+                arrays.append(coerce_array(raw.column(c.name), c.type, c.name))
+            except SqlError as exc:
+                raise SourceError(exc.sqlstate, f"{where}: column {c.name}: {exc.message}") from None
+        from engine.storage import storage_schema
+
+        return pa.Table.from_arrays(arrays, schema=storage_schema(cols)), bad, nbad
+
+    def _file_frame(self, spark: SparkSession, path: str) -> tuple[DataFrame, bool]:
+        enc = self.options.get("encode", "CSV").upper()
+        cols = self.table.columns
+        if not os.path.exists(path):
+            raise SourceError("58P01", f"could not read file {path}: it no longer exists")
+        if enc == "PARQUET":
+            try:
+                df = spark.read.parquet(path)
+                present = set(df.columns)
+            except Exception as exc:  # noqa: BLE001
+                raise SourceError("58030", f"could not read file {path}: {_first_line(exc)}") from None
+            missing = [c.name for c in cols if c.name not in present]
+            if missing:
+                raise SourceError("42703", f"file {path}: column {missing[0]} is missing (file columns: {', '.join(df.columns)})")
+            exprs = [f"CAST(`{c.name}` AS {_read_type(c.type)}) AS `{c.name}`" for c in cols]
+            return df.selectExpr(*exprs), False
+        reader = spark.read.option("mode", "PERMISSIVE").option("columnNameOfCorruptRecord", _CORRUPT)
+        if enc == "JSON":
+            fields = [(c.name, _read_type(c.type)) for c in cols] + [(_CORRUPT, "string")]
+            return reader.schema(_schema_ddl(fields)).json(path), True
+        delimiter = self.options.get("encode.delimiter", ",")
+        header = self.options.get("encode.without_header", "false").lower() not in ("true", "1", "yes", "on")
+        types = {c.name: _read_type(c.type) for c in cols}
+        if header:
+            try:
+                with open(path, encoding="utf-8", newline="") as fh:
+                    first = next(csv.reader(io.StringIO(fh.readline()), delimiter=delimiter), [])
+            except OSError as exc:
+                raise SourceError("58030", f"could not read file {path}: {exc.strerror}") from None
+            names = [h.strip() for h in first]
+            missing = [c.name for c in cols if c.name not in names]
+            if missing and first:
+                raise SourceError("42703", f"file {path} line 1: header has no column {missing[0]} "
+                                            f"(header: {delimiter.join(names)})")
+            fields = [(h, types.get(h, "string")) for h in names]
+        else:
+            fields = [(c.name, types[c.name]) for c in cols]
+        df = (reader.schema(_schema_ddl(fields + [(_CORRUPT, "string")]))
+              .option("header", str(header).lower()).option("sep", delimiter)
+              .option("enforceSchema", "true").csv(path))
+        return df.select(*[f"`{c.name}`" for c in cols], _CORRUPT), True
+
+    # -- PostgreSQL ------------------------------------------------------------------------------
+
+    def _jdbc(self) -> tuple[str, dict[str, str]]:
+        url = self.options["url"]
+        props = {"driver": "org.postgresql.Driver"}
+        if url.startswith("jdbc:"):
+            jdbc = url
+        else:
+            u = urlparse(url)
+            if u.scheme not in ("postgresql", "postgres"):
+                raise SourceError("22023", f"invalid url '{url}': expected postgresql://user:password@host:port/database")
+            jdbc = f"jdbc:postgresql://{u.hostname or 'localhost'}:{u.port or 5432}{u.path or '/postgres'}"
+            if u.query:
+                jdbc += "?" + u.query
+            if u.username:
+                props["user"] = unquote(u.username)
+            if u.password:
+                props["password"] = unquote(u.password)
+        for opt, prop in (("username", "user"), ("user", "user"), ("password", "password")):
+            if self.options.get(opt):
+                props[prop] = self.options[opt]
+        return jdbc, props
+
+    def _source_name(self) -> str:
+        parts = self.options["source_table"].split(".")
+        return ".".join('"' + p.strip().strip('"').replace('"', '""') + '"' for p in parts)
+
+    def _select(self, where: str = "") -> str:
+        cols = ", ".join('"' + c.name.replace('"', '""') + '"' for c in self.table.columns)
+        return f"SELECT {cols} FROM {self._source_name()}{where}"
+
+    def _jdbc_frame(self, spark: SparkSession, query: str) -> DataFrame:
+        jdbc, props = self._jdbc()
+        reader = spark.read.format("jdbc").option("url", jdbc).option("query", query).option("fetchsize", "10000")
+        for k, v in props.items():
+            reader = reader.option(k, v)
+        return reader.load()
+
+    def _pg_chunks(self, spark: SparkSession) -> list[ChunkSpec]:
+        """Key ranges of about ``chunk_rows`` rows when the key is one integer column; else one chunk."""
+        keys = self.table.primary_key
+        key_col = self.table.column(keys[0]) if len(keys) == 1 else None
+        if key_col is None or key_col.type.pg.name not in ("int2", "int4", "int8"):
+            q = self._select()
+            return [ChunkSpec(q, query=q)]
+        k = '"' + key_col.name.replace('"', '""') + '"'
+        probe = f"SELECT count(*) AS n, min({k}) AS lo, max({k}) AS hi FROM {self._source_name()}"
+        try:
+            row = self._jdbc_frame(spark, probe).collect()[0]
+        except Exception as exc:  # noqa: BLE001
+            raise SourceError("08001", f"could not read source query: {probe}: {_first_line(exc)}") from None
+        n, lo, hi = int(row["n"] or 0), row["lo"], row["hi"]
+        if n <= self.chunk_rows or lo is None:
+            q = self._select()
+            return [ChunkSpec(q, query=q)]
+        parts = math.ceil(n / self.chunk_rows)
+        step = max(1, math.ceil((int(hi) - int(lo) + 1) / parts))
+        out = []
+        for i in range(parts):
+            a = int(lo) + i * step
+            cond = f" WHERE {k} >= {a}" + (f" AND {k} < {a + step}" if i < parts - 1 else "")
+            q = self._select(cond)
+            out.append(ChunkSpec(q, query=q))
+        return out
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    for line in text.splitlines():
+        line = line.strip()
+        if line and not line.startswith(("JVM stacktrace", "at ", "Traceback")):
+            m = re.search(r"(?:Exception|Error): (.*)$", line)
+            return (m.group(1) if m else line)[:300]
+    return type(exc).__name__
+
+
+# -- the diff ---------------------------------------------------------------------------------------
+
+def _differs(a: pa.ChunkedArray, b: pa.ChunkedArray) -> pa.Array:
+    """Row-wise null-safe 'is distinct from' of two columns of equal type."""
+    try:
+        ne = pc.fill_null(pc.not_equal(a, b), False)
+        return pc.or_(ne, pc.xor(pc.is_null(a), pc.is_null(b)))
+    except (pa.ArrowNotImplementedError, pa.ArrowInvalid):
+        return pa.array([x != y for x, y in zip(a.to_pylist(), b.to_pylist())], pa.bool_())
+
+
+@dataclass
+class Diff:
+    data: pa.Table  # every column plus __tg_op ('I', 'U', 'D')
+    inserted: int
+    updated: int
+    deleted: int
+
+
+def compute_diff(new: pa.Table, cur: pa.Table, keys: list[str]) -> Diff:
+    """The rows that turn ``cur`` into ``new`` (both keyed by ``keys``, unique)."""
+    names = new.column_names
+    others = [c for c in names if c not in keys]
+    cur = cur.select(names).cast(new.schema)
+    cur_r = cur.rename_columns([c if c in keys else f"__cur_{c}" for c in names]).append_column(
+        "__tg_cur", pa.array([True] * cur.num_rows, pa.bool_()))
+    new_r = new.append_column("__tg_new", pa.array([True] * new.num_rows, pa.bool_()))
+    j = new_r.join(cur_r, keys=keys, join_type="full outer", use_threads=True)
+    has_new, has_cur = pc.is_valid(j.column("__tg_new")), pc.is_valid(j.column("__tg_cur"))
+    ins = pc.and_(has_new, pc.invert(has_cur))
+    dele = pc.and_(has_cur, pc.invert(has_new))
+    both = pc.and_(has_new, has_cur)
+    changed = pa.array([False] * j.num_rows, pa.bool_()) if not others else None
+    for c in others:
+        d = _differs(j.column(c), j.column(f"__cur_{c}"))
+        changed = d if changed is None else pc.or_(changed, d)
+    upd = pc.and_(both, changed)
+    ins_rows = j.filter(ins).select(names)
+    upd_rows = j.filter(upd).select(names)
+    del_rows = j.filter(dele).select(keys + [f"__cur_{c}" for c in others]).rename_columns(keys + others).select(names)
+    parts = []
+    for rows, op in ((ins_rows, "I"), (upd_rows, "U"), (del_rows, "D")):
+        parts.append(rows.cast(new.schema).append_column("__tg_op", pa.array([op] * rows.num_rows, pa.string())))
+    return Diff(pa.concat_tables(parts), ins_rows.num_rows, upd_rows.num_rows, del_rows.num_rows)
+
+
+def _q(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+# -- the manager --------------------------------------------------------------------------------------
+
+class RefreshManager:
+    """Runs refreshes (inline for WAIT, in a thread otherwise), recovers them after a crash and
+    starts scheduled ones. One refresh per table at a time; different tables refresh at once."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self.catalog = engine.catalog
+        self.state = rmeta.store_for(engine.catalog)
+        self.staging_root = Path(engine.settings.data_dir) / "refresh"
+        self._threads: dict[int, threading.Thread] = {}
+        self._guard = threading.Lock()
+        self._stop = threading.Event()
+        self._scheduler: threading.Thread | None = None
+        self._next_due: dict[int, float] = {}
+        self._pauses = _parse_pauses(os.environ.get("TIDEGATE_REFRESH_TEST_PAUSE", ""))
+
+    # -- lifecycle ----------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Recover interrupted refreshes (once Spark is up) and start the scheduler."""
+        self._scheduler = threading.Thread(target=self._run_scheduler, name="tidegate-refresh", daemon=True)
+        self._scheduler.start()
+
+    def shutdown(self) -> None:
+        self._stop.set()
+
+    # -- statements ---------------------------------------------------------------------------
+
+    @staticmethod
+    def handles(words: list[str]) -> bool:
+        return (words[:2] == ["REFRESH", "TABLE"]) or (words[:3] == ["SHOW", "REFRESH", "STATUS"])
+
+    def execute(self, sql: str, info: SessionInfo, current_schema: str) -> RowStream | CommandResult:
+        from engine.ddl import ident_value, scan
+
+        toks = [t for t in scan(sql) if t.text != ";"]
+        words = [t.upper for t in toks]
+        if words[:3] == ["SHOW", "REFRESH", "STATUS"]:
+            if len(words) > 3:
+                raise SqlError("42601", f'syntax error at or near "{toks[3].text}"', position=toks[3].start + 1)
+            return self.status_rows()
+        i = 2
+        if i >= len(toks) or toks[i].kind not in ("word", "qid"):
+            raise SqlError("42601", "syntax error at end of input" if i >= len(toks) else
+                           f'syntax error at or near "{toks[i].text}"', position=len(sql))
+        parts = [ident_value(toks[i])]
+        i += 1
+        while i + 1 < len(toks) and toks[i].text == ".":
+            parts.append(ident_value(toks[i + 1]))
+            i += 2
+        wait = False
+        if i < len(toks) and toks[i].upper == "WAIT":
+            wait = True
+            i += 1
+        if i < len(toks):
+            raise SqlError("42601", f'syntax error at or near "{toks[i].text}"', position=toks[i].start + 1)
+        schema = parts[-2] if len(parts) > 1 else None
+        t = self.catalog.resolve_table(parts[-1], schema, info.search_path)
+        if t.kind == "view":
+            raise SqlError("42809", f"'{t.qualified_name}' is a view: only refreshable tables support REFRESH")
+        if not rmeta.is_refreshable(t.options):
+            raise SqlError("55000", f"Table '{t.qualified_name}' is not refreshable. Only tables created with "
+                                    "refresh_mode = 'FULL_RELOAD' support REFRESH.")
+        if not wait:
+            rid = self.start_refresh(t)
+            return CommandResult("REFRESH TABLE", notices=[f"refresh {rid} of table '{t.qualified_name}' started"])
+        sent: list[str] = []
+
+        def notify(text: str) -> None:
+            if info.notice is not None:
+                info.notice(text)
+            else:
+                sent.append(text)
+
+        rid = self._begin(t)
+        notify(f"refresh {rid} of table '{t.qualified_name}' started")
+        self._run(t, rid, notify, raise_errors=True)
+        return CommandResult("REFRESH TABLE", notices=sent)
+
+    def status_rows(self) -> RowStream:
+        table = rmeta.information_schema_rows(self.catalog)
+        kinds = {pa.string(): TEXT, pa.int64(): INT8}
+        fields = [ResultField(n, ColumnType(kinds.get(ty, TIMESTAMPTZ))) for n, ty in rmeta.REFRESH_TABLES_COLUMNS]
+        return RowStream.from_table(fields, table, command="SHOW")
+
+    # -- running ------------------------------------------------------------------------------
+
+    def _begin(self, t: TableDef) -> int:
+        with self._guard:
+            return self.state.begin(t.oid, t.qualified_name)
+
+    def start_refresh(self, t: TableDef, resume: bool = False) -> int:
+        """Start a refresh of ``t`` in a background thread; returns its id (55000 if busy)."""
+        rid = self.state.get(t.oid).refresh_id if resume else self._begin(t)
+
+        def body() -> None:
+            try:
+                self._run(t, rid, lambda text: log.info("%s", text), raise_errors=False, resume=resume)
+            finally:
+                with self._guard:
+                    self._threads.pop(t.oid, None)
+
+        th = threading.Thread(target=body, name=f"tidegate-refresh-{t.oid}", daemon=True)
+        with self._guard:
+            self._threads[t.oid] = th
+        th.start()
+        return rid
+
+    def _staging(self, t: TableDef, rid: int) -> Path:
+        return self.staging_root / str(t.oid) / str(rid)
+
+    def _run(self, t: TableDef, rid: int, notify: Notify, *, raise_errors: bool, resume: bool = False) -> None:
+        name = t.qualified_name
+        try:
+            st = self.state.get(t.oid)
+            warnings: list[str] = []
+            if st.status == rmeta.FINISHING:
+                loaded = st.rows_loaded or 0
+            else:
+                rid, loaded, warnings = self._load(t, rid, notify, resume)
+                self.state.finishing(t.oid, loaded)
+            diff = self._commit(t, rid, notify)
+            warning = "; ".join(warnings) if warnings else None
+            self.state.succeed(t.oid, loaded, diff[0], diff[1], diff[2], warning)
+            notify(f"refresh {rid} of table '{name}' finished: {loaded} rows loaded, {diff[0]} inserted, "
+                   f"{diff[1]} updated, {diff[2]} deleted")
+            shutil.rmtree(self.staging_root / str(t.oid), ignore_errors=True)
+        except BaseException as exc:  # noqa: BLE001 - every failure leaves the table unchanged
+            if self._stop.is_set() and not isinstance(exc, (SourceError, SqlError)):
+                log.info("refresh of %s interrupted by shutdown; it resumes at the next start", name)
+                return
+            if isinstance(exc, SourceError):
+                err = SqlError(exc.sqlstate, f"refresh of table '{name}' failed: {exc.message}")
+            elif isinstance(exc, SqlError):
+                err = SqlError(exc.sqlstate, f"refresh of table '{name}' failed: {exc.message}", detail=exc.detail)
+            else:
+                log.exception("refresh of %s failed", name)
+                err = SqlError("XX000", f"refresh of table '{name}' failed: {_first_line(exc)}")
+            self.state.fail(t.oid, err.message.split(": ", 1)[1] if ": " in err.message else err.message)
+            shutil.rmtree(self.staging_root / str(t.oid), ignore_errors=True)
+            if raise_errors:
+                raise err from None
+            log.warning("%s", err.message)
+
+    def _load(self, t: TableDef, rid: int, notify: Notify, resume: bool) -> tuple[int, int, list[str]]:
+        """Stage the source's snapshot chunk by chunk; returns (refresh id, rows, warnings)."""
+        spark = self.engine.runtime.new_session()
+        source = Source(t)
+        fp = source.fingerprint()
+        done: dict[int, rmeta.Chunk] = {}
+        if resume:
+            st = self.state.get(t.oid)
+            if fp is not None and st.fingerprint == fp:
+                done = {c.chunk: c for c in self.state.chunks(t.oid, rid) if os.path.exists(c.file)}
+                notify(f"refresh {rid} of table '{t.qualified_name}' resumes after {len(done)} staged chunk(s)")
+            else:
+                shutil.rmtree(self._staging(t, rid), ignore_errors=True)
+                rid = self.state.restart(t.oid, fp)
+                notify(f"refresh of table '{t.qualified_name}' restarts as refresh {rid}: the source changed")
+        else:
+            self.state.set_fingerprint(t.oid, fp or "")
+        stage = self._staging(t, rid)
+        stage.mkdir(parents=True, exist_ok=True)
+        chunks = source.chunks(spark)
+        total = sum(c.rows for c in done.values())
+        bad_msgs: list[str] = []
+        bad_total = 0
+        for n, spec in enumerate(chunks):
+            if n in done:
+                continue
+            data, bad, nbad = source.read(spark, spec)
+            bad_total += nbad
+            bad_msgs.extend(bad)
+            if nbad and not source.tolerant:
+                raise SourceError("22P02", f"{nbad} source row{'s' if nbad > 1 else ''} do not fit the table's schema; "
+                                           f"first: {'; '.join(bad_msgs[:_EXAMPLES])}")
+            path = stage / f"chunk-{n:05d}.parquet"
+            tmp = path.with_suffix(".tmp")
+            pq.write_table(data, tmp)
+            os.replace(tmp, path)
+            self.state.record_chunk(t.oid, rid, rmeta.Chunk(n, data.num_rows, str(path)))
+            total += data.num_rows
+            notify(f"refresh {rid} of table '{t.qualified_name}': loaded chunk {n + 1}/{len(chunks)}, {total} rows")
+            self._pause("chunk")
+        warnings = []
+        if bad_total:
+            warnings.append(f"{bad_total} source rows skipped (on_source_error = 'ignore'); first: "
+                            + "; ".join(bad_msgs[:_EXAMPLES]))
+            notify(warnings[-1])
+        return rid, total, warnings
+
+    def _staged(self, t: TableDef, rid: int) -> pa.Table:
+        from engine.storage import storage_schema
+
+        schema = storage_schema(t.columns)
+        files = [c.file for c in self.state.chunks(t.oid, rid)]
+        if not files:
+            return schema.empty_table()
+        return pa.concat_tables([pq.read_table(f).cast(schema) for f in files])
+
+    def _commit(self, t: TableDef, rid: int, notify: Notify) -> tuple[int, int, int]:
+        """Diff the staged snapshot against the table and apply it in one Delta merge (once)."""
+        from deltalake import CommitProperties, DeltaTable, Transaction
+
+        from engine.storage import duplicate_keys, key_text
+
+        store = self.engine.store
+        location = t.location or ""
+        app_id = f"tidegate-refresh-{t.oid}"
+        if (store.app_version(location, app_id) or 0) >= rid:
+            notify(f"refresh {rid} of table '{t.qualified_name}' was already committed")
+            return self.state.pending(t.oid)
+        new = self._staged(t, rid)
+        keys = t.primary_key
+        dups = duplicate_keys(new, keys)
+        if dups.num_rows:
+            if self.options_tolerant(t):
+                from engine.storage import dedupe_last
+
+                notify(f"{dups.num_rows} duplicate keys in the source; the last row of each key is kept")
+                new = dedupe_last(new, keys)
+            else:
+                examples = ", ".join(key_text(r) for r in dups.slice(0, _EXAMPLES).to_pylist())
+                raise SourceError("23505", f"{dups.num_rows} duplicate key{'s' if dups.num_rows > 1 else ''} in the "
+                                           f"source; first: {examples}")
+        notify(f"refresh {rid} of table '{t.qualified_name}': computing the difference")
+        for _attempt in range(5):
+            base = store.version(location)
+            cur = store.read_arrow(location)
+            diff = compute_diff(new, cur, keys)
+            self.state.set_pending(t.oid, diff.inserted, diff.updated, diff.deleted)
+            self._pause("commit")
+            with store.lock(location):
+                dt = DeltaTable(location)
+                if dt.version() != base:
+                    continue  # a writer committed meanwhile: diff again
+                props = CommitProperties(app_transactions=[Transaction(app_id, rid)])
+                if diff.data.num_rows == 0:
+                    # Nothing changed: record the refresh id with an empty append (no data, no CDF rows).
+                    from deltalake import write_deltalake
+
+                    write_deltalake(dt, new.schema.empty_table(), mode="append", commit_properties=props)
+                else:
+                    names = new.column_names
+                    pred = " AND ".join(f"t.{_q(k)} = s.{_q(k)}" for k in keys)
+                    others = [c for c in names if c not in keys]
+                    merger = dt.merge(diff.data, predicate=pred, source_alias="s", target_alias="t",
+                                      commit_properties=props)
+                    if others:
+                        merger = merger.when_matched_update(updates={_q(c): f"s.{_q(c)}" for c in others},
+                                                            predicate="s.__tg_op = 'U'")
+                    merger = merger.when_matched_delete(predicate="s.__tg_op = 'D'")
+                    merger = merger.when_not_matched_insert(updates={_q(c): f"s.{_q(c)}" for c in names},
+                                                            predicate="s.__tg_op = 'I'")
+                    merger.execute()
+                store.forget(location)
+            self._pause("committed")
+            return diff.inserted, diff.updated, diff.deleted
+        raise SqlError("40001", "could not serialize access due to concurrent update",
+                       detail=f"table '{t.qualified_name}' kept changing while the refresh committed")
+
+    @staticmethod
+    def options_tolerant(t: TableDef) -> bool:
+        return t.options.get("on_source_error", "fail").lower() == "ignore"
+
+    def _pause(self, point: str) -> None:
+        seconds = self._pauses.get(point)
+        if seconds:
+            time.sleep(seconds)
+
+    # -- recovery and schedule ------------------------------------------------------------------
+
+    def _recover(self) -> None:
+        tables = {t.oid: t for t in self.catalog.list_tables(kind="table")}
+        for oid, st in self.state.all().items():
+            t = tables.get(oid)
+            if t is None or not rmeta.is_refreshable(t.options):
+                self.state.forget(oid)
+                shutil.rmtree(self.staging_root / str(oid), ignore_errors=True)
+                continue
+            if st.status != rmeta.IDLE:
+                with self._guard:
+                    if oid in self._threads:
+                        continue
+                log.info("resuming refresh %s of %s (%s)", st.refresh_id, t.qualified_name, st.status)
+                self.start_refresh(t, resume=True)
+
+    def _run_scheduler(self) -> None:
+        try:
+            self.engine.runtime.wait(600)
+        except SqlError:
+            return
+        try:
+            self._recover()
+        except Exception:  # noqa: BLE001 - keep scheduling
+            log.exception("refresh recovery failed")
+        while not self._stop.wait(0.5):
+            try:
+                self._tick()
+            except Exception:  # noqa: BLE001 - keep scheduling
+                log.exception("refresh scheduler tick failed")
+
+    def _tick(self) -> None:
+        now = time.monotonic()
+        seen = set()
+        for t in self.catalog.list_tables(kind="table"):
+            interval = t.options.get("refresh_interval_sec")
+            if not interval or not rmeta.is_refreshable(t.options):
+                continue
+            seen.add(t.oid)
+            due = self._next_due.setdefault(t.oid, now + int(interval))
+            if now < due:
+                continue
+            self._next_due[t.oid] = now + int(interval)
+            with self._guard:
+                busy = t.oid in self._threads
+            if busy or self.state.get(t.oid).status != rmeta.IDLE:
+                self.state.skip_tick(t.oid)
+                continue
+            try:
+                self.start_refresh(t)
+            except SqlError:
+                self.state.skip_tick(t.oid)
+        for oid in list(self._next_due):
+            if oid not in seen:
+                del self._next_due[oid]
+
+    def wait_idle(self, timeout: float = 60.0) -> None:
+        """Wait for the background refreshes running now (tests, shutdown)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with self._guard:
+                threads = list(self._threads.values())
+            if not threads:
+                return
+            threads[0].join(max(0.0, deadline - time.monotonic()))
+
+
+def _parse_pauses(text: str) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for part in text.split(","):
+        if ":" in part:
+            k, v = part.split(":", 1)
+            try:
+                out[k.strip()] = float(v)
+            except ValueError:
+                continue
+    return out
