@@ -144,6 +144,10 @@ class _ViewEntry:
 class EngineSession:
     """One connection's engine state: its Spark session, temp views and transaction queue."""
 
+    # Reads inside a transaction see the rows the block inserted (see the module docstring), so
+    # the gateway may keep a multi-statement batch in one transaction, as PostgreSQL does.
+    reads_own_writes = True
+
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
         self.catalog = engine.catalog
@@ -315,7 +319,7 @@ class EngineSession:
             if fast is not None:
                 return fast
         if self.engine.refresh.handles(w[:3]):  # REFRESH TABLE t [WAIT], SHOW REFRESH STATUS
-            return self.engine.refresh.execute(sql, info, self._current_schema(info))
+            return self.engine.refresh.execute(sql, info)
         if first == "SHOW":
             return self._show(sql, toks, info)
         if first == "EXPLAIN":

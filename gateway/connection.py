@@ -64,6 +64,10 @@ def _cancel_error(reason: str) -> SqlError:
     return SqlError("57014", "canceling statement due to user request")
 
 
+# Statements that rewrite existing rows: the engine evaluates them over committed data.
+_ROW_REWRITING = frozenset({"UPDATE", "DELETE", "MERGE"})
+
+
 @dataclass
 class Prepared:
     """A parsed statement (named or unnamed) with its parameter types once known."""
@@ -418,11 +422,20 @@ class Connection:
 
     def _live_notice(self, text: str) -> None:
         """SessionInfo.notice: a NOTICE from a backend thread, sent and flushed from the event loop."""
+        async def flush() -> None:
+            try:
+                await self.flush()
+            except (ConnectionError, RuntimeError):
+                pass  # the client is gone; the statement still finishes
+
         def send() -> None:
             self._notice("NOTICE", "00000", text)
-            self.loop.create_task(self.flush())
+            self.loop.create_task(flush())
 
-        self.loop.call_soon_threadsafe(send)
+        try:
+            self.loop.call_soon_threadsafe(send)
+        except RuntimeError:
+            pass  # event loop closed: nobody to tell
 
     def _report_settings(self) -> None:
         for name, value in self.settings.changed_reported():
@@ -814,7 +827,11 @@ class Connection:
             await self._copy_to(portal)
         else:
             self._check_read_only(cls)
-            if cls.is_dml:
+            if cls.is_dml and cls.command in _ROW_REWRITING:
+                # UPDATE/DELETE evaluate over committed data: commit the batch's pending inserts
+                # first, then run the statement on its own (each is one Delta commit).
+                await self._end_implicit_before_read(force=True)
+            elif cls.is_dml:
                 await self._begin_implicit(cls, batch)
             else:
                 await self._end_implicit_before_read()
@@ -832,7 +849,7 @@ class Connection:
             self.session.begin()
             self.implicit_open = True
 
-    async def _end_implicit_before_read(self) -> None:
+    async def _end_implicit_before_read(self, force: bool = False) -> None:
         """Commit pending implicit-transaction writes before a read, so the read sees them.
 
         Engine transactions buffer writes until commit; consecutive DML (executemany, pipelines)
@@ -840,7 +857,7 @@ class Connection:
         A backend session whose reads see its own pending writes (``reads_own_writes = True``)
         keeps the whole batch in one transaction, exactly as PostgreSQL does.
         """
-        if self.implicit_open and not getattr(self.session, "reads_own_writes", False):
+        if self.implicit_open and (force or not getattr(self.session, "reads_own_writes", False)):
             self.implicit_open = False
             await self.blocking(self.session.commit)
 
