@@ -5,7 +5,7 @@ Measures, through the wire against one gateway:
      ordered, loaded in 20 commits) with ONE dirty window: ADMIN FLUSH_FLOW time vs the time a
      direct PySpark session needs to compute that one window over the same Delta files
      (target <= 2x) and vs the flow's full recompute (its first run; target <= 0.2x);
-  2. 20 flows on one gateway (default cadence) while 10k rows/s are inserted for --seconds:
+  2. 20 batching flows on one gateway (default cadence) while 10k rows/s are inserted for --seconds:
      the insert rate achieved, the largest lag seen (rows not yet in every sink, in seconds of
      input) and the catch-up time after the inserts stop (target: lag and catch-up <= 10 s).
 
@@ -58,7 +58,7 @@ def window_bench(tg: C.TidegateServer, rows: int, report: C.Report) -> None:
         print(f"  loaded {rows:,} rows", flush=True)
         # Full recompute: the flow's first run (at creation); FLUSH returns once it is done.
         start = time.perf_counter()
-        conn.execute(f"CREATE FLOW {FLOW} SINK TO {SINK} EVAL INTERVAL '1 hour' AS {FLOW_SQL}")
+        conn.execute(f"CREATE FLOW {FLOW} SINK TO {SINK} EVAL INTERVAL '1 hour' WITH (flow_type = 'batching') AS {FLOW_SQL}")
         conn.execute(f"ADMIN FLUSH_FLOW('{FLOW}')")
         full_s = time.perf_counter() - start
         groups = conn.execute(f"SELECT count(*) FROM {SINK}").fetchone()[0]
@@ -107,7 +107,7 @@ def load_bench(tg: C.TidegateServer, seconds: float, rate: int, report: C.Report
     with psycopg.connect(tg.dsn, autocommit=True) as conn:
         conn.execute(f"CREATE TABLE {table} (id bigint, name text, val double precision, ts timestamp)")
         for i in range(N_FLOWS):
-            conn.execute(f"CREATE FLOW bench_load_{i} SINK TO bench_load_sink_{i} AS "
+            conn.execute(f"CREATE FLOW bench_load_{i} SINK TO bench_load_sink_{i} WITH (flow_type = 'batching') AS "
                          f"SELECT name, date_bin(INTERVAL '1 minute', ts, '2000-01-01 00:00:00'::timestamp) AS w, "
                          f"count(*) AS n, sum(val) AS total FROM {table} WHERE id % {N_FLOWS} = {i} GROUP BY name, w")
         union = " UNION ALL ".join(f"SELECT {i} AS f, coalesce(sum(n), 0) AS n FROM bench_load_sink_{i}"

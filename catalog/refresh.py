@@ -53,7 +53,8 @@ CREATE TABLE IF NOT EXISTS refresh_state (
     rows_loaded INTEGER, rows_inserted INTEGER, rows_updated INTEGER, rows_deleted INTEGER,
     last_error TEXT,
     skipped_ticks INTEGER NOT NULL DEFAULT 0,
-    pending TEXT);
+    pending TEXT,
+    staged_rows INTEGER);
 CREATE TABLE IF NOT EXISTS refresh_chunks (
     table_oid INTEGER NOT NULL, refresh_id INTEGER NOT NULL, chunk INTEGER NOT NULL,
     rows INTEGER NOT NULL, file TEXT NOT NULL,
@@ -86,6 +87,7 @@ class RefreshState:
     rows_deleted: int | None = None
     last_error: str | None = None
     skipped_ticks: int = 0
+    staged_rows: int | None = None  # rows of the refresh in flight once its load is complete
 
 
 @dataclass
@@ -126,7 +128,7 @@ class RefreshStore:
     def _row(self, table_oid: int) -> RefreshState:
         row = self._conn.execute(
             "SELECT table_oid, status, refresh_id, phase, fingerprint, last_trigger_time, last_success_time, "
-            "rows_loaded, rows_inserted, rows_updated, rows_deleted, last_error, skipped_ticks "
+            "rows_loaded, rows_inserted, rows_updated, rows_deleted, last_error, skipped_ticks, staged_rows "
             "FROM refresh_state WHERE table_oid=?", (table_oid,)).fetchone()
         if row is None:
             return RefreshState(table_oid)
@@ -194,7 +196,7 @@ class RefreshStore:
     def finishing(self, table_oid: int, rows_loaded: int) -> None:
         """The load is complete: from now on a crash finishes the commit instead of reloading."""
         with self._lock:
-            self._conn.execute("UPDATE refresh_state SET status=?, phase='commit', rows_loaded=? WHERE table_oid=?",
+            self._conn.execute("UPDATE refresh_state SET status=?, phase='commit', staged_rows=? WHERE table_oid=?",
                                (FINISHING, rows_loaded, table_oid))
 
     def set_pending(self, table_oid: int, inserted: int, updated: int, deleted: int) -> None:

@@ -394,8 +394,12 @@ def render_create_table(t: TableDef) -> str:
         lines.append(f"  PRIMARY KEY ({', '.join(quote_ident(k) for k in t.primary_key)})")
     name = quote_ident(t.name) if t.schema == "public" else f"{quote_ident(t.schema)}.{quote_ident(t.name)}"
     out = f"CREATE TABLE IF NOT EXISTS {name} (\n" + ",\n".join(lines) + "\n)"
-    if t.options:
-        out += "\nWITH(\n" + ",\n".join(f"  {k} = {quote_literal(v)}" for k, v in sorted(t.options.items())) + "\n)"
+    from engine.refresh import split_format_clause  # FORMAT PLAIN ENCODE ... of refreshable tables
+
+    options, format_clause = split_format_clause(t.options)
+    if options:
+        out += "\nWITH(\n" + ",\n".join(f"  {k} = {quote_literal(v)}" for k, v in sorted(options.items())) + "\n)"
+    out += format_clause
     if t.comment is not None:
         out += f"\nCOMMENT {quote_literal(t.comment)}"
     return out

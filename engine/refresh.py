@@ -109,6 +109,18 @@ def parse_format_clause(toks: list[Any], j: int, options: dict[str, str]) -> int
     return k
 
 
+def split_format_clause(options: dict[str, str]) -> tuple[dict[str, str], str]:
+    """SHOW CREATE TABLE: the WITH options without the FORMAT clause, and that clause's text."""
+    if "encode" not in options:
+        return dict(options), ""
+    rest = {k: v for k, v in options.items() if k not in ("format", "encode") and not k.startswith("encode.")}
+    enc = {k[len("encode."):]: v for k, v in sorted(options.items()) if k.startswith("encode.")}
+    text = f"\nFORMAT {options.get('format', 'PLAIN')} ENCODE {options['encode']}"
+    if enc:
+        text += " (" + ", ".join(f"{k} = '" + v.replace("'", "''") + "'" for k, v in enc.items()) + ")"
+    return rest, text
+
+
 def validate_options(options: dict[str, str], primary_key: list[str]) -> None:
     """Check (and normalise) the refresh options of a CREATE TABLE; errors say what is accepted."""
     mode = options.get("refresh_mode")
@@ -489,7 +501,7 @@ class RefreshManager:
     def handles(words: list[str]) -> bool:
         return (words[:2] == ["REFRESH", "TABLE"]) or (words[:3] == ["SHOW", "REFRESH", "STATUS"])
 
-    def execute(self, sql: str, info: SessionInfo, current_schema: str) -> RowStream | CommandResult:
+    def execute(self, sql: str, info: SessionInfo) -> RowStream | CommandResult:
         from engine.ddl import ident_value, scan
 
         toks = [t for t in scan(sql) if t.text != ";"]
@@ -574,18 +586,18 @@ class RefreshManager:
             st = self.state.get(t.oid)
             warnings: list[str] = []
             if st.status == rmeta.FINISHING:
-                loaded = st.rows_loaded or 0
+                loaded = st.staged_rows or 0
             else:
                 rid, loaded, warnings = self._load(t, rid, notify, resume)
                 self.state.finishing(t.oid, loaded)
-            diff = self._commit(t, rid, notify)
+            diff = self._commit(t, rid, notify, warnings)
             warning = "; ".join(warnings) if warnings else None
             self.state.succeed(t.oid, loaded, diff[0], diff[1], diff[2], warning)
             notify(f"refresh {rid} of table '{name}' finished: {loaded} rows loaded, {diff[0]} inserted, "
                    f"{diff[1]} updated, {diff[2]} deleted")
             shutil.rmtree(self.staging_root / str(t.oid), ignore_errors=True)
         except BaseException as exc:  # noqa: BLE001 - every failure leaves the table unchanged
-            if self._stop.is_set() and not isinstance(exc, (SourceError, SqlError)):
+            if self._stop.is_set():
                 log.info("refresh of %s interrupted by shutdown; it resumes at the next start", name)
                 return
             if isinstance(exc, SourceError):
@@ -631,7 +643,7 @@ class RefreshManager:
             bad_total += nbad
             bad_msgs.extend(bad)
             if nbad and not source.tolerant:
-                raise SourceError("22P02", f"{nbad} source row{'s' if nbad > 1 else ''} do not fit the table's schema; "
+                raise SourceError("22P02", f"{nbad} source row{'s do' if nbad > 1 else ' does'} not fit the table's schema; "
                                            f"first: {'; '.join(bad_msgs[:_EXAMPLES])}")
             path = stage / f"chunk-{n:05d}.parquet"
             tmp = path.with_suffix(".tmp")
@@ -643,7 +655,7 @@ class RefreshManager:
             self._pause("chunk")
         warnings = []
         if bad_total:
-            warnings.append(f"{bad_total} source rows skipped (on_source_error = 'ignore'); first: "
+            warnings.append(f"{bad_total} source row{'s' if bad_total > 1 else ''} skipped (on_source_error = 'ignore'); first: "
                             + "; ".join(bad_msgs[:_EXAMPLES]))
             notify(warnings[-1])
         return rid, total, warnings
@@ -657,7 +669,7 @@ class RefreshManager:
             return schema.empty_table()
         return pa.concat_tables([pq.read_table(f).cast(schema) for f in files])
 
-    def _commit(self, t: TableDef, rid: int, notify: Notify) -> tuple[int, int, int]:
+    def _commit(self, t: TableDef, rid: int, notify: Notify, warnings: list[str]) -> tuple[int, int, int]:
         """Diff the staged snapshot against the table and apply it in one Delta merge (once)."""
         from deltalake import CommitProperties, DeltaTable, Transaction
 
@@ -676,7 +688,9 @@ class RefreshManager:
             if self.options_tolerant(t):
                 from engine.storage import dedupe_last
 
-                notify(f"{dups.num_rows} duplicate keys in the source; the last row of each key is kept")
+                warnings.append(f"{dups.num_rows} duplicate key{'s' if dups.num_rows > 1 else ''} in the source; "
+                                "the last row of each key is kept")
+                notify(warnings[-1])
                 new = dedupe_last(new, keys)
             else:
                 examples = ", ".join(key_text(r) for r in dups.slice(0, _EXAMPLES).to_pylist())

@@ -46,6 +46,14 @@ DEFAULT_CONF: dict[str, str] = {
     "spark.sql.ansi.enabled": "true",
     "spark.sql.execution.arrow.pyspark.enabled": "true",
     "spark.sql.execution.arrow.maxRecordsPerBatch": "65536",
+    # Streaming fetches one partition per job and the driver holds its whole serialized result
+    # (twice while prefetching the next); at the 128 MB default one Parquet file of 10M rows was
+    # one or two partitions of several hundred MB of Arrow and the driver ran out of heap.
+    # 16 MB of Parquet splits at row-group boundaries (delta-rs writes 1M-row groups).
+    "spark.sql.files.maxPartitionBytes": "16m",
+    # A partition result too big anyway fails the job with a clean error before the driver
+    # fetches it, instead of an OutOfMemoryError in task-result-getter that leaves the job hanging.
+    "spark.driver.maxResultSize": "512m",
     "spark.driver.memory": "2g",
     "spark.sql.adaptive.enabled": "true",
     "spark.sql.sources.parallelPartitionDiscovery.threshold": "1000000",

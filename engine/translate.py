@@ -175,7 +175,8 @@ def parse_postgres(sql: str) -> list[exp.Expression]:
         }
         if first and first.group(1).lower() not in known:
             raise SqlError("42601", f'syntax error at or near "{first.group(1)}"', position=first.start(1) + 1) from None
-        if token and not (info.get("end_context") or "").strip() and sql.rstrip().endswith(token):
+        unexpected = (info.get("description") or "").startswith("Invalid expression / Unexpected token")
+        if token and not unexpected and not (info.get("end_context") or "").strip() and sql.rstrip().endswith(token):
             raise SqlError("42601", "syntax error at end of input", position=len(sql.rstrip()) + 1) from None
         if not token:
             raise SqlError("42601", "syntax error at end of input", position=len(sql) + 1) from None
@@ -210,7 +211,7 @@ def _sqlglot_type(ct: ColumnType) -> str:
         "int4": "INT",
         "int8": "BIGINT",
         "oid": "BIGINT",
-        "float4": "FLOAT",
+        "float4": "REAL",
         "float8": "DOUBLE",
         "text": "TEXT",
         "name": "TEXT",
@@ -293,6 +294,66 @@ def _column_type_of(dt: exp.DataType | None) -> ColumnType | None:
         _T.UUID: UUID,
     }.get(t)
     return ColumnType(simple) if simple is not None else None
+
+
+_EXTRACT_SCALES = {"epoch": 6, "second": 6, "seconds": 6, "milliseconds": 3, "millisecond": 3,
+                   "microseconds": 0, "microsecond": 0}
+
+
+def _pg_display_scale(node: exp.Expression) -> int | None:
+    """PostgreSQL's display scale of a numeric expression when it is known before execution.
+
+    numeric(p,s) keeps s, integers have scale 0, + and - take the larger scale, * adds them
+    (numeric.c add_var/mul_var), aggregates that return an input value keep its scale. None means
+    "data dependent" (division, avg, unconstrained columns): those keep the codec's trimmed output.
+    """
+    while isinstance(node, (exp.Paren, exp.Alias)):
+        node = node.this
+    t = node.type if isinstance(node.type, exp.DataType) else None
+    if isinstance(node, exp.Literal) and not node.is_string:
+        text = node.name.lower()
+        if re.fullmatch(r"\d+", text):
+            return 0
+        if re.fullmatch(r"\d*\.\d*", text):
+            return len(text.partition(".")[2])
+        return None
+    if isinstance(node, exp.Extract):
+        field = node.this.name.lower() if isinstance(node.this, exp.Expression) else str(node.this).lower()
+        source = _dtype(node.expression)
+        if field == "epoch" and source == _T.DATE:
+            return 0
+        return _EXTRACT_SCALES.get(field, 0)
+    if t is not None and t.this in _INTEGER_TYPES:
+        return 0
+    if isinstance(node, (exp.Cast, exp.TryCast)):
+        if t is not None and t.this == _T.DECIMAL:
+            params = _type_params(t)
+            if params:
+                return params[1] if len(params) > 1 else 0
+            return _pg_display_scale(node.this) if _dtype(node.this) in (_INTEGER_TYPES | {_T.DECIMAL}) else None
+        return None
+    if isinstance(node, exp.Column):
+        if t is not None and t.this == _T.DECIMAL:
+            params = _type_params(t)
+            return (params[1] if len(params) > 1 else 0) if params else None
+        return None
+    if isinstance(node, (exp.Add, exp.Sub, exp.Mul)):
+        left, right = _pg_display_scale(node.left), _pg_display_scale(node.right)
+        if left is None or right is None:
+            return None
+        return left + right if isinstance(node, exp.Mul) else max(left, right)
+    if isinstance(node, (exp.Neg, exp.Abs, exp.Sum, exp.Min, exp.Max)):
+        return _pg_display_scale(node.this)
+    if isinstance(node, (exp.Window, exp.Filter)):
+        return _pg_display_scale(node.this)
+    if isinstance(node, exp.Round):
+        digits = node.args.get("decimals")
+        if digits is None:
+            return 0
+        if isinstance(digits, exp.Literal) and re.fullmatch(r"-?\d+", digits.name):
+            return max(int(digits.name), 0)
+        return None
+    return None
 
 
 # PostgreSQL's pg_type.typname for cast targets (names a bare ``1::int`` column gets).
@@ -842,8 +903,34 @@ class _Translator:
     def _output_type(node: exp.Expression) -> ColumnType | None:
         while isinstance(node, exp.Paren):
             node = node.this
+        base = node.this if isinstance(node, (exp.Window, exp.Filter)) else node
+        if isinstance(base, exp.Filter):
+            base = base.this
+        divides = isinstance(base, exp.Div) and _dtype(base) == _T.DECIMAL and not (
+            {_dtype(base.this), _dtype(base.expression)} & _FLOAT_TYPES)
+        averages = isinstance(base, exp.Avg) and (_dtype(base.this) in _INTEGER_TYPES or _dtype(base.this) == _T.DECIMAL)
+        if divides or averages:
+            operands = (base.this, base.expression) if divides else (base.this,)
+            return ColumnType(NUMERIC, div_min_scale=max(_pg_display_scale(o) or 0 for o in operands))
+        ct = _Translator._output_type_base(node)
+        if ct is not None and ct.pg == NUMERIC and ct.precision is None:
+            scale = _pg_display_scale(node)
+            if scale is not None:
+                # Display scale only (precision stays None, so typmod is -1 as in PostgreSQL).
+                return ColumnType(NUMERIC, scale=scale)
+        return ct
+
+    @staticmethod
+    def _output_type_base(node: exp.Expression) -> ColumnType | None:
+        while isinstance(node, exp.Paren):
+            node = node.this
         if isinstance(node, (exp.Column, exp.Cast, exp.TryCast)):
             return _column_type_of(node.type)
+        if _dtype(node) == _T.DECIMAL and isinstance(node, (exp.Add, exp.Sub, exp.Mul, exp.Neg, exp.Min, exp.Max,
+                                                            exp.Sum, exp.Abs)):
+            return ColumnType(NUMERIC)
+        if isinstance(node, exp.Round) and _dtype(node.this) == _T.DECIMAL:
+            return ColumnType(NUMERIC)
         if isinstance(node, exp.Interval):
             return ColumnType(INTERVAL)
         base = node.this if isinstance(node, (exp.Window, exp.Filter)) else node
@@ -958,8 +1045,10 @@ class _Translator:
             return _cast(_func("from_utc_timestamp", node.this, zone), "TIMESTAMP_NTZ")
         if isinstance(node, exp.Avg):
             t = _dtype(node.this)
-            if t in _INTEGER_TYPES:
-                node.set("this", _cast(node.this, "DECIMAL(38,10)"))
+            if t in _INTEGER_TYPES or (t == _T.DECIMAL and (self._decimal_shape(node.this) or (38, 18))[1] < 20):
+                # Spark's avg keeps as many fraction digits as its input: PostgreSQL shows 16
+                # significant ones (20 below 1), so the sum is carried at scale 20.
+                node.set("this", _cast(node.this, "DECIMAL(38,20)"))
             return None
         if isinstance(node, exp.Sum):
             if _dtype(node.this) == _T.BIGINT:
@@ -1053,6 +1142,9 @@ class _Translator:
             return max(digits, len(frac), 1), len(frac)
         if isinstance(node, exp.Neg):
             return _Translator._decimal_shape(node.this)
+        if isinstance(node, exp.Sum) and _dtype(node) == _T.DECIMAL:
+            inner = _Translator._decimal_shape(node.this)  # Spark sums decimal(p,s) as decimal(p+10,s)
+            return (min(inner[0] + 10, 38), inner[1]) if inner is not None else None
         t = node.type if isinstance(node.type, exp.DataType) else None
         if t is None:
             return None
@@ -1083,6 +1175,12 @@ class _Translator:
                 return exp.Div(
                     this=_cast(node.this, f"DECIMAL({p1},{s1})"),
                     expression=_cast(node.expression, f"DECIMAL({wide},{s2})"),
+                )
+            if 38 - (p1 - s1 + s2) >= 16:
+                # Spark then keeps 38 minus the integer digits as the scale: still >= 16.
+                return exp.Div(
+                    this=_cast(node.this, f"DECIMAL({p1},{s1})"),
+                    expression=_cast(node.expression, f"DECIMAL({p2},{s2})"),
                 )
         quotient = exp.Div(this=_cast(node.this, "DOUBLE"), expression=_cast(node.expression, "DOUBLE"))
         return _cast(quotient, "DECIMAL(38,12)")

@@ -519,9 +519,42 @@ def _text_float(arr: pa.Array, float4: bool) -> pa.Array:
     return s
 
 
+def _div_scales(arr: pa.Array, min_scale: int) -> np.ndarray:
+    """PostgreSQL's select_div_scale per quotient: 16 significant digits past the quotient's
+    base-10000 weight, never fewer than the operands' display scale (numeric.c).
+
+    The weight is read from the quotient itself, which is the operands' estimate except when the
+    leading base-10000 digits of dividend and divisor are equal (PostgreSQL then keeps 4 more)."""
+    vals = np.abs(pc.fill_null(arr.cast(pa.float64(), safe=False), 0.0).to_numpy(zero_copy_only=False))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        weight = np.floor(np.log10(vals) / 4)
+    weight = np.where(np.isfinite(weight) & (vals > 0), weight, -1)
+    return np.clip(np.maximum(16 - 4 * weight, min_scale), 0, 1000).astype(np.int64)
+
+
+def _text_numeric_div(arr: pa.Array, min_scale: int) -> pa.Array:
+    """Text of a division/avg result at PostgreSQL's per-value display scale."""
+    if pa.types.is_floating(arr.type):
+        arr = pa.array([None if v is None or math.isnan(v) or math.isinf(v) else decimal.Decimal(repr(v))
+                        for v in arr.to_pylist()], pa.decimal128(38, 18))
+    scales = _div_scales(arr, min_scale)
+    out: list[str | None] = [None] * len(arr)
+    for sc in np.unique(scales):
+        idx = np.flatnonzero(scales == sc)
+        sub = arr.take(pa.array(idx))
+        if pa.types.is_decimal(sub.type) and sub.type.scale < sc and pa.types.is_decimal128(sub.type):
+            sub = sub.cast(pa.decimal256(76, int(sc)))  # room for the padding zeros
+        _, texts = _decimal_fixed_text(sub, int(sc))
+        for i, text in zip(idx.tolist(), texts.to_pylist()):
+            out[i] = text
+    return pa.array(out, pa.string())
+
+
 def _text_numeric(arr: pa.Array, ctype: ColumnType, timezone: str) -> pa.Array:
     t = arr.type
-    scale = ctype.scale if ctype.precision is not None else None
+    if ctype.div_min_scale is not None and ctype.precision is None and (pa.types.is_decimal(t) or pa.types.is_floating(t)):
+        return _text_numeric_div(arr, ctype.div_min_scale)
+    scale = ctype.scale  # numeric(p,s), or a display scale the translator derived (precision None)
     if pa.types.is_integer(t):
         s = pc.cast(arr, pa.string())
         if scale:
@@ -968,7 +1001,9 @@ def _binary_numeric(arr: pa.Array, ctype: ColumnType) -> pa.Array:
     into base-10000 groups, and each row's message is a slice of a per-row block.
     """
     t = arr.type
-    scale = ctype.scale if ctype.precision is not None else None
+    scale = ctype.scale  # numeric(p,s), or a display scale the translator derived (precision None)
+    if ctype.div_min_scale is not None and ctype.precision is None and (pa.types.is_decimal(t) or pa.types.is_floating(t)):
+        return _binary_numeric_py(_text_numeric(arr, ctype, "UTC"), ColumnType(ctype.pg))
     if pa.types.is_integer(t):
         arr = arr.cast(pa.decimal128(38, 0)) if scale is None else arr.cast(pa.decimal128(38, 0)).cast(
             pa.decimal128(38, scale), safe=False)
@@ -1025,7 +1060,7 @@ def _binary_numeric(arr: pa.Array, ctype: ColumnType) -> pa.Array:
 
 
 def _binary_numeric_py(texts: pa.Array, ctype: ColumnType) -> pa.Array:
-    scale = ctype.scale if ctype.precision is not None else None
+    scale = ctype.scale  # numeric(p,s), or a display scale the translator derived (precision None)
     out: list[bytes | None] = []
     cache: dict[str, bytes] = {}
     for s in texts.to_pylist():

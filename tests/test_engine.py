@@ -346,3 +346,61 @@ def test_update_delete_without_key_and_change_feed(engine, s):
     assert kinds == ["delete", "insert", "update_postimage", "update_preimage"]
     post = sorted(((c["a"], c["b"]) for c in changes if c["_change_type"] == "update_postimage"), key=repr)
     assert post == [(1, "y"), (1, "y"), (12, None)]
+
+
+def _one_big_file_table(s, name: str, n: int) -> None:
+    """``name`` holding ``n`` rows written as ONE Delta commit (a single large Parquet file)."""
+    s.execute(f"CREATE TABLE {name} (id bigint, pad text)")
+    target = s.copy_target(f"COPY {name} FROM STDIN", None)
+    step = 250_000
+    batches = [pa.record_batch([pa.array(range(k, min(n, k + step)), pa.int64()),
+                                pa.array([f"row-{i:09d}" for i in range(k, min(n, k + step))])],
+                               names=["id", "pad"]) for k in range(0, n, step)]
+    s.copy_from(target, iter(batches), None)
+
+
+def test_stream_splits_one_big_file_into_bounded_pieces(engine, s, monkeypatch):
+    """A result from one big Parquet file streams as many bounded fetches, every row delivered once."""
+    import engine.spark as sparkmod
+
+    n = 1_000_000
+    _one_big_file_table(s, "bigfile", n)
+    monkeypatch.setattr(sparkmod, "STREAM_THRESHOLD_BYTES", 0)  # force the streaming path
+    s.spark.conf.set("spark.sql.files.maxPartitionBytes", "1m")
+    try:
+        res = s.execute("SELECT id, pad FROM bigfile WHERE id % 2 = 0")
+        total = 0
+        biggest = 0
+        ids = 0
+        for batch in res.batches:
+            total += batch.num_rows
+            biggest = max(biggest, batch.num_rows)
+            ids += pa.compute.sum(batch.column(0)).as_py() or 0
+        assert total == n // 2
+        assert ids == sum(range(0, n, 2))
+        assert biggest <= int(sparkmod.DEFAULT_CONF["spark.sql.execution.arrow.maxRecordsPerBatch"])
+    finally:
+        s.spark.conf.unset("spark.sql.files.maxPartitionBytes")
+
+
+def test_failure_mid_stream_raises_sqlerror(engine, s, monkeypatch):
+    """A Spark error in a later partition reaches the consumer as SqlError, not a hang."""
+    import engine.spark as sparkmod
+
+    n = 400_000
+    _one_big_file_table(s, "failmid", n)
+    monkeypatch.setattr(sparkmod, "STREAM_THRESHOLD_BYTES", 0)
+    s.spark.conf.set("spark.sql.files.maxPartitionBytes", "256k")
+    try:
+        res = s.execute(f"SELECT id, 10 / (id - {n - 10}) AS q FROM failmid")
+        assert isinstance(res, RowStream)
+        got = 0
+        with pytest.raises(SqlError) as ei:
+            for batch in res.batches:
+                got += batch.num_rows
+        assert ei.value.sqlstate == "22012"
+        res.close()
+        # the session still works afterwards
+        assert tuples(s.execute("SELECT count(*) FROM failmid")) == [(n,)]
+    finally:
+        s.spark.conf.unset("spark.sql.files.maxPartitionBytes")

@@ -219,7 +219,7 @@ def test_bad_rows_fail_and_leave_table_unchanged(conn, tmp_path: Path) -> None:
     err = error_of(conn, "REFRESH TABLE f_bad WAIT")
     assert err.sqlstate == "22P02"
     msg = err.diag.message_primary
-    assert msg.startswith("refresh of table 'public.f_bad' failed: 1 source row do not fit the table's schema")
+    assert msg.startswith("refresh of table 'public.f_bad' failed: 1 source row does not fit the table's schema")
     assert f"{src / 'a.csv'} line 2" in msg
     assert rows(conn, "SELECT * FROM f_bad ORDER BY id") == [(1, "a", 1), (2, "b", 2)]
     st = status(conn, "f_bad")
@@ -251,9 +251,9 @@ def test_duplicate_keys_fail_unless_tolerated(conn, tmp_path: Path) -> None:
     conn.add_notice_handler(lambda d: notices.append(d.message_primary))
     conn.execute("REFRESH TABLE f_dup_ok WAIT")
     assert rows(conn, "SELECT * FROM f_dup_ok ORDER BY id") == [(1, "a", 1), (2, "b2", 22), (3, "c", 3)]
-    assert any("1 duplicate keys in the source" in n for n in notices)
-    assert any("1 source rows skipped" in n for n in notices)
-    assert "1 source rows skipped" in status(conn, "f_dup_ok")["last_error"]
+    assert any("1 duplicate key in the source; the last row" in n for n in notices)
+    assert any("1 source row skipped" in n for n in notices)
+    assert "1 source row skipped" in status(conn, "f_dup_ok")["last_error"]
 
 
 def test_concurrent_refresh_rejected_and_show_status(conn, tidegate: TidegateServer, tmp_path: Path) -> None:
@@ -342,47 +342,64 @@ def _history_refresh_commits(location: Path) -> int:
     return sum(1 for h in DeltaTable(str(location)).history() if h.get("operation") == "MERGE")
 
 
+def _logged(gw: TidegateServer, text: str) -> bool:
+    return any(text in ln for ln in gw.log)
+
+
 def test_kill9_during_load_and_commit_then_schedule(tmp_path: Path) -> None:
     data = tmp_path / "data"
-    src = tmp_path / "src"
+    src, src_b = tmp_path / "src", tmp_path / "src_b"
     for i in range(4):
         write(src / f"{i}.csv", "".join(f"{i * 100 + j},n{j},{j}\n" for j in range(25)))
-    # boot 1: each staged chunk pauses 2 s; kill -9 after the first chunk is recorded.
-    gw = start_tidegate(data, env={"TIDEGATE_REFRESH_TEST_PAUSE": "chunk:2"})
+    write(src_b / "b.csv", "".join(f"{j},b{j},{j}\n" for j in range(10)))
+    loc_t = data / "warehouse" / "public" / "k_t"
+    loc_b = data / "warehouse" / "public" / "k_b"
+    # boot 1: every staged chunk pauses 2 s and every commit waits 60 s before it starts.
+    # kill -9 with k_t in its load (chunk 1 of 4 staged) and k_b loaded, its commit not yet made.
+    gw = start_tidegate(data, env={"TIDEGATE_REFRESH_TEST_PAUSE": "chunk:2,commit:60"})
     try:
         gw.wait_for_spark()
         with psycopg.connect(gw.dsn, autocommit=True) as c:
+            file_table(c, "k_b", src_b, enc_opts="without_header = 'true'")
             file_table(c, "k_t", src, enc_opts="without_header = 'true'")
+            c.execute("REFRESH TABLE k_b")
             c.execute("REFRESH TABLE k_t")
-            wait_until(lambda: any("loaded chunk 1/4" in ln for ln in gw.log), timeout=60)
+            wait_until(lambda: _logged(gw, "public.k_t': loaded chunk 1/4")
+                       and _logged(gw, "public.k_b': computing the difference"), timeout=90)
+            time.sleep(0.5)
             assert status(c, "k_t")["current_status"] == "REFRESHING"
+            assert status(c, "k_b")["current_status"] == "FINISHING"
+            assert rows(c, "SELECT count(*) FROM k_b") == [(0,)]
         gw.kill9()
     finally:
         gw.stop()
-    # boot 2: the load resumes after the staged chunk; kill -9 right after the Delta commit.
-    gw = start_tidegate(data, env={"TIDEGATE_REFRESH_TEST_PAUSE": "committed:30"})
-    location = data / "warehouse" / "public" / "k_t"
+    # boot 2: k_t's load resumes after its staged chunk, k_b's commit is redone; kill -9 right
+    # after both Delta commits, before the refresh state records them.
+    gw = start_tidegate(data, env={"TIDEGATE_REFRESH_TEST_PAUSE": "committed:60"})
     try:
         gw.wait_for_spark()
-        wait_until(lambda: any("resumes after 1 staged chunk(s)" in ln for ln in gw.log), timeout=60)
+        wait_until(lambda: _logged(gw, "public.k_t' resumes after 1 staged chunk(s)"), timeout=90)
         with psycopg.connect(gw.dsn, autocommit=True) as c:
-            wait_until(lambda: rows(c, "SELECT count(*) FROM k_t") == [(100,)], timeout=60)
+            wait_until(lambda: rows(c, "SELECT count(*) FROM k_t") == [(100,)]
+                       and rows(c, "SELECT count(*) FROM k_b") == [(10,)], timeout=90)
             assert status(c, "k_t")["current_status"] == "FINISHING"
-            assert not any("loaded chunk 1/4" in ln for ln in gw.log)  # chunk 1 was not read again
+            assert status(c, "k_b")["current_status"] == "FINISHING"
+            assert not _logged(gw, "public.k_t': loaded chunk 1/4")  # chunk 1 was not read again
         gw.kill9()
     finally:
         gw.stop()
-    assert _history_refresh_commits(location) == 1
-    # boot 3: the commit is found (Delta app transaction) and not repeated; status back to IDLE.
-    gw = start_tidegate(data, env={"TIDEGATE_REFRESH_TEST_PAUSE": "chunk:0.8"})
+    assert _history_refresh_commits(loc_t) == 1 and _history_refresh_commits(loc_b) == 1
+    # boot 3: both commits are found (Delta app transaction) and not repeated; status back to IDLE.
+    gw = start_tidegate(data, env={"TIDEGATE_REFRESH_TEST_PAUSE": "chunk:0.6"})
     try:
         gw.wait_for_spark()
         with psycopg.connect(gw.dsn, autocommit=True) as c:
-            st = wait_until(lambda: (s := status(c, "k_t"))["current_status"] == "IDLE" and s, timeout=60)
-            assert (st["rows_loaded"], st["rows_inserted"], st["rows_updated"], st["rows_deleted"]) == (100, 100, 0, 0)
-            assert rows(c, "SELECT count(*) FROM k_t") == [(100,)]
-            assert _history_refresh_commits(location) == 1
-            # Scheduled refresh: every second; each takes > 3 s (4 chunks x 0.8 s), so ticks are skipped.
+            for name, n in (("k_t", 100), ("k_b", 10)):
+                st = wait_until(lambda: (s := status(c, name))["current_status"] == "IDLE" and s, timeout=60)
+                assert (st["rows_loaded"], st["rows_inserted"], st["rows_updated"], st["rows_deleted"]) == (n, n, 0, 0)
+                assert rows(c, f"SELECT count(*) FROM {name}") == [(n,)]
+            assert _history_refresh_commits(loc_t) == 1 and _history_refresh_commits(loc_b) == 1
+            # Scheduled refresh: every second; each takes > 2 s (4 chunks x 0.6 s), so ticks are skipped.
             file_table(c, "s_t", src, enc_opts="without_header = 'true'", extra=", refresh_interval_sec = '1'")
             st = wait_until(lambda: (s := status(c, "s_t"))["last_success_time"] and s["skipped_ticks"] >= 1 and s,
                             timeout=60)

@@ -158,6 +158,9 @@ class ColumnType:
     length: int | None = None
     precision: int | None = None
     scale: int | None = None
+    # A numeric division/avg result: PostgreSQL picks its display scale per value (select_div_scale,
+    # at least 16 significant digits) and never below this, the operands' larger display scale.
+    div_min_scale: int | None = None
 
     @property
     def is_array(self) -> bool:

@@ -333,9 +333,9 @@ class FlowRuntime:
                         continue
                     af.running = True
                     self._pool.submit(self._scheduled, af)
-            except RuntimeError:  # the pool is shutting down
-                return
             except Exception:  # noqa: BLE001 - the scheduler must survive anything
+                if self._stop.is_set():
+                    return  # the pool refuses work while shutting down
                 log.exception("flow scheduler tick failed")
 
     def _interval(self, f: FlowDef) -> float:

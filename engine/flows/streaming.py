@@ -68,10 +68,14 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-TRIGGER = "250 milliseconds"
+# Micro-batch trigger: 250 ms keeps freshness well under a second; with many streaming flows on
+# one gateway each trigger is stretched (250 ms per 4 flows) so queries are not starved.
+TRIGGER_MS = 250
+FLOWS_PER_TRIGGER_STEP = 4
 STATE_STORE_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 MAX_BACKOFF_S = 60.0
 FLUSH_TIMEOUT_S = 300.0
+FLUSH_GIVE_UP_FAILURES = 6  # consecutive query failures after which ADMIN FLUSH_FLOW reports the error
 EVENT_TIME = "__tg_event_time"
 WINDOW_KEY = "__tg_window"
 CHANGE_COLUMN = "__tg_change"
@@ -241,20 +245,21 @@ class StreamingExecutor(BatchExecutor):
         if st is None:
             raise SqlError("55000", f'streaming flow "{af.flow.name}" is not running')
         rt = self.runtime
-        targets = []
-        for oid, location in zip(af.flow.source_ids, self._source_locations(af)):
-            targets.append(rt.store.version(location))
+        targets = [rt.store.version(location) for location in self._source_locations(af)]
         target = max(targets) if targets else -1
         deadline = time.monotonic() + FLUSH_TIMEOUT_S
         while True:
             if st.stop.is_set():
                 raise SqlError("57014", f'flow "{af.flow.name}" was stopped while flushing')
             if st.started.is_set() and committed_version(st.checkpoint) >= target:
+                self._await_progress(st)
                 rows = sum(n for end, n in st.written if end > st.flushed_upto)
                 st.flushed_upto = max(st.flushed_upto, target)
                 return RunResult(rows, changed=False)
             q = st.query
-            if st.error is not None and (q is None or not q.isActive):
+            # A transient failure restarts from the checkpoint and the wait goes on; a flow that
+            # keeps failing reports its error.
+            if st.error is not None and st.failures >= FLUSH_GIVE_UP_FAILURES and (q is None or not q.isActive):
                 raise SqlError(st.error.sqlstate, st.error.message,
                                hint="The flow restarts from its checkpoint with backoff; see SHOW FLOW STATUS.")
             if time.monotonic() > deadline:
@@ -313,9 +318,10 @@ class StreamingExecutor(BatchExecutor):
             cdf_source.register(spark)
             st.spark = spark
         query = self._build(st, plan)
-        if st.stop.is_set():
-            return
         st.query = query
+        if st.stop.is_set():  # stopped while starting: stop() may have missed the query
+            query.stop()
+            return
         st.started.set()
         while not st.stop.is_set():
             if query.awaitTermination(0.5):
@@ -374,7 +380,12 @@ class StreamingExecutor(BatchExecutor):
         return (writer_df.writeStream.outputMode(mode).foreachBatch(on_batch)
                 .option("checkpointLocation", str(st.checkpoint))
                 .queryName(f"tidegate_flow_{af.flow.flow_id}")
-                .trigger(processingTime=TRIGGER).start())
+                .trigger(processingTime=f"{self._trigger_ms()} milliseconds").start())
+
+    def _trigger_ms(self) -> int:
+        with self._guard:
+            n = len(self._streams)
+        return TRIGGER_MS * max(1, -(-n // FLOWS_PER_TRIGGER_STEP))
 
     # -- micro-batches --------------------------------------------------------------------------------
 
@@ -547,6 +558,19 @@ class StreamingExecutor(BatchExecutor):
         except Exception:  # noqa: BLE001 - statistics never fail a batch
             log.debug("saving statistics of flow %s failed", af.flow.name, exc_info=True)
 
+    def _await_progress(self, st: _Stream, timeout: float = 2.0) -> None:
+        """Fold the progress report of the last committed batch into the statistics (it is
+        posted just after the batch's commit log entry)."""
+        last = last_committed_batch(st.checkpoint)
+        deadline = time.monotonic() + timeout
+        q = st.query
+        while q is not None and last >= 0 and time.monotonic() < deadline:
+            p = q.lastProgress
+            if p is not None and int(p.get("batchId", -1) if isinstance(p, dict) else p.batchId) >= last:
+                break
+            time.sleep(0.02)
+        self._progress(st)
+
     def _progress(self, st: _Stream) -> None:
         """Fold the query's progress reports into the flow's statistics."""
         q = st.query
@@ -621,6 +645,13 @@ def batch_offsets(checkpoint: Path, batch_id: int) -> tuple[int, int | None]:
 
 def batch_end_version(checkpoint: Path, batch_id: int) -> int:
     return batch_offsets(checkpoint, batch_id)[0]
+
+
+def last_committed_batch(checkpoint: Path) -> int:
+    try:
+        return max((int(n) for n in os.listdir(checkpoint / "commits") if n.isdigit()), default=-1)
+    except FileNotFoundError:
+        return -1
 
 
 def committed_version(checkpoint: Path) -> int:
