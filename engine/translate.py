@@ -576,7 +576,7 @@ def _name_strength(node: exp.Expression) -> tuple[str, int]:
         return name, strength
     if isinstance(node, exp.Interval):
         return "interval", 1
-    if isinstance(node, (exp.Window, exp.Filter)):
+    if isinstance(node, (exp.Window, exp.Filter, exp.WithinGroup)):
         return _name_strength(node.this)
     if isinstance(node, exp.Subquery):
         inner = node.this
@@ -933,6 +933,12 @@ class _Translator:
             return ColumnType(NUMERIC)
         if isinstance(node, exp.Interval):
             return ColumnType(INTERVAL)
+        if isinstance(node, exp.WithinGroup) and isinstance(node.this, (exp.PercentileCont, exp.PercentileDisc)):
+            keys = node.expression.expressions if isinstance(node.expression, exp.Order) else []
+            key = keys[0].this if keys and isinstance(keys[0], exp.Ordered) else None
+            if isinstance(node.this, exp.PercentileCont):
+                return ColumnType(FLOAT8)
+            return _column_type_of(key.type) if key is not None else None
         base = node.this if isinstance(node, (exp.Window, exp.Filter)) else node
         if isinstance(base, exp.Filter):
             base = base.this
@@ -1043,6 +1049,8 @@ class _Translator:
             if _dtype(node.this) in _NTZ_TYPES:
                 return _func("to_utc_timestamp", node.this, zone)
             return _cast(_func("from_utc_timestamp", node.this, zone), "TIMESTAMP_NTZ")
+        if isinstance(node, exp.WithinGroup) and isinstance(node.this, (exp.PercentileCont, exp.PercentileDisc)):
+            return self._percentile(node)
         if isinstance(node, exp.Avg):
             t = _dtype(node.this)
             if t in _INTEGER_TYPES or (t == _T.DECIMAL and (self._decimal_shape(node.this) or (38, 18))[1] < 20):
@@ -1090,6 +1098,21 @@ class _Translator:
         return None
 
     # -- arithmetic
+
+    def _percentile(self, node: exp.WithinGroup) -> exp.Expression:
+        """Ordered-set percentiles: Spark has the same WITHIN GROUP form (sqlglot would emit the
+        approximate percentile); percentile_disc keeps its input's type as in PostgreSQL."""
+        func = node.this
+        name = "percentile_disc" if isinstance(func, exp.PercentileDisc) else "percentile_cont"
+        order = node.expression
+        keys = order.expressions if isinstance(order, exp.Order) else []
+        if len(keys) != 1:
+            raise SqlError("42883", f"function {name} requires exactly one ORDER BY expression")
+        out: exp.Expression = exp.WithinGroup(this=_func(name, func.this), expression=order)
+        key = keys[0].this if isinstance(keys[0], exp.Ordered) else keys[0]
+        if name == "percentile_disc" and (_dtype(key) in _INTEGER_TYPES or _dtype(key) == _T.DECIMAL):
+            out = _cast(out, self._spark_type(key.type))
+        return out
 
     def _div(self, node: exp.Div) -> exp.Expression | None:
         lt, rt = _dtype(node.this), _dtype(node.expression)
@@ -1652,7 +1675,7 @@ class _Translator:
             if isinstance(node, exp.AggFunc):
                 has_agg = True
                 in_agg = True
-            if isinstance(node, exp.Filter):
+            if isinstance(node, (exp.Filter, exp.WithinGroup)):
                 in_agg = True
             if isinstance(node, exp.Column) and not in_agg and bare is None and not isinstance(node.this, exp.Star):
                 bare = node

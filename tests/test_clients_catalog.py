@@ -14,6 +14,8 @@ import subprocess
 from pathlib import Path
 
 import psycopg
+
+from tests.pgoracle import start_postgres
 import pytest
 
 from catalog.pgcatalog import CatalogQueries
@@ -61,7 +63,10 @@ def reference_catalog(path: Path) -> Catalog:
 
 
 @pytest.fixture(scope="module")
-def oracle(pg_oracle):
+def oracle():
+    # A cluster of its own: the captured statements carry the OIDs a fresh cluster assigns to the
+    # reference objects, which a cluster shared with other suites would not reproduce.
+    pg_oracle = start_postgres()
     with psycopg.connect(pg_oracle.dsn, autocommit=True) as admin:
         admin.execute("DO $$BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'tidegate') THEN "
                       "CREATE ROLE tidegate SUPERUSER LOGIN; END IF; END$$")
@@ -72,6 +77,7 @@ def oracle(pg_oracle):
         con.execute(stmt)
     yield con
     con.close()
+    pg_oracle.stop()
 
 
 @pytest.fixture(scope="module")

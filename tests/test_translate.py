@@ -77,6 +77,8 @@ TABLES: dict[str, tuple[list[tuple[str, str, tuple[int, ...]]], list[tuple[Any, 
     ),
 }
 
+TABLES["reals"] = ([("id", "int4", ()), ("r", "float4", ())], [(1, 1.5), (2, None)])
+
 VIEWS = {"positive_t": "select id, a from t where a > 0"}
 
 def _ctype(name: str, params: tuple[int, ...]) -> ColumnType:
@@ -459,6 +461,57 @@ def test_errors_match_postgres(pg, sp, sql: str) -> None:
     state, message = _pg_error(pg, sql)
     err = _tidegate_error(sp, sql)
     assert (err.sqlstate, err.message) == (state, message)
+
+
+NUMERIC_TEXT_QUERIES = [
+    "select sum(n), min(n), max(n), avg(n), avg(a), sum(b) from t",
+    "select n * 2, n + 1.5, -n, abs(n), round(n, 1), n - a, a::numeric, 1.50::numeric from t order by id",
+    "select 7.0 / 2, 1 / 3.0, 10 / 4.00, 0.5 / 3, 20000.5 / 3",
+    "select n / 3, sum(n) / count(*) over () from t order by id",
+    "select extract(epoch from ts), extract(second from ts), extract(hour from ts) from t order by id",
+    "select avg(a) over (order by id rows between 1 preceding and 1 following) from t order by id",
+    "select percentile_disc(0.5) within group (order by n) from t",
+]
+
+
+@pytest.mark.parametrize("sql", NUMERIC_TEXT_QUERIES)
+def test_numeric_text_matches_postgres(pg, sp, sql: str) -> None:
+    """numeric results print with PostgreSQL's display scale (kept, added, or chosen per quotient)."""
+    from psycopg.types.string import TextLoader
+
+    from gateway.codec import encode_text_column
+
+    with pg.cursor() as cur:
+        cur.adapters.register_loader("numeric", TextLoader)
+        cur.execute(sql)
+        expected = [tuple(row) for row in cur.fetchall()]
+    tq = _translate(sql)
+    table = sp.sql(tq.spark_sql).toArrow()
+    columns = []
+    for i, ct in enumerate(tq.output_types):
+        assert ct is not None and ct.pg.name == "numeric", (sql, i, ct)
+        columns.append(encode_text_column(table.column(i), ct).to_pylist())
+    assert list(zip(*columns)) == expected, tq.spark_sql
+
+
+@pytest.mark.parametrize("sql", [
+    "select percentile_cont(0.5) within group (order by a) from t",
+    "select percentile_cont(0.25) within group (order by f desc) from t",
+    "select s, percentile_cont(0.5) within group (order by b) from t group by s order by s",
+])
+def test_percentiles_match_postgres(pg, sp, sql: str) -> None:
+    tq = compare(pg, sp, sql)
+    assert tq.output_types[-1] is not None and tq.output_types[-1].pg.name == "float8"
+
+
+def test_real_columns_are_float4() -> None:
+    assert [ct.pg.oid for ct in _translate("select r from reals").output_types] == [700]
+
+
+def test_syntax_error_position_of_unexpected_token() -> None:
+    with pytest.raises(SqlError) as info:
+        parse_postgres("SELECT id FROM t ORDER id")
+    assert (info.value.message, info.value.position) == ('syntax error at or near "id"', 24)
 
 
 def test_syntax_error_position() -> None:
