@@ -302,7 +302,7 @@ def format_interval(months: int, days: int, micros: int) -> str:
     for value, unit in ((sign * years, "year"), (sign * mons, "mon"), (days, "day")):
         if value:
             plus = "+" if is_before and value > 0 else ""
-            parts.append(f"{plus}{value} {unit}{'s' if abs(value) != 1 else ''}")
+            parts.append(f"{plus}{value} {unit}{'s' if value != 1 else ''}")  # PostgreSQL: "-1 days"
             is_before = value < 0
     if micros or not parts:
         neg = micros < 0

@@ -90,6 +90,18 @@ class _TidegateParser(PostgresParser):
     # to_char templates are translated by engine.functions.to_char_format (AM/PM, FM, quoting).
     FUNCTIONS = {k: v for k, v in PostgresParser.FUNCTIONS.items() if k != "TO_CHAR"}
 
+    def _parse_interval_span(self, this: exp.Expression, parse_function_unit: bool = True) -> exp.Interval:
+        # sqlglot keeps only the first "<n> <unit>" of '3 days 04:05:06': keep the whole text then.
+        interval = super()._parse_interval_span(this, parse_function_unit=parse_function_unit)
+        if this is not None and this.is_string and interval.this is not this:
+            text = this.name
+            parts = exp.INTERVAL_STRING_RE.findall(text)
+            if len(parts) == 1 and not exp.INTERVAL_STRING_RE.fullmatch(text):
+                interval.set("this", this)
+                interval.set("unit", None)
+                interval.set("fraction_in_string", None)
+        return interval
+
 
 def _annotate_literal(annotator: Any, literal: exp.Literal) -> exp.Literal:
     """PostgreSQL literal typing: 2.5 is numeric (not double); big integers are bigint."""
@@ -931,6 +943,8 @@ class _Translator:
             return ColumnType(NUMERIC)
         if isinstance(node, exp.Round) and _dtype(node.this) == _T.DECIMAL:
             return ColumnType(NUMERIC)
+        if isinstance(node, exp.Literal) and not node.is_string and _dtype(node) == _T.DECIMAL:
+            return ColumnType(NUMERIC)  # 1.50 keeps its written scale
         if isinstance(node, exp.Interval):
             return ColumnType(INTERVAL)
         if isinstance(node, exp.WithinGroup) and isinstance(node.this, (exp.PercentileCont, exp.PercentileDisc)):
@@ -979,6 +993,8 @@ class _Translator:
             return _func("localtimestamp")
         if isinstance(node, (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.NullSafeEQ, exp.NullSafeNEQ)):
             self._coerce_literal_operands(node)
+            if isinstance(node, (exp.EQ, exp.NEQ, exp.NullSafeEQ, exp.NullSafeNEQ)):
+                self._interval_text_operands(node)
         if isinstance(node, (exp.Sum, exp.Avg)) and not isinstance(node.this, exp.Literal):
             if _dtype(node.this) in _STRING_TYPES:
                 fname = "sum" if isinstance(node, exp.Sum) else "avg"
@@ -1051,6 +1067,11 @@ class _Translator:
             return _cast(_func("from_utc_timestamp", node.this, zone), "TIMESTAMP_NTZ")
         if isinstance(node, exp.WithinGroup) and isinstance(node.this, (exp.PercentileCont, exp.PercentileDisc)):
             return self._percentile(node)
+        if isinstance(node, exp.Initcap):
+            # PostgreSQL starts a word after any non-alphanumeric character, Spark only after
+            # white space: mark each such character with a following space, capitalise, unmark.
+            marked = _func("regexp_replace", node.this, _string(r"([^\p{L}\p{N}])"), _string("$1 "))
+            return _func("regexp_replace", _func("initcap", marked), _string(r"([^\p{L}\p{N}]) "), _string("$1"))
         if isinstance(node, exp.Avg):
             t = _dtype(node.this)
             if t in _INTEGER_TYPES or (t == _T.DECIMAL and (self._decimal_shape(node.this) or (38, 18))[1] < 20):
@@ -1140,6 +1161,20 @@ class _Translator:
                 return
 
     @staticmethod
+    def _interval_text_operands(node: exp.Binary) -> None:
+        """Interval columns are stored as PostgreSQL's interval text: (in)equality with a constant
+        interval compares that text with the constant's canonical text."""
+        for col, other in ((node.this, node.expression), (node.expression, node.this)):
+            iv = other.meta.get("pg_interval") if other.meta else None
+            if isinstance(col, exp.Column) and _dtype(col) == _T.INTERVAL and iv is not None:
+                days, micros = iv.days, iv.micros
+                if iv.months == 0 and days == 0:
+                    # a driver's timedelta carries whole days as the interval's day field
+                    days, micros = divmod(micros, 86_400_000_000)
+                other.replace(_string(format_interval(iv.months, days, micros)))
+                return
+
+    @staticmethod
     def _check_text_arithmetic(node: exp.Binary) -> None:
         lt, rt = _dtype(node.this), _dtype(node.expression)
         text_side = any(
@@ -1165,8 +1200,9 @@ class _Translator:
             return max(digits, len(frac), 1), len(frac)
         if isinstance(node, exp.Neg):
             return _Translator._decimal_shape(node.this)
-        if isinstance(node, exp.Sum) and _dtype(node) == _T.DECIMAL:
-            inner = _Translator._decimal_shape(node.this)  # Spark sums decimal(p,s) as decimal(p+10,s)
+        summed = node.this if isinstance(node, exp.Window) else node
+        if isinstance(summed, exp.Sum) and _dtype(summed) == _T.DECIMAL:
+            inner = _Translator._decimal_shape(summed.this)  # Spark sums decimal(p,s) as decimal(p+10,s)
             return (min(inner[0] + 10, 38), inner[1]) if inner is not None else None
         t = node.type if isinstance(node.type, exp.DataType) else None
         if t is None:
