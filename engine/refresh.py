@@ -484,11 +484,16 @@ class RefreshManager:
         self._scheduler: threading.Thread | None = None
         self._next_due: dict[int, float] = {}
         self._pauses = _parse_pauses(os.environ.get("TIDEGATE_REFRESH_TEST_PAUSE", ""))
+        # Refreshes a previous process left unfinished (read at start, before any statement runs):
+        # only these are recovered, never one this process is running.
+        self._interrupted: set[int] = set()
+        self._begun: set[int] = set()  # tables whose refresh this process started
 
     # -- lifecycle ----------------------------------------------------------------------------
 
     def start(self) -> None:
         """Recover interrupted refreshes (once Spark is up) and start the scheduler."""
+        self._interrupted = {oid for oid, st in self.state.all().items() if st.status != rmeta.IDLE}
         self._scheduler = threading.Thread(target=self._run_scheduler, name="tidegate-refresh", daemon=True)
         self._scheduler.start()
 
@@ -558,7 +563,9 @@ class RefreshManager:
 
     def _begin(self, t: TableDef) -> int:
         with self._guard:
-            return self.state.begin(t.oid, t.qualified_name)
+            rid = self.state.begin(t.oid, t.qualified_name)
+            self._begun.add(t.oid)
+            return rid
 
     def start_refresh(self, t: TableDef, resume: bool = False) -> int:
         """Start a refresh of ``t`` in a background thread; returns its id (55000 if busy)."""
@@ -751,9 +758,9 @@ class RefreshManager:
                 self.state.forget(oid)
                 shutil.rmtree(self.staging_root / str(oid), ignore_errors=True)
                 continue
-            if st.status != rmeta.IDLE:
+            if st.status != rmeta.IDLE and oid in self._interrupted:
                 with self._guard:
-                    if oid in self._threads:
+                    if oid in self._threads or oid in self._begun:
                         continue
                 log.info("resuming refresh %s of %s (%s)", st.refresh_id, t.qualified_name, st.status)
                 self.start_refresh(t, resume=True)

@@ -32,7 +32,9 @@ REFRESH TABLE rf_events WAIT;
 
 SELECT * FROM rf_events ORDER BY id;
 
--- SQLNESS REPLACE \d{4}-\d\d-\d\d\s\d\d:\d\d:\d\d(\.\d+)?\+00 <time>
+-- SQLNESS REPLACE \d{4}-\d\d-\d\d\s\d\d:\d\d:\d\d(\.\d+)?\+00\s*\| <time>|
+-- SQLNESS REPLACE (last_\w+_time)\s+\| \1|
+-- SQLNESS REPLACE -{5,} -----
 SHOW REFRESH STATUS;
 
 -- A row that does not fit the schema: the refresh fails, naming file and line; the table is unchanged.
