@@ -500,7 +500,9 @@ def _session_constant_query(toks: list[Token]) -> bool:
                     and not (k and toks[k - 1].is_word("as")):
                 return False
         elif t.kind == "cast":
-            if nxt is None or nxt.lower not in _SESSION_CASTS:
+            # drivers qualify the types they cast parameters to (asyncpg: $1::"pg_catalog"."int4")
+            qualified = nxt is not None and nxt.ident == "pg_catalog"
+            if nxt is None or (nxt.lower not in _SESSION_CASTS and not qualified):
                 return False
         elif t.kind == "op" and t.text not in _SESSION_OPS \
                 and not (t.text == "*" and k and (toks[k - 1].is_word("select") or toks[k - 1].text in (".", ","))):

@@ -52,6 +52,7 @@ from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 from catalog.store import ColumnDef, TableDef
 from tidegate.errors import SqlError
 from tidegate.pgtypes import ColumnType
+from engine import functions
 
 CDF_CONFIG = {"delta.enableChangeDataFeed": "true"}
 
@@ -150,25 +151,7 @@ def parse_interval(text: str) -> tuple[int, int, int]:
 
 def format_interval(months: int, days: int, us: int) -> str:
     """(months, days, microseconds) -> PostgreSQL's text form (IntervalStyle postgres)."""
-    parts: list[str] = []
-    years, mons = int(months / 12), months - int(months / 12) * 12
-    if years:
-        parts.append(f"{years} year{'s' if abs(years) != 1 else ''}")
-    if mons:
-        parts.append(f"{mons} mon{'s' if abs(mons) != 1 else ''}")
-    if days:
-        parts.append(f"{days} day{'s' if abs(days) != 1 else ''}")
-    if us or not parts:
-        sign = "-" if us < 0 else ("+" if parts and (months < 0 or days < 0) else "")
-        a = abs(us)
-        h, rem = divmod(a, 3_600_000_000)
-        mi, rem = divmod(rem, 60_000_000)
-        sec, frac = divmod(rem, 1_000_000)
-        clock = f"{sign}{h:02d}:{mi:02d}:{sec:02d}"
-        if frac:
-            clock += f".{frac:06d}".rstrip("0")
-        parts.append(clock)
-    return " ".join(parts)
+    return functions.format_interval(months, days, us)
 
 
 def interval_text_to_arrow(arr: pa.Array) -> pa.Array:

@@ -199,7 +199,20 @@ def parse_postgres(sql: str) -> list[exp.Expression]:
             pos = sql.rfind("'") + 1
             raise SqlError("42601", f'unterminated quoted string at or near "{sql[pos - 1:]}"', position=pos) from None
         raise SqlError("42601", f"syntax error: {message}") from None
-    return [s for s in statements if s is not None]
+    return [_unqualify_types(s) for s in statements if s is not None]
+
+
+def _unqualify_types(tree: exp.Expression) -> exp.Expression:
+    """``x::pg_catalog.int4`` (drivers qualify type names, e.g. asyncpg) -> ``x::int4``."""
+    for dt in list(tree.find_all(exp.DataType)):
+        kind = dt.args.get("kind")
+        if dt.this == exp.DataType.Type.USERDEFINED and isinstance(kind, exp.Dot) \
+                and kind.this.name.lower() == "pg_catalog":
+            try:
+                dt.replace(exp.DataType.build(kind.expression.name, dialect=TidegatePostgres))
+            except ParseError:
+                continue
+    return tree
 
 
 # --------------------------------------------------------------------------------------------
