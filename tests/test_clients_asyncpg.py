@@ -12,31 +12,12 @@ import io
 import struct
 import time
 import uuid
-from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
 import asyncpg
 import pytest
-
-
-@dataclass(frozen=True)
-class Target:
-    """Connection parameters of one server under test (the oracle or tidegate)."""
-
-    name: str
-    port: int
-    user: str
-    dbname: str
-    host: str = "127.0.0.1"
-
-
-def _target(request: pytest.FixtureRequest, name: str) -> Target:
-    if name == "postgres":
-        pg = request.getfixturevalue("pg_oracle")
-        return Target("postgres", pg.port, "postgres", "postgres")
-    tg = request.getfixturevalue("tidegate")
-    return Target("tidegate", tg.port, "tidegate", "tidegate")
+from tests.targets import Target, target_for as _target
 
 
 @pytest.fixture(scope="module", params=["postgres", "tidegate"])

@@ -11,7 +11,6 @@ import datetime as dt
 import threading
 import time
 import uuid
-from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
@@ -19,29 +18,7 @@ import psycopg
 import pytest
 from psycopg import errors as pgerr
 from psycopg.types.json import Json, Jsonb
-
-
-@dataclass(frozen=True)
-class Target:
-    """Connection parameters of one server under test (the oracle or tidegate)."""
-
-    name: str
-    port: int
-    user: str
-    dbname: str
-    host: str = "127.0.0.1"
-
-    @property
-    def dsn(self) -> str:
-        return f"host={self.host} port={self.port} user={self.user} dbname={self.dbname}"
-
-
-def _target(request: pytest.FixtureRequest, name: str) -> Target:
-    if name == "postgres":
-        pg = request.getfixturevalue("pg_oracle")
-        return Target("postgres", pg.port, "postgres", "postgres")
-    tg = request.getfixturevalue("tidegate")
-    return Target("tidegate", tg.port, "tidegate", "tidegate")
+from tests.targets import Target, target_for as _target
 
 
 @pytest.fixture(scope="module", params=["postgres", "tidegate"])

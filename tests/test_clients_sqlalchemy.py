@@ -7,35 +7,12 @@ the same DDL must equal PostgreSQL's.
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass
 from decimal import Decimal
 
 import pandas as pd
 import pytest
 import sqlalchemy as sa
-
-
-@dataclass(frozen=True)
-class Target:
-    """Connection parameters of one server under test (the oracle or tidegate)."""
-
-    name: str
-    port: int
-    user: str
-    dbname: str
-    host: str = "127.0.0.1"
-
-    @property
-    def url(self) -> str:
-        return f"postgresql+psycopg://{self.user}@{self.host}:{self.port}/{self.dbname}"
-
-
-def _target(request: pytest.FixtureRequest, name: str) -> Target:
-    if name == "postgres":
-        pg = request.getfixturevalue("pg_oracle")
-        return Target("postgres", pg.port, "postgres", "postgres")
-    tg = request.getfixturevalue("tidegate")
-    return Target("tidegate", tg.port, "tidegate", "tidegate")
+from tests.targets import Target, target_for as _target
 
 
 SETUP = [

@@ -9,35 +9,12 @@ deterministic, against tidegate it is the real check.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import psycopg
 import pytest
 from psycopg import pq
-
-
-@dataclass(frozen=True)
-class Target:
-    """Connection parameters of one server under test (the oracle or tidegate)."""
-
-    name: str
-    port: int
-    user: str
-    dbname: str
-    host: str = "127.0.0.1"
-
-    @property
-    def dsn(self) -> str:
-        return f"host={self.host} port={self.port} user={self.user} dbname={self.dbname}"
-
-
-def _target(request: pytest.FixtureRequest, name: str) -> Target:
-    if name == "postgres":
-        pg = request.getfixturevalue("pg_oracle")
-        return Target("postgres", pg.port, "postgres", "postgres")
-    tg = request.getfixturevalue("tidegate")
-    return Target("tidegate", tg.port, "tidegate", "tidegate")
+from tests.targets import Target, target_for as _target
 
 
 SETUP = [
