@@ -247,41 +247,6 @@ def _bytea(v: Any) -> bytes:
     return bytes(out)
 
 
-def _parse_pg_array(text: str) -> list[Any]:
-    """PostgreSQL array literal '{1,2,"a b",NULL}' -> list of element texts (one dimension)."""
-    s = text.strip()
-    if not (s.startswith("{") and s.endswith("}")):
-        raise ValueError(text)
-    body = s[1:-1]
-    items: list[Any] = []
-    if not body.strip():
-        return items
-    i, n = 0, len(body)
-    while i <= n:
-        while i < n and body[i] == " ":
-            i += 1
-        if i < n and body[i] == '"':
-            i += 1
-            buf = []
-            while i < n and body[i] != '"':
-                if body[i] == "\\":
-                    i += 1
-                buf.append(body[i])
-                i += 1
-            i += 1
-            items.append("".join(buf))
-            while i < n and body[i] != ",":
-                i += 1
-        else:
-            j = body.find(",", i)
-            j = n if j < 0 else j
-            raw = body[i:j].strip()
-            items.append(None if raw.upper() == "NULL" else raw)
-            i = j
-        i += 1
-    return items
-
-
 def python_value(v: Any, t: ColumnType, column: str) -> Any:
     """One Python/text value -> the Python value of its storage form for column type ``t``."""
     if v is None:
@@ -289,7 +254,7 @@ def python_value(v: Any, t: ColumnType, column: str) -> Any:
     name = t.pg.name
     try:
         if t.is_array:
-            items = _parse_pg_array(v) if isinstance(v, str) else list(v)
+            items = functions.parse_array_text(v) if isinstance(v, str) else list(v)
             return [python_value(x, t.element, column) for x in items]
         if name in _INT_RANGES:
             lo, hi, word = _INT_RANGES[name]
