@@ -18,11 +18,8 @@ from __future__ import annotations
 
 import json
 import re
-import sqlite3
 import threading
 import weakref
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, fields
 from datetime import datetime, timezone
 from pathlib import Path
@@ -31,6 +28,7 @@ from typing import Any
 import pyarrow as pa
 
 from tidegate.errors import SqlError
+from catalog.sqlitedb import SqliteStore
 
 # GreptimeDB numbers flows from 1024; so do we (ids are never re-used).
 FIRST_FLOW_ID = 1024
@@ -183,48 +181,17 @@ def store_for(catalog: Any) -> FlowStore | None:
         return _STORES.get(catalog)
 
 
-class FlowStore:
+class FlowStore(SqliteStore):
     """Thread-safe flow metadata in the catalog's SQLite file. ``version`` moves on every change
     of a definition (not of progress or statistics)."""
 
     def __init__(self, path: Path | str) -> None:
-        self._path = str(path)
-        if self._path != ":memory:":
-            Path(self._path).parent.mkdir(parents=True, exist_ok=True)
-        self._conn = sqlite3.connect(self._path, check_same_thread=False, isolation_level=None, timeout=30)
-        self._conn.execute("PRAGMA journal_mode=WAL")
-        self._conn.execute("PRAGMA synchronous=FULL")
-        self._lock = threading.RLock()
-        self._depth = 0
+        super().__init__(path, _SCHEMA_SQL)
         self.version = 0
         with self._lock:
-            self._conn.executescript(_SCHEMA_SQL)
             row = self._conn.execute("SELECT seq FROM sqlite_sequence WHERE name='flows'").fetchone()
             if row is None:
                 self._conn.execute("INSERT INTO sqlite_sequence(name, seq) VALUES ('flows', ?)", (FIRST_FLOW_ID - 1,))
-
-    @contextmanager
-    def transaction(self) -> Iterator[None]:
-        """Group changes into one SQLite transaction (re-entrant)."""
-        with self._lock:
-            outer = self._depth == 0
-            if outer:
-                self._conn.execute("BEGIN IMMEDIATE")
-            self._depth += 1
-            try:
-                yield
-            except BaseException:
-                self._depth -= 1
-                if outer:
-                    self._conn.execute("ROLLBACK")
-                raise
-            self._depth -= 1
-            if outer:
-                self._conn.execute("COMMIT")
-
-    def close(self) -> None:
-        with self._lock:
-            self._conn.close()
 
     # -- definitions ----------------------------------------------------------------------------
 

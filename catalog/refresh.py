@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import re
-import sqlite3
 import threading
 import weakref
 from dataclasses import dataclass
@@ -31,6 +30,7 @@ from typing import Any
 import pyarrow as pa
 
 from tidegate.errors import SqlError
+from catalog.sqlitedb import SqliteStore
 
 IDLE, REFRESHING, FINISHING = "IDLE", "REFRESHING", "FINISHING"
 
@@ -111,19 +111,11 @@ def store_for(catalog: Any) -> RefreshStore:
         return store
 
 
-class RefreshStore:
+class RefreshStore(SqliteStore):
     """Thread-safe refresh state; every change is its own durable SQLite transaction."""
 
     def __init__(self, path: Path | str) -> None:
-        self._path = str(path)
-        if self._path != ":memory:":
-            Path(self._path).parent.mkdir(parents=True, exist_ok=True)
-        self._conn = sqlite3.connect(self._path, check_same_thread=False, isolation_level=None, timeout=30)
-        self._conn.execute("PRAGMA journal_mode=WAL")
-        self._conn.execute("PRAGMA synchronous=FULL")
-        self._lock = threading.RLock()
-        with self._lock:
-            self._conn.executescript(_SCHEMA_SQL)
+        super().__init__(path, _SCHEMA_SQL)
 
     def _row(self, table_oid: int) -> RefreshState:
         row = self._conn.execute(

@@ -10,14 +10,11 @@ under concurrent sessions.
 from __future__ import annotations
 
 import json
-import sqlite3
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 
+from catalog.sqlitedb import SqliteStore
 from tidegate.errors import SqlError
 from tidegate.pgtypes import TYPES_BY_OID, ColumnType
 
@@ -110,7 +107,7 @@ CREATE TABLE IF NOT EXISTS relations (
 """
 
 
-class Catalog:
+class Catalog(SqliteStore):
     """Thread-safe metadata store. Every mutation bumps :attr:`version`.
 
     One SQLite connection guarded by a lock: metadata operations are tiny, and a single writer
@@ -120,17 +117,8 @@ class Catalog:
     database = DATABASE_NAME
 
     def __init__(self, path: Path | str) -> None:
-        self._path = str(path)
-        if self._path != ":memory:":
-            Path(self._path).parent.mkdir(parents=True, exist_ok=True)
-        self._conn = sqlite3.connect(self._path, check_same_thread=False, isolation_level=None)
-        self._conn.execute("PRAGMA journal_mode=WAL")
-        self._conn.execute("PRAGMA synchronous=FULL")
-        self._conn.execute("PRAGMA foreign_keys=ON")
-        self._lock = threading.RLock()
-        self._depth = 0
+        super().__init__(path, _SCHEMA_SQL, foreign_keys=True)
         with self._lock:
-            self._conn.executescript(_SCHEMA_SQL)
             self._conn.execute("INSERT OR IGNORE INTO meta VALUES ('next_oid', ?)", (str(FIRST_USER_OID),))
             self._conn.execute("INSERT OR IGNORE INTO meta VALUES ('version', '1')")
             if self._conn.execute("SELECT 1 FROM schemas WHERE name='public'").fetchone() is None:
@@ -140,25 +128,8 @@ class Catalog:
 
     # -- infrastructure -------------------------------------------------------------------------
 
-    @contextmanager
-    def transaction(self) -> Iterator[None]:
-        """Group several changes into one atomic SQLite transaction (re-entrant)."""
-        with self._lock:
-            outer = self._depth == 0
-            if outer:
-                self._conn.execute("BEGIN IMMEDIATE")
-            self._depth += 1
-            try:
-                yield
-            except BaseException:
-                self._depth -= 1
-                if outer:
-                    self._conn.execute("ROLLBACK")
-                    self._cache = None
-                raise
-            self._depth -= 1
-            if outer:
-                self._conn.execute("COMMIT")
+    def _rolled_back(self) -> None:
+        self._cache = None
 
     def _bump(self) -> None:
         self._conn.execute("UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'version'")
@@ -174,10 +145,6 @@ class Catalog:
             oid = int(self._conn.execute("SELECT value FROM meta WHERE key='next_oid'").fetchone()[0])
             self._conn.execute("UPDATE meta SET value=? WHERE key='next_oid'", (str(oid + 1),))
             return oid
-
-    def close(self) -> None:
-        with self._lock:
-            self._conn.close()
 
     # -- schemas ------------------------------------------------------------------------------
 
