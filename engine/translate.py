@@ -219,13 +219,20 @@ def _unqualify_types(tree: exp.Expression) -> exp.Expression:
 # Types: PostgreSQL ColumnType <-> sqlglot DataType
 
 
+_DISPLAY_SCALE_ONLY = 0
+
+
 def _sqlglot_type(ct: ColumnType) -> str:
     """The sqlglot type string a column of ``ct`` is annotated with during translation."""
     if ct.is_array:
         return f"ARRAY<{_sqlglot_type(ct.element)}>"
     name = ct.pg.name
     if name == "numeric":
-        return f"DECIMAL({ct.precision}, {ct.scale or 0})" if ct.precision is not None else "DECIMAL"
+        if ct.precision is not None:
+            return f"DECIMAL({ct.precision}, {ct.scale or 0})"
+        # Unconstrained numeric with a known display scale (e.g. a CREATE TABLE AS column made from
+        # ``salary * 2``): precision 0, which PostgreSQL never allows, marks "no precision, scale s".
+        return f"DECIMAL({_DISPLAY_SCALE_ONLY}, {ct.scale})" if ct.scale is not None else "DECIMAL"
     if name == "varchar":
         return f"VARCHAR({ct.length})" if ct.length is not None else "VARCHAR"
     if name == "bpchar":
@@ -289,6 +296,8 @@ def _column_type_of(dt: exp.DataType | None) -> ColumnType | None:
         inner = _column_type_of(dt.expressions[0]) if dt.expressions else None
         return inner.array_of() if inner is not None and inner.pg.array_oid else None
     if t == _T.DECIMAL:
+        if len(params) >= 1 and params[0] == _DISPLAY_SCALE_ONLY:
+            return ColumnType(NUMERIC, scale=params[1] if len(params) > 1 else 0)
         if len(params) >= 1:
             return ColumnType(NUMERIC, precision=params[0], scale=params[1] if len(params) > 1 else 0)
         return ColumnType(NUMERIC)
@@ -1357,7 +1366,7 @@ class _Translator:
             inner = to.expressions[0] if to.expressions else exp.DataType.build("TEXT")
             return f"ARRAY<{self._spark_type(inner)}>"
         if t == _T.DECIMAL:
-            if params:
+            if params and params[0] != _DISPLAY_SCALE_ONLY:
                 return f"DECIMAL({params[0]},{params[1] if len(params) > 1 else 0})"
             return "DECIMAL(38,18)"
         if t in (_T.TIMESTAMP, _T.TIMESTAMPNTZ, _T.DATETIME):
