@@ -1548,8 +1548,6 @@ class _Translator:
         if iv.total_micros <= 0:
             raise SqlError("22023", "stride must be greater than zero")
         src_type = _dtype(source)
-        if origin is None:
-            raise SqlError("42883", "function date_bin(interval, timestamp) does not exist")
 
         def micros(e: exp.Expression) -> exp.Expression:
             t = _dtype(e)
@@ -1560,7 +1558,9 @@ class _Translator:
             return _func("unix_micros", e)
 
         src_us = micros(source)
-        org_us = micros(origin)
+        # PostgreSQL requires the origin; like GreptimeDB (whose flows use the two-argument form)
+        # tidegate also accepts date_bin(stride, ts) with the Unix epoch as origin.
+        org_us = micros(origin) if origin is not None else exp.Literal.number(0)
         stride_lit = exp.Literal.number(iv.total_micros)
         binned = exp.Sub(
             this=src_us,

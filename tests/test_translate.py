@@ -524,6 +524,14 @@ def test_interval_column_equals_interval_parameter(sp) -> None:
         TABLES.pop("ivs", None)
 
 
+def test_two_argument_date_bin_bins_from_the_epoch(pg, sp) -> None:
+    """GreptimeDB's date_bin(stride, ts) (no origin; PostgreSQL requires one) equals the epoch origin."""
+    ours = sp.sql(_translate("select date_bin(interval '15 minutes', timestamp '2024-01-01 10:37:12')").spark_sql).collect()
+    with pg.cursor() as cur:
+        cur.execute("select date_bin(interval '15 minutes', timestamp '2024-01-01 10:37:12', timestamp '1970-01-01')")
+        assert [tuple(r) for r in ours] == cur.fetchall()
+
+
 def test_real_columns_are_float4() -> None:
     assert [ct.pg.oid for ct in _translate("select r from reals").output_types] == [700]
 
