@@ -181,9 +181,9 @@ def _psql_echo(port: int, command: str) -> list[str]:
 
 
 @pytest.mark.parametrize("command", [r"\d", r"\d t", r"\dt", r"\dn", r"\dv", r"\d+ t", r"\d metrics", r"\l"])
-def test_psql_live_echo_matches_postgres(command: str, pg_oracle, oracle, mine):
+def test_psql_live_echo_matches_postgres(command: str, oracle, mine):
     queries, cat = mine
-    statements = _psql_echo(pg_oracle.port, command)
+    statements = _psql_echo(oracle.info.port, command)
     assert statements
     for sql in statements:
         theirs, ours = run_both(oracle, queries, cat, sql, [])
