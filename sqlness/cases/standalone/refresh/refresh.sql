@@ -48,8 +48,8 @@ REFRESH TABLE rf_bad WAIT;
 
 SELECT count(*) FROM rf_bad;
 
--- SQLNESS REPLACE /\S+/sqlness/ <repo>/sqlness/
-SELECT current_status, rows_loaded, last_error FROM information_schema.refresh_tables WHERE table_name = 'rf_bad';
+-- The error names the file; the checkout's location is cut in SQL so the table's width does not depend on it.
+SELECT current_status, rows_loaded, regexp_replace(last_error, '/\S+/sqlness/', '<repo>/sqlness/') AS last_error FROM information_schema.refresh_tables WHERE table_name = 'rf_bad';
 
 -- Duplicate keys in the source fail the refresh, unless on_source_error = 'ignore'.
 -- SQLNESS ENV PWD
