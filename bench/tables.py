@@ -23,7 +23,7 @@ import psycopg
 TABLE = "bench_tables"
 AGG_SQL = (f"SELECT name, count(*) AS n, sum(val) AS total, avg(val) AS mean, max(ts) AS latest"
            f" FROM {TABLE} GROUP BY name ORDER BY name")
-TARGET_COPY = 200_000
+TARGET_COPY_RATIO = 1.0  # COPY FROM STDIN rows/s vs PostgreSQL 15's on the same machine
 TARGET_AGG_RATIO = 1.10
 TARGET_INSERT_MS = 50.0
 TARGET_SCAN_RATIO = 2.0
@@ -142,8 +142,9 @@ def main() -> None:
             conns["PostgreSQL 15"] = C.postgres_conn(started["postgres"])
 
         vals = {label: copy_rate(conn, rows) for label, conn in conns.items()}
-        report.add("COPY FROM STDIN rows/s", vals, f">= {TARGET_COPY:,}",
-                   None if "tidegate" not in vals else vals["tidegate"] >= TARGET_COPY)
+        pg_copy = next((v for k, v in vals.items() if k != "tidegate"), None)
+        report.add("COPY FROM STDIN rows/s", vals, f">= {TARGET_COPY_RATIO} x PostgreSQL",
+                   None if "tidegate" not in vals or pg_copy is None else vals["tidegate"] >= TARGET_COPY_RATIO * pg_copy)
 
         agg = {label: aggregate_seconds(conn) for label, conn in conns.items()}
         agg_vals: dict[str, float | str | None] = {label: v[0] * 1000 for label, v in agg.items()}

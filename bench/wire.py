@@ -22,12 +22,14 @@ import psycopg
 
 TABLE = "bench_wire"
 # Targets are this project's own goals for a single 2-core machine (see bench/README.md).
-TARGET_PSYCOPG = 250_000
-TARGET_ASYNCPG = 500_000
-TARGET_SELECT1_MS = 5.0
-TARGET_INFOSCHEMA_MS = 20.0
+# The targets of the gateway issue: large results through the gateway at >= 0.9x the rate Spark
+# alone hands the same rows to Python as Arrow (text and binary), binary >= 0.9x PostgreSQL's
+# asyncpg rate, SELECT 1 p50 <= 0.5 ms, catalog queries p50 <= 3 ms, 10M rows in < 500 MB.
+TARGET_SPARK_RATIO = 0.9
+TARGET_PG_BINARY_RATIO = 0.9
+TARGET_SELECT1_MS = 0.5
+TARGET_INFOSCHEMA_MS = 3.0
 TARGET_RSS_MB = 500.0
-TARGET_ARROW_RATIO = 0.5  # asyncpg through the gateway vs direct Spark toArrow
 
 
 def load_table(conn: C.Conn, rows: int) -> float:
@@ -199,14 +201,15 @@ def main() -> None:
             load_table(conn, rows)
 
         vals = {label: psycopg_rows_per_s(conn, rows) for label, conn in conns.items()}
-        tg_v = vals.get("tidegate")
-        report.add("psycopg text rows/s", vals, f">= {TARGET_PSYCOPG:,}",
-                   None if tg_v is None else tg_v >= TARGET_PSYCOPG)
+        text_tg = vals.get("tidegate")
+        report.add("psycopg text rows/s", vals, f">= {TARGET_SPARK_RATIO} x direct Spark (below)", None)
 
         vals = {label: asyncpg_rows_per_s(conn, rows) for label, conn in conns.items()}
         asyncpg_tg = vals.get("tidegate")
-        report.add("asyncpg binary rows/s", vals, f">= {TARGET_ASYNCPG:,}",
-                   None if asyncpg_tg is None else asyncpg_tg >= TARGET_ASYNCPG)
+        asyncpg_pg = vals.get("PostgreSQL 15")
+        report.add("asyncpg binary rows/s", vals, f">= {TARGET_PG_BINARY_RATIO} x PostgreSQL",
+                   None if asyncpg_tg is None or asyncpg_pg is None
+                   else asyncpg_tg >= TARGET_PG_BINARY_RATIO * asyncpg_pg)
 
         lat = {label: latencies(conn) for label, conn in conns.items()}
         s1 = {label: v[0] for label, v in lat.items()}
@@ -219,10 +222,13 @@ def main() -> None:
         if "tidegate" in started:
             tg = started["tidegate"]
             spark_rate = direct_spark_rows_per_s(tg, rows)
-            ratio = None if asyncpg_tg is None else asyncpg_tg / spark_rate
+            ratios = [r for r in (None if text_tg is None else text_tg / spark_rate,
+                                  None if asyncpg_tg is None else asyncpg_tg / spark_rate) if r is not None]
             report.add("Spark toArrow rows/s (same Delta files)", {"direct Spark": spark_rate},
-                       f"asyncpg/direct >= {TARGET_ARROW_RATIO}", None if ratio is None else ratio >= TARGET_ARROW_RATIO,
-                       note="" if ratio is None else f"asyncpg through tidegate / direct Spark = {ratio:.2f}")
+                       f"text and binary >= {TARGET_SPARK_RATIO} x this",
+                       None if len(ratios) < 2 else min(ratios) >= TARGET_SPARK_RATIO,
+                       note="" if len(ratios) < 2 else
+                       f"through tidegate / direct Spark: psycopg text {ratios[0]:.2f}, asyncpg binary {ratios[1]:.2f}")
             growth, seen, problem = rss_growth_mb(tg, rows)
             report.add(f"gateway RSS growth MB, streaming {10 * rows:,} rows", {"tidegate": growth},
                        f"<= {TARGET_RSS_MB:.0f}", growth <= TARGET_RSS_MB and seen == 10 * rows,
