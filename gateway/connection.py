@@ -839,6 +839,16 @@ class Connection:
             if cls.is_write:
                 self.writes += 1
 
+    def _statement_error(self, e: Exception, what: str) -> SqlError:
+        """A backend failure as the client sees it: a cancelled statement says why it was cancelled
+        (user request, timeout), a SqlError passes through, anything else is XX000 (and logged)."""
+        if self.cancel_reason is not None and (not isinstance(e, SqlError) or e.sqlstate == "57014"):
+            return _cancel_error(self.cancel_reason)
+        if isinstance(e, SqlError):
+            return e
+        log.error("%s", what, exc_info=e)
+        return SqlError("XX000", str(e) or type(e).__name__)
+
     def _check_read_only(self, cls: Classified) -> None:
         if cls.is_write and self.settings.values.get("transaction_read_only") == "on" and self.status != "I":
             raise SqlError("25006", f"cannot execute {cls.command} in a read-only transaction")
@@ -1022,15 +1032,8 @@ class Connection:
         self.current_stream = None
         try:
             result = await self.blocking(fn, *args)
-        except SqlError as e:
-            if self.cancel_reason is not None and e.sqlstate == "57014":
-                raise _cancel_error(self.cancel_reason) from None
-            raise
         except Exception as e:
-            if self.cancel_reason is not None:
-                raise _cancel_error(self.cancel_reason) from None
-            log.exception("backend call failed")
-            raise SqlError("XX000", str(e) or type(e).__name__) from None
+            raise self._statement_error(e, "backend call failed") from None
         finally:
             self.running = False
             if self.cancel_reason == "disconnect":
@@ -1081,17 +1084,10 @@ class Connection:
                         data, n, exhausted = self._next_chunk(portal, limit)
                     else:
                         data, n, exhausted = await self.blocking(self._next_chunk, portal, limit)
-                except SqlError as e:
-                    if self.cancel_reason is not None and e.sqlstate == "57014":
-                        raise _cancel_error(self.cancel_reason) from None
-                    raise
                 except (ConnectionError, asyncio.CancelledError):
                     raise
                 except Exception as e:
-                    if self.cancel_reason is not None:
-                        raise _cancel_error(self.cancel_reason) from None
-                    log.exception("reading result rows failed")
-                    raise SqlError("XX000", str(e) or type(e).__name__) from None
+                    raise self._statement_error(e, "reading result rows failed") from None
                 if exhausted:
                     return False
                 if not discard:
@@ -1202,15 +1198,8 @@ class Connection:
             if done:
                 try:
                     return int(fut.result())
-                except SqlError as e:
-                    if self.cancel_reason is not None and e.sqlstate == "57014":
-                        raise _cancel_error(self.cancel_reason) from None
-                    raise
                 except Exception as e:
-                    if self.cancel_reason is not None:
-                        raise _cancel_error(self.cancel_reason) from None
-                    log.exception("COPY failed")
-                    raise SqlError("XX000", str(e) or type(e).__name__) from None
+                    raise self._statement_error(e, "COPY failed") from None
             if self.client_gone():
                 self.request_cancel("disconnect")
 
