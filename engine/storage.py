@@ -622,7 +622,11 @@ class TableStore:
         return existing.join(candidates.select(keys).group_by(keys).aggregate([]), keys=keys, join_type="inner")
 
     def rows_with_keys(self, location: str, keys: list[str], candidates: pa.Table) -> pa.Table:
-        """The current full rows whose key tuples occur in ``candidates``."""
+        """The current full rows whose key tuples occur in ``candidates``, in the candidates' order.
+
+        The order matters to ``INSERT ... ON CONFLICT ... RETURNING``, which PostgreSQL reports in
+        the order of the inserted rows.
+        """
         with self.lock(location):
             ds = self._table(location).to_pyarrow_dataset()
         flt = None
@@ -632,9 +636,10 @@ class TableStore:
         rows = ds.to_table(filter=flt)
         if rows.num_rows == 0:
             return rows
-        wanted = candidates.select(keys).group_by(keys).aggregate([]).append_column(
-            "__tg_hit", pa.array([True] * len(candidates.select(keys).group_by(keys).aggregate([]))))
-        joined = rows.join(wanted, keys=keys, join_type="inner")
+        positions = candidates.select(keys).append_column(
+            "__tg_pos", pa.array(range(candidates.num_rows), pa.int64()))
+        wanted = positions.group_by(keys).aggregate([("__tg_pos", "min")])
+        joined = rows.join(wanted, keys=keys, join_type="inner").sort_by("__tg_pos_min")
         return joined.select(rows.column_names)
 
     def app_version(self, location: str, app_id: str) -> int | None:

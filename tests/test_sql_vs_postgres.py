@@ -304,6 +304,9 @@ SCENARIOS: dict[str, list[str]] = {
         " hits = sqd_upsert.hits + 1",
         "INSERT INTO sqd_upsert (id, v) VALUES (4, 'd'), (2, 'BB') ON CONFLICT (id) DO UPDATE SET v = excluded.v,"
         " hits = sqd_upsert.hits + 1 RETURNING id, v, hits",
+        "INSERT INTO sqd_upsert (id, v) VALUES (6, 'f'), (1, 'x'), (5, 'e') ON CONFLICT DO NOTHING RETURNING id, v",
+        "INSERT INTO sqd_upsert (id, v) VALUES (8, 'h'), (7, 'g'), (6, 'F') ON CONFLICT (id) DO UPDATE"
+        " SET v = excluded.v RETURNING *",
         "SELECT * FROM sqd_upsert ORDER BY id",
         "INSERT INTO sqd_upsert (id, v) VALUES (1, 'again')",
         "INSERT INTO sqd_upsert (id, v) VALUES (10, 'x'), (10, 'y')",
