@@ -221,11 +221,17 @@ class EngineSession:
         cols = [f"CAST(NULL AS {sparkmod.spark_type_sql(c.type)}) AS `{c.name.replace('`', '``')}`" for c in t.columns]
         return self.spark.range(0).selectExpr(*cols)
 
-    def _run(self, fn: Any, sql: str | None = None) -> Any:
-        """Run Spark work tagged for cancel(); map Spark errors to SqlError."""
+    def _new_tag(self) -> str:
+        return f"tidegate-s{self.id}-q{next(self._tag_seq)}"
+
+    def _run(self, fn: Any, sql: str | None = None, tag: str | None = None) -> Any:
+        """Run Spark work tagged for cancel(); map Spark errors to SqlError.
+
+        ``tag``: the statement's tag when it spans several calls (a streamed result).
+        """
         spark = self.spark
         sc = spark.sparkContext
-        tag = f"tidegate-s{self.id}-q{next(self._tag_seq)}"
+        tag = tag or self._new_tag()
         with self._lock:
             self._current_tag = tag
             self._cancelled = False
@@ -254,9 +260,12 @@ class EngineSession:
             if tag is None or self._spark is None:
                 return
             self._cancelled = True
+        self._cancel_tag(tag)
+
+    def _cancel_tag(self, tag: str) -> None:
         try:
-            self._spark.interruptTag(tag)
-            self._spark.sparkContext.cancelJobsWithTag(tag)
+            self.spark.interruptTag(tag)
+            self.spark.sparkContext.cancelJobsWithTag(tag)
         except Exception:  # noqa: BLE001 - nothing running any more
             log.debug("cancel of %s found nothing to interrupt", tag)
 
@@ -384,7 +393,7 @@ class EngineSession:
 
     def _rowstream(self, df: DataFrame, names: Sequence[str] | None, types: Sequence[ColumnType | None] | None,
                    spark_sql: str | None, command: str = "SELECT", small: bool = False) -> RowStream:
-        """Run ``df`` and wrap its result; large results stream partition by partition.
+        """Run ``df`` and wrap its result; anything but a bounded result streams as partitions finish.
 
         ``small``: the query's shape (aggregate without GROUP BY, LIMIT) bounds its result, so
         it is collected in one job without asking the optimizer.
@@ -393,33 +402,37 @@ class EngineSession:
         names = list(names) if names else [f.name for f in arrow_schema]
         types = list(types) if types else [None] * len(names)
         fields = [ResultField(n, _reconcile(t, f.type)) for n, t, f in zip(names, types, arrow_schema)]
-        if small or sparkmod.prefers_collect(df):
+        strategy = sparkmod.COLLECT if small else sparkmod.result_strategy(df)
+        if strategy == sparkmod.COLLECT:
             table = sparkmod.collect_arrow(df)
             batches: Iterator[pa.RecordBatch] = iter(table.to_batches())
             return RowStream(fields, _convert_batches(batches, fields), command=command)
-        raw = sparkmod.stream_arrow(df)
+        # The job outlives this call: every later fetch runs under the same tag, so cancel()
+        # reaches it whichever fetch is in progress.
+        tag = self._new_tag()
+        raw = sparkmod.collect_arrow_streamed(df) if strategy == sparkmod.COLLECT_STREAMED else sparkmod.stream_arrow(df)
         session = self
+        exhausted = False
 
         def guarded() -> Iterator[pa.RecordBatch]:
+            nonlocal exhausted
             it = iter(raw)
             while True:
-                try:
-                    batch = session._run(lambda: next(it, None), spark_sql)
-                except StopIteration:
-                    return
+                batch = session._run(lambda: next(it, None), spark_sql, tag)
                 if batch is None:
+                    exhausted = True
                     return
                 yield batch
-
-        gen = _convert_batches(guarded(), fields)
 
         def close() -> None:
             try:
                 raw.close()
             except Exception:  # noqa: BLE001 - already finished
                 pass
+            if not exhausted:  # closed early: the rest of the job is not wanted
+                session._cancel_tag(tag)
 
-        return RowStream(fields, gen, close=close, command=command)
+        return RowStream(fields, _convert_batches(guarded(), fields), close=close, command=command)
 
     def _explain(self, sql: str, params: list[Any], info: SessionInfo) -> RowStream:
         """EXPLAIN [(options)] query: Spark's plan, one line per row in column ``QUERY PLAN``."""
@@ -916,6 +929,62 @@ class EngineSession:
         rows = _scan_values(sql, m.end(), params)
         if rows is None:
             return None
+        target = self._fast_insert_target(m, info)
+        if target is None:
+            return None
+        t, target_cols = target
+        width = len(target_cols)
+        for r in rows:
+            if len(r) > width:
+                raise SqlError("42601", "INSERT has more expressions than target columns")
+            if len(r) < width and cols is not None:
+                raise SqlError("42601", "INSERT has more target columns than expressions")
+        ctx = {"now": datetime.now(timezone.utc)}
+        columns_values: dict[str, list[Any]] = {c.name: [] for c in target_cols}
+        for r in rows:
+            for k, c in enumerate(target_cols):
+                v = r[k] if k < len(r) else _DEFAULT
+                columns_values[c.name].append(v)
+        data = self._build_rows(t, columns_values, len(rows), ctx, info)
+        op = self._plan_insert(t, data, None)
+        self._write(op)
+        return CommandResult(f"INSERT 0 {data.num_rows}")
+
+    def _describe_insert_fast(self, sql: str, param_types: Sequence[ColumnType | None],
+                              info: SessionInfo) -> list[ColumnType] | None:
+        """Parameter types of an INSERT that :meth:`_insert_fast` can run, without sqlglot.
+
+        Drivers Parse and Describe every INSERT they send (psycopg, JDBC), so a large VALUES
+        list would otherwise be parsed by sqlglot once per statement just to learn "no rows".
+        A parameter takes the type of the column it is inserted into, as in PostgreSQL.
+        """
+        m = _FAST_INSERT_HEAD.match(sql)
+        if not m:
+            return None
+        highest = max((int(k) for k in re.findall(r"\$(\d+)", sql)), default=0)
+        markers = [_ParamMarker(k) for k in range(1, highest + 1)]
+        try:
+            rows = _scan_values(sql, m.end(), markers)
+            target = self._fast_insert_target(m, info)
+        except SqlError:
+            return None  # the slow path reports it with PostgreSQL's wording
+        if rows is None or target is None:
+            return None
+        _, target_cols = target
+        inferred: dict[int, ColumnType] = {}
+        for row in rows:
+            for c, v in zip(target_cols, row):
+                if isinstance(v, _ParamMarker):
+                    inferred.setdefault(v.number, c.type)
+            if any(isinstance(v, _ParamMarker) for v in row[len(target_cols):]):
+                return None
+        used = max(inferred, default=0)
+        if set(inferred) != set(range(1, used + 1)):
+            return None  # gaps in the numbering: leave the details to the full analysis
+        return _fill_params(param_types, inferred, used)
+
+    def _fast_insert_target(self, m: re.Match[str], info: SessionInfo) -> tuple[TableDef, list[ColumnDef]] | None:
+        """The table and target columns of a ``_FAST_INSERT_HEAD`` match (None: not a simple name list)."""
         parts = _split_qualified(m.group("table"))
         if parts is None:
             return None
@@ -934,23 +1003,7 @@ class EngineSession:
         t = self.catalog.resolve_table(name, schema, info.search_path)
         if t.kind == "view":
             raise SqlError("42809", f'cannot insert into view "{t.name}"')
-        target_cols = self._target_columns(t, cols)
-        width = len(target_cols)
-        for r in rows:
-            if len(r) > width:
-                raise SqlError("42601", "INSERT has more expressions than target columns")
-            if len(r) < width and cols is not None:
-                raise SqlError("42601", "INSERT has more target columns than expressions")
-        ctx = {"now": datetime.now(timezone.utc)}
-        columns_values: dict[str, list[Any]] = {c.name: [] for c in target_cols}
-        for r in rows:
-            for k, c in enumerate(target_cols):
-                v = r[k] if k < len(r) else _DEFAULT
-                columns_values[c.name].append(v)
-        data = self._build_rows(t, columns_values, len(rows), ctx, info)
-        op = self._plan_insert(t, data, None)
-        self._write(op)
-        return CommandResult(f"INSERT 0 {data.num_rows}")
+        return t, self._target_columns(t, cols)
 
     def _target_columns(self, t: TableDef, cols: list[str] | None) -> list[ColumnDef]:
         if cols is None:
@@ -1464,6 +1517,9 @@ class EngineSession:
             if first == "EXPLAIN":
                 return list(_fill_params(param_types, {})), [ResultField("QUERY PLAN", ColumnType(TEXT))]
             return list(_fill_params(param_types, {})), None
+        fast = self._describe_insert_fast(sql, param_types, info)
+        if fast is not None:
+            return fast, None
         tree = self._parse_one(sql)
         inferred = self._infer_params(tree, info)
         types = _fill_params(param_types, inferred, _max_param(tree))
@@ -1828,6 +1884,15 @@ def _scan_values(sql: str, pos: int, params: list[Any]) -> list[list[Any]] | Non
         if rest in ("", ";"):
             return rows
         return None
+
+
+class _ParamMarker:
+    """Stands in for parameter $number while an INSERT is described (its value is not known yet)."""
+
+    __slots__ = ("number",)
+
+    def __init__(self, number: int) -> None:
+        self.number = number
 
 
 def _number(text: str) -> int | Decimal:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from deltalake import DeltaTable
 
 from catalog.store import Catalog
-from engine.storage import TableStore
+from engine.storage import WRITER_PROPERTIES, TableStore
 from tidegate.config import Settings
 
 log = logging.getLogger(__name__)
@@ -91,7 +91,7 @@ class Maintenance:
             return 0
         with self.store.lock(location):
             dt = DeltaTable(location)
-            metrics = dt.optimize.compact(target_size=TARGET_FILE_BYTES)
+            metrics = dt.optimize.compact(target_size=TARGET_FILE_BYTES, writer_properties=WRITER_PROPERTIES)
             self.store.forget(location)
         log.info("compacted %s: %s", location, metrics)
         return int(metrics.get("numFilesRemoved", 0))

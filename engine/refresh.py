@@ -52,6 +52,7 @@ import pyarrow.parquet as pq
 
 from catalog import refresh as rmeta
 from catalog.store import TableDef
+from engine.storage import WRITER_PROPERTIES
 from tidegate.errors import SqlError
 from tidegate.pgtypes import INT8, TEXT, TIMESTAMPTZ, ColumnType
 from tidegate.results import CommandResult, ResultField, RowStream
@@ -719,13 +720,14 @@ class RefreshManager:
                     # Nothing changed: record the refresh id with an empty append (no data, no CDF rows).
                     from deltalake import write_deltalake
 
-                    write_deltalake(dt, new.schema.empty_table(), mode="append", commit_properties=props)
+                    write_deltalake(dt, new.schema.empty_table(), mode="append", commit_properties=props,
+                                    writer_properties=WRITER_PROPERTIES)
                 else:
                     names = new.column_names
                     pred = " AND ".join(f"t.{_q(k)} = s.{_q(k)}" for k in keys)
                     others = [c for c in names if c not in keys]
                     merger = dt.merge(diff.data, predicate=pred, source_alias="s", target_alias="t",
-                                      commit_properties=props)
+                                      commit_properties=props, writer_properties=WRITER_PROPERTIES)
                     if others:
                         merger = merger.when_matched_update(updates={_q(c): f"s.{_q(c)}" for c in others},
                                                             predicate="s.__tg_op = 'U'")

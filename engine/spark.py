@@ -7,10 +7,11 @@ and SQL conf, shared SparkContext). Statements are tagged with ``SparkSession.ad
 executing thread (tags are thread-local in classic PySpark) and cancelled with
 ``interruptTag``, which interrupts exactly the jobs of that statement.
 
-Results: small results are collected as Arrow in one job (``collectAsArrowToPython``, the
-fastest path); results whose optimizer size estimate is large are streamed one partition at a
-time (``toArrowBatchRdd`` served by ``PythonRDD.toLocalIteratorAndServe``) so the driver and the
-gateway hold one partition at a time.
+Results (see :func:`result_strategy`): aggregates and LIMITs are collected as Arrow in one job
+(``collectAsArrowToPython``); other small results run as one job too but are handed on partition
+by partition as tasks finish, so encoding and sending overlap the job; results whose optimizer
+size estimate is large are streamed one partition per job (``toArrowBatchRdd`` served by
+``PythonRDD.toLocalIteratorAndServe``) so the driver and the gateway hold one partition at a time.
 """
 
 from __future__ import annotations
@@ -165,11 +166,20 @@ def spark_schema_ddl(columns: list[tuple[str, ColumnType]]) -> str:
 
 # -- execution -----------------------------------------------------------------------------------
 
-def prefers_collect(df: DataFrame) -> bool:
-    """Whether ``df``'s result is small enough to collect in one job rather than stream.
+COLLECT = "collect"
+COLLECT_STREAMED = "collect-streamed"
+PARTITIONS = "partitions"
+_PARTITION_COLUMN = "__tidegate_partition"
 
-    Aggregates and LIMITs are collected (one job, the fastest path); other plans are collected
-    only when the optimizer's size estimate (file sizes for scans) is small.
+
+def result_strategy(df: DataFrame) -> str:
+    """How to fetch ``df``'s result: COLLECT, COLLECT_STREAMED or PARTITIONS.
+
+    Aggregates and LIMITs are collected whole (one job; their plans must stay as Spark shapes
+    them, e.g. ``CollectLimit``). Other plans whose optimizer size estimate (file sizes for
+    scans) is small are collected in one job but handed on as partitions finish
+    (:func:`collect_arrow_streamed`); large ones are fetched one partition per job
+    (:func:`stream_arrow`) so the driver never holds more than a partition or two.
     """
     try:
         plan = df._jdf.queryExecution().optimizedPlan()
@@ -178,13 +188,74 @@ def prefers_collect(df: DataFrame) -> bool:
         while True:
             name = node.nodeName()
             if name in ("Aggregate", "GlobalLimit", "LocalLimit", "Tail", "LocalRelation", "OneRowRelation"):
-                return size <= 16 * STREAM_THRESHOLD_BYTES
+                return COLLECT if size <= 16 * STREAM_THRESHOLD_BYTES else PARTITIONS
             if name not in ("Sort", "Project", "Filter", "SubqueryAlias", "Window") or node.children().size() != 1:
                 break
             node = node.children().apply(0)
-        return size <= STREAM_THRESHOLD_BYTES
+        return COLLECT_STREAMED if size <= STREAM_THRESHOLD_BYTES else PARTITIONS
     except Exception:  # noqa: BLE001 - an estimate only: stream when unsure
-        return False
+        return PARTITIONS
+
+
+def collect_arrow_streamed(df: DataFrame) -> Iterator[pa.RecordBatch]:
+    """Run ``df`` as one job and yield its batches in partition order as early as that order allows.
+
+    ``collectAsArrowToPython`` writes each partition's batches to the socket when its task ends,
+    in completion order, and the permutation restoring partition order only at the very end; a
+    ``spark_partition_id()`` column tells each batch's partition as it arrives instead, so the
+    next partition in order is passed on at once (while later ones are still computing) and
+    only partitions that finish early wait, in memory. The order is exactly ``collect``'s.
+    """
+    from pyspark.serializers import read_int
+    from pyspark.sql import functions as F  # noqa: N812
+    from pyspark.util import _create_local_socket
+
+    schema = arrow_schema_of(df)
+    width = len(schema)
+    tagged = df.select(F.col("*"), F.spark_partition_id().alias(_PARTITION_COLUMN))
+    port, auth_secret, server = tagged._jdf.collectAsArrowToPython()
+    sockfile, sock = _create_local_socket((port, auth_secret))
+    finished = False
+    try:
+        waiting: dict[int, list[pa.RecordBatch]] = {}
+        complete: set[int] = set()
+        next_part, current = 0, -1
+
+        def release() -> Iterator[pa.RecordBatch]:
+            # Hand on every buffered partition that is now next in order.
+            nonlocal next_part
+            while True:
+                yield from waiting.pop(next_part, ())
+                if next_part not in complete:
+                    return
+                next_part += 1
+
+        for batch in pa.ipc.open_stream(sockfile):
+            if batch.num_rows == 0:
+                continue
+            part = batch.column(width)[0].as_py()
+            rows = pa.RecordBatch.from_arrays(batch.columns[:width], schema=schema)
+            if part != current:
+                complete.add(current)
+                current = part
+                yield from release()
+            if part == next_part:
+                yield rows
+            else:
+                waiting.setdefault(part, []).append(rows)
+        complete.add(current)
+        yield from release()
+        for part in sorted(waiting):  # after an empty partition the order had to wait for the end
+            yield from waiting.pop(part)
+        if read_int(sockfile) == -1:
+            server.getResult()  # raises the JVM's error
+            raise RuntimeError("collecting the result failed")
+        finished = True
+    finally:
+        sockfile.close()
+        sock.close()
+        if finished:
+            server.getResult()
 
 
 def collect_arrow(df: DataFrame) -> pa.Table:

@@ -47,7 +47,7 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
+from deltalake import CommitProperties, DeltaTable, Transaction, WriterProperties, write_deltalake
 
 from catalog.store import ColumnDef, TableDef
 from tidegate.errors import SqlError
@@ -55,6 +55,12 @@ from tidegate.pgtypes import ColumnType
 from engine import functions
 
 CDF_CONFIG = {"delta.enableChangeDataFeed": "true"}
+
+# Spark splits a Parquet file only at row-group boundaries. delta-rs's default of 1Mi-row groups
+# made a 1M-row table a single Spark task: one core, and no row handed on before all were read.
+# 128Ki rows (a few MB for a narrow table) lets a scan use both cores and stream in pieces.
+ROW_GROUP_ROWS = 128 * 1024
+WRITER_PROPERTIES = WriterProperties(max_row_group_size=ROW_GROUP_ROWS)
 
 
 # -- storage form ------------------------------------------------------------------------------
@@ -661,21 +667,22 @@ class TableStore:
             if op.kind == "none":
                 return dt.version()
             if op.kind == "append":
-                write_deltalake(dt, op.data, mode="append", commit_properties=props)
+                write_deltalake(dt, op.data, mode="append", commit_properties=props,
+                                writer_properties=WRITER_PROPERTIES)
             elif op.kind == "overwrite":
                 if op.base_version is not None and dt.version() != op.base_version:
                     raise SqlError("40001", "could not serialize access due to concurrent update",
                                    detail=f'table "{op.table.name}" changed while the statement ran')
                 write_deltalake(dt, op.data, mode="overwrite",
                                 schema_mode="overwrite" if op.schema_change else None,
-                                commit_properties=props)
+                                commit_properties=props, writer_properties=WRITER_PROPERTIES)
             elif op.kind in ("upsert", "merge"):
                 data = op.data if isinstance(op.data, pa.Table) else op.data.read_all()
                 if data.num_rows == 0:
                     return dt.version()
                 pred = " AND ".join(f"t.{_q(k)} = s.{_q(k)}" for k in op.keys)
                 merger = dt.merge(data, predicate=pred, source_alias="s", target_alias="t",
-                                  commit_properties=props)
+                                  commit_properties=props, writer_properties=WRITER_PROPERTIES)
                 if op.kind == "upsert":
                     merger = merger.when_matched_update_all().when_not_matched_insert_all()
                 else:
@@ -689,7 +696,7 @@ class TableStore:
                 old = (lambda k: f"s.{_q('__tg_old_' + k)}") if op.kind == "update" else (lambda k: f"s.{_q(k)}")
                 pred = " AND ".join(f"(t.{_q(k)} {eq} {old(k)})" for k in op.keys)
                 merger = dt.merge(data, predicate=pred, source_alias="s", target_alias="t",
-                                  commit_properties=props)
+                                  commit_properties=props, writer_properties=WRITER_PROPERTIES)
                 if op.kind == "update":
                     columns = [n for n in data.column_names if not n.startswith("__tg_old_")]
                     merger = merger.when_matched_update(updates={_q(c): f"s.{_q(c)}" for c in columns})

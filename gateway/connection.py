@@ -40,6 +40,9 @@ log = logging.getLogger("tidegate.gateway")
 
 _TEXT = ColumnType(TEXT)
 _FLUSH_AT = 256 * 1024
+# Socket write buffer: a large result is flushed once this much is queued, and drain() returns
+# while a quarter is still queued, so the client keeps reading while the next chunk is encoded.
+_WRITE_BUFFER_HIGH = 4 * 1024 * 1024
 _INLINE_ENCODE_CELLS = 4096
 _NOTICE_RANK = {"debug5": 0, "debug4": 0, "debug3": 0, "debug2": 0, "debug1": 0, "log": 1, "info": 2, "notice": 2,
                 "warning": 3, "error": 4}
@@ -114,6 +117,7 @@ class Connection:
         self.server = server
         self.reader = reader
         self.writer = writer
+        writer.transport.set_write_buffer_limits(high=_WRITE_BUFFER_HIGH)
         self.loop = asyncio.get_running_loop()
         self.out = bytearray()
         peer = writer.get_extra_info("peername")
@@ -334,7 +338,9 @@ class Connection:
 
     async def blocking(self, fn: Callable[..., Any], *args: Any) -> Any:
         """Run a backend call in the pool; notices a dropped client meanwhile and cancels the work."""
-        fut = self.loop.run_in_executor(self.server.executor, fn, *args)
+        return await self._await_backend(self.loop.run_in_executor(self.server.executor, fn, *args))
+
+    async def _await_backend(self, fut: asyncio.Future[Any]) -> Any:
         while True:
             done, _ = await asyncio.wait({fut}, timeout=_DISCONNECT_POLL_S)
             if done:
@@ -1066,10 +1072,16 @@ class Connection:
         return data, batch.num_rows, False
 
     async def _pump(self, portal: Portal, max_rows: int, discard: bool = False) -> bool:
-        """Send rows until the stream ends (False) or ``max_rows`` were sent (True = suspended)."""
+        """Send rows until the stream ends (False) or ``max_rows`` were sent (True = suspended).
+
+        Without a row limit the next chunk is fetched and encoded in the pool while this one is
+        written, so Spark, the encoder and the client work at the same time.
+        """
         sent = 0
         self.current_stream = portal.stream
         self.running = not portal.inline
+        read_ahead = not max_rows and not portal.inline
+        ahead: asyncio.Future[tuple[bytes, int, bool]] | None = None
         try:
             while True:
                 if self.cancel_reason is not None:
@@ -1080,7 +1092,10 @@ class Connection:
                 small = portal.pending is not None and portal.pending.num_rows * max(len(portal.fields), 1) \
                     <= _INLINE_ENCODE_CELLS
                 try:
-                    if portal.inline or small:
+                    if ahead is not None:
+                        fut, ahead = ahead, None
+                        data, n, exhausted = await self._await_backend(fut)
+                    elif portal.inline or small:
                         data, n, exhausted = self._next_chunk(portal, limit)
                     else:
                         data, n, exhausted = await self.blocking(self._next_chunk, portal, limit)
@@ -1090,6 +1105,8 @@ class Connection:
                     raise self._statement_error(e, "reading result rows failed") from None
                 if exhausted:
                     return False
+                if read_ahead:
+                    ahead = self.loop.run_in_executor(self.server.executor, self._next_chunk, portal, 0)
                 if not discard:
                     self.send(data)
                 sent += n
@@ -1097,6 +1114,11 @@ class Connection:
                 if len(self.out) > _FLUSH_AT:
                     await self.flush()
         finally:
+            if ahead is not None:
+                # The stream must be idle before the portal can be closed; its result is not wanted.
+                await asyncio.wait({ahead})
+                if not ahead.cancelled():
+                    ahead.exception()
             self.running = False
             self.current_stream = None
             if self.cancel_reason == "disconnect":

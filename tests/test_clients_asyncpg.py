@@ -76,6 +76,26 @@ def test_prepared_statement(server: Target) -> None:
     run(body())
 
 
+def test_prepared_insert_parameters_take_column_types(server: Target) -> None:
+    async def body() -> None:
+        conn = await connect(server)
+        try:
+            await fresh(conn, "apg_prep_ins", "id bigint, name text, at timestamp, n numeric(6,2)")
+            stmt = await conn.prepare("INSERT INTO apg_prep_ins (name, id, at) VALUES ($1, $2, $3), ('x', $2, NULL)")
+            assert [t.name for t in stmt.get_parameters()] == ["text", "int8", "timestamp"]
+            assert stmt.get_attributes() == ()
+            await stmt.fetch("a", 7, dt.datetime(2024, 5, 1, 12, 30))
+            stmt = await conn.prepare("INSERT INTO apg_prep_ins VALUES ($1, 'y', NULL, $2)")
+            assert [t.name for t in stmt.get_parameters()] == ["int8", "numeric"]
+            await stmt.fetch(8, Decimal("1.25"))
+            rows = await conn.fetch("SELECT id, name, at, n FROM apg_prep_ins ORDER BY id, name")
+            assert [tuple(r) for r in rows] == [(7, "a", dt.datetime(2024, 5, 1, 12, 30), None), (7, "x", None, None),
+                                                (8, "y", None, Decimal("1.25"))]
+        finally:
+            await conn.close()
+    run(body())
+
+
 def test_cursor_in_transaction(server: Target) -> None:
     async def body() -> None:
         conn = await connect(server)

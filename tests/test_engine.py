@@ -404,3 +404,66 @@ def test_failure_mid_stream_raises_sqlerror(engine, s, monkeypatch):
         assert tuples(s.execute("SELECT count(*) FROM failmid")) == [(n,)]
     finally:
         s.spark.conf.unset("spark.sql.files.maxPartitionBytes")
+
+
+def _ids(batches) -> list[int]:
+    return [v for b in batches for v in b.column(0).to_pylist()]
+
+
+def test_streamed_collect_keeps_partition_order_when_tasks_finish_out_of_order(s):
+    """Partition 0 finishes last; rows still come in collect()'s order, later ones held back meanwhile."""
+    import engine.spark as sparkmod
+
+    df = s.spark.range(0, 40_000, 1, 4).selectExpr(
+        "id", "CASE WHEN id = 0 THEN java_method('java.lang.Thread', 'sleep', 1500L) END AS slept")
+    started = time.perf_counter()
+    first_at = None
+    batches = []
+    for batch in sparkmod.collect_arrow_streamed(df):
+        first_at = first_at or time.perf_counter() - started
+        batches.append(batch)
+    assert _ids(batches) == list(range(40_000))
+    assert first_at >= 1.4  # nothing overtook partition 0
+    assert batches[0].schema.names == ["id", "slept"]
+
+
+def test_streamed_collect_hands_on_first_partition_before_the_job_ends(s):
+    import engine.spark as sparkmod
+
+    df = s.spark.range(0, 40_000, 1, 4).selectExpr(
+        "id", "CASE WHEN id = 39999 THEN java_method('java.lang.Thread', 'sleep', 3000L) END AS slept")
+    started = time.perf_counter()
+    it = sparkmod.collect_arrow_streamed(df)
+    first = next(it)
+    assert time.perf_counter() - started < 2.5  # the slow last partition is still running
+    assert first.column(0)[0].as_py() == 0
+    assert _ids([first, *it]) == list(range(40_000))
+
+
+def test_streamed_collect_with_empty_partitions_and_no_rows(s):
+    import engine.spark as sparkmod
+
+    df = s.spark.range(0, 40_000, 1, 4).where("id < 10000 OR id >= 30000")  # partitions 1 and 2 empty
+    assert _ids(sparkmod.collect_arrow_streamed(df)) == list(range(10_000)) + list(range(30_000, 40_000))
+    assert list(sparkmod.collect_arrow_streamed(df.where("id < 0"))) == []
+
+
+def test_streamed_result_error_and_early_close(engine, s, monkeypatch):
+    """A scan-shaped result goes through the streamed collect: errors map to SQLSTATEs, closing early is clean."""
+    import engine.spark as sparkmod
+
+    s.execute("CREATE TABLE streamed_src (id bigint)")
+    s.execute("INSERT INTO streamed_src SELECT g FROM generate_series(1, 50000) g")
+    chosen = []
+    real = sparkmod.result_strategy
+    monkeypatch.setattr(sparkmod, "result_strategy", lambda df: chosen.append(real(df)) or chosen[-1])
+    res = s.execute("SELECT id, 10 / (id - 49990) AS q FROM streamed_src")
+    with pytest.raises(SqlError) as ei:
+        list(res.batches)
+    assert ei.value.sqlstate == "22012"
+    assert chosen == [sparkmod.COLLECT_STREAMED]
+    res = s.execute("SELECT id FROM streamed_src ORDER BY id")
+    first = next(iter(res.batches))
+    assert first.column(0)[0].as_py() == 1
+    res.close()
+    assert tuples(s.execute("SELECT count(*), max(id) FROM streamed_src")) == [(50000, 50000)]

@@ -33,7 +33,7 @@ from catalog.store import TableDef
 from engine.flows.plan import TS_PLACEHOLDER, UPDATE_AT, FlowPlan, table_refs, upsert_keys
 from engine.flows.runtime import ActiveFlow, FlowExecutor, RunResult
 from engine.flows.windows import US, Range, delta_predicate, merge_ranges, spark_predicate, times_to_micros
-from engine.storage import Snapshot, coerce_array, dedupe_last, storage_schema, storage_to_result
+from engine.storage import WRITER_PROPERTIES, Snapshot, coerce_array, dedupe_last, storage_schema, storage_to_result
 from tidegate.errors import SqlError
 
 if TYPE_CHECKING:
@@ -209,7 +209,8 @@ class BatchExecutor(FlowExecutor):
                 return data.num_rows, 0
             pred = " AND ".join(f'(t."{k}" = s."{k}" OR (t."{k}" IS NULL AND s."{k}" IS NULL))' for k in keys)
             merger = dt.merge(data, predicate=pred, source_alias="s", target_alias="t",
-                              commit_properties=CommitProperties(app_transactions=[Transaction(aid, seq)]))
+                              commit_properties=CommitProperties(app_transactions=[Transaction(aid, seq)]),
+                              writer_properties=WRITER_PROPERTIES)
             merger = merger.when_matched_update_all().when_not_matched_insert_all()
             if delete_pred is None:
                 merger = merger.when_not_matched_by_source_delete()

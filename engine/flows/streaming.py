@@ -56,7 +56,7 @@ from engine.flows.batch import BatchExecutor, _to_sink_rows
 from engine.flows.plan import FlowPlan, table_refs, upsert_keys
 from engine.flows.runtime import ActiveFlow, FlowRuntime, RunResult
 from engine.flows.windows import _FIXED_UNITS, _WEEK_ORIGIN, merge_ranges, times_to_micros
-from engine.storage import dedupe_last
+from engine.storage import WRITER_PROPERTIES, dedupe_last
 from tidegate.errors import SqlError
 from tidegate.pgtypes import TEXT, ColumnType
 
@@ -529,7 +529,8 @@ class StreamingExecutor(BatchExecutor):
                 return 0
             props = CommitProperties(app_transactions=[Transaction(aid, version)])
             pred = " AND ".join(f'(t."{k}" = s."{k}" OR (t."{k}" IS NULL AND s."{k}" IS NULL))' for k in keys)
-            (dt.merge(data, predicate=pred, source_alias="s", target_alias="t", commit_properties=props)
+            (dt.merge(data, predicate=pred, source_alias="s", target_alias="t", commit_properties=props,
+                      writer_properties=WRITER_PROPERTIES)
              .when_matched_update_all().when_not_matched_insert_all().execute())
             rt.store.forget(location)
         return data.num_rows
