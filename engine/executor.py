@@ -44,7 +44,7 @@ from engine.storage import (
 )
 from tidegate.config import Settings
 from tidegate.errors import SqlError
-from tidegate.pgtypes import TEXT, ColumnType, pg_type_for_arrow
+from tidegate.pgtypes import TEXT, ColumnType, lookup_type_name, pg_type_for_arrow
 from tidegate.results import CommandResult, CopyTarget, ResultField, RowStream
 from tidegate.session import SessionInfo
 
@@ -937,13 +937,17 @@ class EngineSession:
         for r in rows:
             if len(r) > width:
                 raise SqlError("42601", "INSERT has more expressions than target columns")
-            if len(r) < width and cols is not None:
+            if len(r) < width and m.group("cols") is not None:
                 raise SqlError("42601", "INSERT has more target columns than expressions")
         ctx = {"now": datetime.now(timezone.utc)}
         columns_values: dict[str, list[Any]] = {c.name: [] for c in target_cols}
         for r in rows:
             for k, c in enumerate(target_cols):
                 v = r[k] if k < len(r) else _DEFAULT
+                if isinstance(v, _TypedLiteral):
+                    if not v.fits(c.type):
+                        return None
+                    v = v.value
                 columns_values[c.name].append(v)
         data = self._build_rows(t, columns_values, len(rows), ctx, info)
         op = self._plan_insert(t, data, None)
@@ -1834,7 +1838,8 @@ _FAST_INSERT_HEAD = re.compile(
     r"\s*insert\s+into\s+(?P<table>(?:\"(?:[^\"]|\"\")*\"|[A-Za-z_][\w$]*)(?:\s*\.\s*(?:\"(?:[^\"]|\"\")*\"|[A-Za-z_][\w$]*))?)"
     r"\s*(?:\((?P<cols>[^()]*)\))?\s*values\s*", re.I | re.S)
 _FAST_VALUE = re.compile(
-    r"\s*(?:'(?P<s>(?:[^']|'')*)'|(?P<n>[+-]?(?:\d+\.?\d*(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?))|(?P<w>null|true|false|default)\b|\$(?P<p>\d+))\s*",
+    r"\s*(?:(?:(?P<t>[A-Za-z_]\w*)\s+(?='))?'(?P<s>(?:[^']|'')*)'|(?P<n>[+-]?(?:\d+\.?\d*(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?))"
+    r"|(?P<w>null|true|false|default)\b|\$(?P<p>\d+))\s*(?:::\s*(?P<c>[A-Za-z_]\w*)\s*)?",
     re.I)
 
 
@@ -1855,18 +1860,29 @@ def _scan_values(sql: str, pos: int, params: list[Any]) -> list[list[Any]] | Non
             if not m:
                 return None
             pos = m.end()
+            value: Any
             if m.group("s") is not None:
-                row.append(m.group("s").replace("''", "'"))
+                value = m.group("s").replace("''", "'")
             elif m.group("n") is not None:
-                row.append(_number(m.group("n")))
+                value = _number(m.group("n"))
             elif m.group("w") is not None:
                 w = m.group("w").lower()
-                row.append(None if w == "null" else True if w == "true" else False if w == "false" else _DEFAULT)
+                value = None if w == "null" else True if w == "true" else False if w == "false" else _DEFAULT
             else:
+                if m.group("c") is not None:
+                    return None  # a cast parameter: its type comes from the cast, the full analysis knows it
                 k = int(m.group("p"))
                 if not 1 <= k <= len(params):
                     raise SqlError("42P02", f"there is no parameter ${k}")
-                row.append(params[k - 1])
+                value = params[k - 1]
+            spelled = [name for name in (m.group("t"), m.group("c")) if name is not None]
+            if spelled:
+                if value is _DEFAULT:
+                    return None
+                value = _TypedLiteral(spelled, value)
+                if value.pg is None:
+                    return None
+            row.append(value)
             if pos < n and sql[pos] == ",":
                 pos += 1
                 continue
@@ -1884,6 +1900,24 @@ def _scan_values(sql: str, pos: int, params: list[Any]) -> list[list[Any]] | Non
         if rest in ("", ";"):
             return rows
         return None
+
+
+class _TypedLiteral:
+    """``TYPE 'text'`` or ``literal::type`` in a fast INSERT: stored as is when the column has that type."""
+
+    __slots__ = ("pg", "value")
+
+    def __init__(self, spelled: list[str], value: Any) -> None:
+        types = {lookup_type_name(name) for name in spelled}
+        self.pg = types.pop() if len(types) == 1 else None  # TYPE 'x'::other: leave it to the full path
+        self.value = value
+
+    def fits(self, column: ColumnType) -> bool:
+        """Whether storing the literal's text in ``column`` means what PostgreSQL's cast would."""
+        if column.is_array or self.pg is None:
+            return False
+        names = {self.pg.name, column.pg.name}
+        return len(names) == 1 or names == {"timestamp", "timestamptz"}
 
 
 class _ParamMarker:

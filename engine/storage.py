@@ -386,10 +386,20 @@ def python_value(v: Any, t: ColumnType, column: str) -> Any:
 
 
 def _text_of(v: Any) -> str:
+    """A value assigned to a text column, spelled as PostgreSQL's output function spells it."""
     if isinstance(v, bool):
         return "true" if v else "false"
-    if isinstance(v, datetime):
-        return v.isoformat(sep=" ")
+    if isinstance(v, (datetime, time)):
+        text = v.strftime("%Y-%m-%d %H:%M:%S" if isinstance(v, datetime) else "%H:%M:%S")
+        if v.microsecond:
+            text += f".{v.microsecond:06d}".rstrip("0")
+        offset = v.utcoffset()
+        if offset is not None:
+            minutes = int(offset.total_seconds()) // 60
+            sign = "-" if minutes < 0 else "+"
+            hours, mins = divmod(abs(minutes), 60)
+            text += f"{sign}{hours:02d}" + (f":{mins:02d}" if mins else "")
+        return text
     if isinstance(v, (bytes, bytearray)):
         return "\\x" + bytes(v).hex()
     return str(v)

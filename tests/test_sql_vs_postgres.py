@@ -294,6 +294,19 @@ SCENARIOS: dict[str, list[str]] = {
         "DELETE FROM sqd_ret",
         "SELECT count(*) FROM sqd_ret",
     ],
+    "insert_typed_literals": [
+        "DROP TABLE IF EXISTS sqd_typed",
+        "CREATE TABLE sqd_typed (id int, ts timestamp, tz timestamptz, d date, t text, n numeric(5,2), i interval)",
+        "INSERT INTO sqd_typed VALUES (1, TIMESTAMP '2024-01-01 10:00:00', TIMESTAMP '2024-01-01 10:00:00',"
+        " DATE '2024-02-03', 'y', 1.234::numeric, INTERVAL '1 day 2 hours'),"
+        " (2, '2024-01-01'::timestamp, '2024-01-01 05:00+02'::timestamptz, '2024-02-03'::date, 'x'::text,"
+        " NULL::numeric, '90 minutes'::interval)",
+        "INSERT INTO sqd_typed (id, t) VALUES (6, TIMESTAMP '2024-01-01 10:00:00.5')",
+        "INSERT INTO sqd_typed (id, ts, d, n) VALUES (3, DATE '2024-03-04', TIMESTAMP '2024-03-05 23:59:59', 7::int)",
+        "INSERT INTO sqd_typed (id, ts) VALUES (4, TIMESTAMP 'not a time')",
+        "INSERT INTO sqd_typed (id, n) VALUES (5, 1234.5::numeric)",
+        "SELECT id, ts, tz, d, t, n, i FROM sqd_typed ORDER BY id",
+    ],
     "insert_on_conflict": [
         "DROP TABLE IF EXISTS sqd_upsert",
         "CREATE TABLE sqd_upsert (id int PRIMARY KEY, v text, hits int NOT NULL DEFAULT 0)",
