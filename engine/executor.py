@@ -1104,7 +1104,7 @@ class EngineSession:
             data = data.take(firsts.sort())
             existing = self.store.existing_keys(t.location, keys, data)
             if existing.num_rows:
-                hits = existing.append_column("__tg_hit", pa.array([True] * existing.num_rows))
+                hits = existing.append_column("__tg_hit", pa.repeat(True, existing.num_rows))
                 joined = data.select(keys).append_column("__tg_i", pa.array(range(data.num_rows), pa.int64())).join(
                     hits, keys=keys, join_type="left outer")
                 keep = pc.filter(joined.column("__tg_i"), pc.is_null(joined.column("__tg_hit"))).combine_chunks()
@@ -1359,7 +1359,7 @@ class EngineSession:
                     raise self._unique_error(t, dups.slice(0, 1).to_pylist()[0])
                 clash = self.store.existing_keys(t.location, keys, new)
                 if clash.num_rows:
-                    moved = old_matched.select(keys).append_column("__tg_moved", pa.array([True] * count))
+                    moved = old_matched.select(keys).append_column("__tg_moved", pa.repeat(True, count))
                     clash = clash.join(moved, keys=keys, join_type="left outer")
                     clash = clash.filter(pc.is_null(clash.column("__tg_moved")))
                     if clash.num_rows:
