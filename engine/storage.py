@@ -60,7 +60,7 @@ CDF_CONFIG = {"delta.enableChangeDataFeed": "true"}
 # made a 1M-row table a single Spark task: one core, and no row handed on before all were read.
 # 128Ki rows (a few MB for a narrow table) lets a scan use both cores and stream in pieces.
 ROW_GROUP_ROWS = 128 * 1024
-WRITER_PROPERTIES = WriterProperties(max_row_group_size=ROW_GROUP_ROWS)
+WRITER_PROPERTIES = WriterProperties(max_row_group_size=ROW_GROUP_ROWS, compression="SNAPPY")  # delta-rs' default codec
 
 
 # -- storage form ------------------------------------------------------------------------------

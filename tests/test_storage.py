@@ -82,6 +82,25 @@ def test_insert_values_and_deltalake_reads_same_rows(env):
     assert _delta(engine, "t").version() == 1  # one statement, one commit
 
 
+def test_parquet_files_are_snappy_with_bounded_row_groups(env):
+    """Spark splits files at row groups: a big COPY must not be one row group (one task)."""
+    import pyarrow.parquet as pq
+
+    from engine.storage import ROW_GROUP_ROWS
+
+    engine, s = env
+    s.execute("CREATE TABLE big (id bigint, name text)")
+    n = 3 * ROW_GROUP_ROWS + 5
+    target = s.copy_target("COPY big FROM STDIN")
+    batch = pa.record_batch([pa.array(range(n), pa.int64()), pa.array(["x"] * n)], names=["id", "name"])
+    assert s.copy_from(target, iter([batch])) == n
+    files = [uri.replace("file://", "") for uri in _delta(engine, "big").file_uris()]
+    groups = [pq.ParquetFile(f).metadata.row_group(i) for f in files for i in range(pq.ParquetFile(f).num_row_groups)]
+    assert sum(g.num_rows for g in groups) == n
+    assert len(groups) >= 4 and max(g.num_rows for g in groups) <= ROW_GROUP_ROWS
+    assert {g.column(0).compression for g in groups} == {"SNAPPY"}
+
+
 def test_insert_defaults_casts_and_column_lists(env):
     engine, s = env
     s.execute("CREATE TABLE t (id int NOT NULL, n numeric(6,2) DEFAULT 1.5, tag char(3) DEFAULT 'x',"
