@@ -194,6 +194,10 @@ def map_spark_error(exc: BaseException, sql: str | None = None) -> SqlError:
         return SqlError("42601", "each UNION query must have the same number of columns")
     if base == "DATATYPE_MISMATCH" or base == "INCOMPATIBLE_COLUMN_TYPE" or base == "CANNOT_UP_CAST_DATATYPE":
         return SqlError("42804", _first_line(exc))
+    if condition == "INVALID_INLINE_TABLE.INCOMPATIBLE_TYPES_IN_INLINE_TABLE":
+        column = _unquote(params.get("colName", "")) or "a column"
+        return SqlError("42804", f"VALUES types in {column} cannot be matched",
+                        hint="Cast the values of that column to one type.")
     if base == "USER_RAISED_EXCEPTION":
         return SqlError("P0001", params.get("errorMessage", _first_line(exc)))
     if base.startswith("UNSUPPORTED") or base == "NOT_SUPPORTED_COMMAND_WITHOUT_HIVE_SUPPORT":

@@ -467,3 +467,11 @@ def test_streamed_result_error_and_early_close(engine, s, monkeypatch):
     assert first.column(0)[0].as_py() == 1
     res.close()
     assert tuples(s.execute("SELECT count(*), max(id) FROM streamed_src")) == [(50000, 50000)]
+
+
+def test_values_rows_of_clashing_types_are_a_datatype_error(s):
+    """Spark needs one type per VALUES column; the clash is 42804 with a hint, not an internal error."""
+    s.execute("CREATE TABLE clash (id int, t text)")
+    e = err(s, "INSERT INTO clash VALUES (1, TIMESTAMP '2024-01-01 10:00:00'), (2, 'x'::text || '')")
+    assert e.sqlstate == "42804" and "cannot be matched" in e.message and e.hint
+    assert tuples(s.execute("SELECT count(*) FROM clash")) == [(0,)]
