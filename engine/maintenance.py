@@ -89,10 +89,8 @@ class Maintenance:
         """Compact when there are more than compact_min_files small files; returns files removed."""
         if self.small_files(location) <= self.settings.compact_min_files:
             return 0
-        with self.store.lock(location):
-            dt = DeltaTable(location)
+        with self.store.writing(location) as dt:
             metrics = dt.optimize.compact(target_size=TARGET_FILE_BYTES, writer_properties=WRITER_PROPERTIES)
-            self.store.forget(location)
         log.info("compacted %s: %s", location, metrics)
         return int(metrics.get("numFilesRemoved", 0))
 

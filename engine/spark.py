@@ -21,6 +21,8 @@ import os
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -65,6 +67,32 @@ DEFAULT_CONF: dict[str, str] = {
 }
 
 
+# Fair scheduling between interactive statements (the default pool) and background work (flows):
+# a free task slot goes to a statement first, so ten busy flows do not queue a small SELECT
+# behind their micro-batches. minShare 1 keeps one slot's turn for statements at all times.
+BACKGROUND_POOL = "background"
+_POOL_PROPERTY = "spark.scheduler.pool"
+FAIR_SCHEDULER_XML = f"""<?xml version="1.0"?>
+<allocations>
+  <pool name="default"><schedulingMode>FAIR</schedulingMode><weight>8</weight><minShare>1</minShare></pool>
+  <pool name="{BACKGROUND_POOL}"><schedulingMode>FAIR</schedulingMode><weight>1</weight><minShare>0</minShare></pool>
+</allocations>
+"""
+
+
+@contextmanager
+def background_jobs(spark: SparkSession) -> Iterator[None]:
+    """Spark jobs this thread starts inside the block (and streaming queries it starts, whose
+    threads inherit the setting) run in the low-weight background pool."""
+    sc = spark.sparkContext
+    previous = sc.getLocalProperty(_POOL_PROPERTY)
+    sc.setLocalProperty(_POOL_PROPERTY, BACKGROUND_POOL)
+    try:
+        yield
+    finally:
+        sc.setLocalProperty(_POOL_PROPERTY, previous)  # type: ignore[arg-type]  # None clears it
+
+
 class SparkRuntime:
     """The process's one SparkContext, started in the background."""
 
@@ -91,6 +119,10 @@ class SparkRuntime:
             started = time.monotonic()
             builder = SparkSession.builder.master(self._settings.spark_master).appName("tidegate")
             conf = dict(DEFAULT_CONF)
+            pools = Path(self._settings.data_dir) / "spark" / "fairscheduler.xml"
+            pools.parent.mkdir(parents=True, exist_ok=True)
+            pools.write_text(FAIR_SCHEDULER_XML)
+            conf.update({"spark.scheduler.mode": "FAIR", "spark.scheduler.allocation.file": str(pools)})
             if os.path.exists(PG_JDBC_JAR):  # Spark JDBC source of REFRESH TABLE's postgres connector
                 conf.update({"spark.jars": PG_JDBC_JAR, "spark.driver.extraClassPath": PG_JDBC_JAR})
             conf.update(self._settings.spark_conf)

@@ -159,6 +159,43 @@ def test_time_index_last_write_wins_and_append_mode(env):
     assert sorted(r["msg"] for r in _rows(engine, "log")) == ["x", "y", "z"]
 
 
+def _operations(engine: Engine, name: str) -> list[str]:
+    return [h["operation"] for h in reversed(_delta(engine, name).history())]
+
+
+def test_time_series_insert_of_new_keys_appends_and_clashing_keys_replace(env):
+    engine, s = env
+    s.execute("CREATE TABLE ts (host text, ts timestamp TIME INDEX, v double, PRIMARY KEY (host))")
+    s.execute("INSERT INTO ts VALUES ('a', '2024-01-01 00:00:00.000001', 1), ('b', '2024-01-01 00:00:00', 2)")
+    # Keys differing only below a millisecond (the log's statistics precision) are still new rows.
+    s.execute("INSERT INTO ts VALUES ('a', '2024-01-01 00:00:00.000002', 3)")
+    assert _operations(engine, "ts")[-2:] == ["WRITE", "WRITE"]
+    # A key that exists (also in a file rewritten by a DELETE) is replaced, through a merge.
+    s.execute("DELETE FROM ts WHERE host = 'b'")
+    s.execute("INSERT INTO ts VALUES ('a', '2024-01-01 00:00:00.000001', 10), ('c', '2024-01-01 00:00:00', 4)")
+    assert _operations(engine, "ts")[-1] == "MERGE"
+    assert sorted((r["host"], r["v"]) for r in _rows(engine, "ts")) == [("a", 3.0), ("a", 10.0), ("c", 4.0)]
+
+
+def test_existing_keys_reads_only_files_whose_statistics_overlap(env):
+    from engine.storage import key_files
+
+    engine, s = env
+    s.execute("CREATE TABLE k (id bigint PRIMARY KEY, name text)")
+    for lo in (0, 100, 200):
+        s.execute("INSERT INTO k VALUES " + ", ".join(f"({i}, 'n{i}')" for i in range(lo, lo + 100)))
+    dt = _delta(engine, "k")
+    location = engine.catalog.get_table("public", "k").location
+
+    def files_for(ids: list[int]) -> int:
+        return len(key_files(dt, location, ["id"], pa.table({"id": pa.array(ids, pa.int64())})))
+
+    assert (files_for([300, 301]), files_for([150]), files_for([99, 100]), files_for([5, 250])) == (0, 1, 2, 3)
+    assert _err(s, "INSERT INTO k VALUES (150, 'dup')").sqlstate == "23505"
+    s.execute("INSERT INTO k VALUES (300, 'new')")
+    assert len(_rows(engine, "k")) == 301
+
+
 def test_plain_table_is_a_bag(env):
     engine, s = env
     s.execute("CREATE TABLE bag (x int)")

@@ -201,9 +201,7 @@ class BatchExecutor(FlowExecutor):
                 raise SqlError("42P16", f'sink table "{sink.qualified_name}" has no time index holding the '
                                         f'flow\'s window column "{window_output}"')
             delete_pred = "(" + delta_predicate(column, ctype, ranges) + ")"
-        with rt.store.lock(location):
-            rt.store.forget(location)
-            dt = DeltaTable(location)
+        with rt.store.writing(location) as dt:
             landed = dt.transaction_version(aid)
             if landed is not None and landed >= seq:
                 return data.num_rows, 0
@@ -217,7 +215,6 @@ class BatchExecutor(FlowExecutor):
             else:
                 merger = merger.when_not_matched_by_source_delete(predicate=delete_pred)
             metrics = merger.execute()
-            rt.store.forget(location)
         return data.num_rows, int(metrics.get("num_target_rows_deleted", 0))
 
 

@@ -54,6 +54,26 @@ class ChangesPartition(InputPartition):
         self.last = last
 
 
+# Python workers are reused across tasks: keeping each table open saves replaying its log for
+# every micro-batch (20-40 ms of CPU on a table with a commit every 100 ms; the CDF read is 3 ms).
+_TABLES: dict[str, Any] = {}
+_TABLES_MAX = 64
+
+
+def _cached_table(path: str, version: int) -> Any:
+    """The Delta table at ``path``, brought up to at least ``version``."""
+    from deltalake import DeltaTable
+
+    dt = _TABLES.get(path)
+    if dt is None:
+        if len(_TABLES) >= _TABLES_MAX:
+            _TABLES.clear()
+        dt = _TABLES[path] = DeltaTable(path)
+    elif dt.version() < version:
+        dt.update_incremental()
+    return dt
+
+
 def _arrow_schema(schema: StructType) -> pa.Schema:
     from pyspark.sql.pandas.types import to_arrow_schema
 
@@ -128,10 +148,8 @@ class CdfStreamReader(DataSourceStreamReader):
             yield from _conform(table, target)
             return
         assert isinstance(partition, ChangesPartition)
-        from deltalake import DeltaTable
-
-        reader = DeltaTable(partition.path).load_cdf(starting_version=partition.first,
-                                                     ending_version=partition.last)
+        reader = _cached_table(partition.path, partition.last).load_cdf(
+            starting_version=partition.first, ending_version=partition.last)
         table = pa.table(reader.read_all())
         if table.num_rows == 0:
             return

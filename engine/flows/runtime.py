@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from catalog.flows import FlowDef, FlowProgress, FlowStats, FlowStore, register
 from catalog.store import TableDef
 from engine.flows.plan import FlowPlan, analyze, check_sink, find_sources, parse_query, sink_definition
+from engine.spark import background_jobs
 from tidegate.errors import SqlError
 from tidegate.session import SessionInfo
 
@@ -360,7 +361,11 @@ class FlowRuntime:
             af.check_cancelled()
             started = time.monotonic()
             try:
-                result = self._executor(af.flow).run(af, flush=flush)
+                if flush:  # a statement waits for it: interactive
+                    result = self._executor(af.flow).run(af, flush=flush)
+                else:
+                    with background_jobs(self.engine.runtime.wait()):
+                        result = self._executor(af.flow).run(af, flush=flush)
             except FlowCancelled:
                 raise
             except Exception as exc:  # noqa: BLE001 - every failure is recorded

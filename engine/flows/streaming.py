@@ -47,7 +47,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
-from deltalake import CommitProperties, DeltaTable, Transaction
+from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 from sqlglot import exp
 
 from catalog.store import TableDef
@@ -56,7 +56,7 @@ from engine.flows.batch import BatchExecutor, _to_sink_rows
 from engine.flows.plan import FlowPlan, table_refs, upsert_keys
 from engine.flows.runtime import ActiveFlow, FlowRuntime, RunResult
 from engine.flows.windows import _FIXED_UNITS, _WEEK_ORIGIN, merge_ranges, times_to_micros
-from engine.storage import WRITER_PROPERTIES, dedupe_last
+from engine.storage import WRITER_PROPERTIES, all_new, dedupe_last
 from tidegate.errors import SqlError
 from tidegate.pgtypes import TEXT, ColumnType
 
@@ -72,7 +72,20 @@ log = logging.getLogger(__name__)
 # one gateway each trigger is stretched (250 ms per 4 flows) so queries are not starved.
 TRIGGER_MS = 250
 FLOWS_PER_TRIGGER_STEP = 4
+# A micro-batch costs Spark ~0.15-0.3 s of CPU whatever its size (planning, offset and commit
+# logs, a Python read task, the sink commit). The gateway admits at most this many micro-batches
+# a second across all streaming flows, in turn: one flow keeps its 250 ms cadence, ten flows
+# each get a batch every ~2.5 s, and statements keep most of the machine.
+MAX_BATCHES_PER_SECOND = 4.0
 STATE_STORE_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+# Checkpoints live on the local disk. Spark's default (FileContext) manager creates and renames
+# each offset/commit file through calls that Hadoop, without its native library, serves by
+# forking `chmod` and `readlink`. The FileSystem manager renames in-process (one fork fewer per
+# file; the raw local file system, which would save the rest, breaks the RocksDB state store).
+LOCAL_CHECKPOINT_CONF = {
+    "spark.sql.streaming.checkpointFileManagerClass":
+        "org.apache.spark.sql.execution.streaming.checkpointing.FileSystemBasedCheckpointFileManager",
+}
 MAX_BACKOFF_S = 60.0
 FLUSH_TIMEOUT_S = 300.0
 FLUSH_GIVE_UP_FAILURES = 6  # consecutive query failures after which ADMIN FLUSH_FLOW reports the error
@@ -199,6 +212,7 @@ class StreamingExecutor(BatchExecutor):
         super().__init__(runtime)
         self._streams: dict[int, _Stream] = {}
         self._guard = threading.Lock()
+        self._next_slot = 0.0  # monotonic time of the next free micro-batch slot
 
     # -- FlowExecutor -------------------------------------------------------------------------------
 
@@ -315,9 +329,14 @@ class StreamingExecutor(BatchExecutor):
             spark.conf.set("spark.sql.streaming.stateStore.providerClass", STATE_STORE_PROVIDER)
             spark.conf.set("spark.sql.streaming.noDataMicroBatches.enabled", "false")
             spark.conf.set("spark.sql.adaptive.enabled", "false")
+            for key, value in LOCAL_CHECKPOINT_CONF.items():
+                spark.conf.set(key, value)
             cdf_source.register(spark)
             st.spark = spark
-        query = self._build(st, plan)
+        from engine.spark import background_jobs
+
+        with background_jobs(st.spark):
+            query = self._build(st, plan)
         st.query = query
         if st.stop.is_set():  # stopped while starting: stop() may have missed the query
             query.stop()
@@ -375,12 +394,22 @@ class StreamingExecutor(BatchExecutor):
             mode = "append"
 
         def on_batch(batch: DataFrame, batch_id: int) -> None:
+            self._await_turn(st)
             handler(st, batch, int(batch_id))
 
         return (writer_df.writeStream.outputMode(mode).foreachBatch(on_batch)
                 .option("checkpointLocation", str(st.checkpoint))
                 .queryName(f"tidegate_flow_{af.flow.flow_id}")
                 .trigger(processingTime=f"{self._trigger_ms()} milliseconds").start())
+
+    def _await_turn(self, st: _Stream) -> None:
+        """Wait for this micro-batch's slot in the gateway-wide budget (MAX_BATCHES_PER_SECOND)."""
+        with self._guard:
+            now = time.monotonic()
+            slot = max(now, self._next_slot)
+            self._next_slot = slot + 1.0 / MAX_BATCHES_PER_SECOND
+        if slot > now:
+            st.stop.wait(slot - now)
 
     def _trigger_ms(self) -> int:
         with self._guard:
@@ -389,12 +418,9 @@ class StreamingExecutor(BatchExecutor):
 
     # -- micro-batches --------------------------------------------------------------------------------
 
-    def _first_commit(self, sink: TableDef, aid: str) -> bool:
-        return self.runtime.store.app_version(sink.location or "", aid) is None
-
-    def _landed(self, sink: TableDef, aid: str, version: int) -> bool:
-        landed = self.runtime.store.app_version(sink.location or "", aid)
-        return landed is not None and landed >= version
+    def _landed_version(self, sink: TableDef, aid: str) -> int | None:
+        """The last batch version committed to the sink (None: the flow never wrote to it)."""
+        return self.runtime.store.app_version(sink.location or "", aid)
 
     def _windows_batch(self, st: _Stream, batch: DataFrame, batch_id: int) -> None:
         """Re-evaluate the windows this micro-batch touched; one sink commit."""
@@ -403,10 +429,11 @@ class StreamingExecutor(BatchExecutor):
         assert plan is not None and sink is not None and plan.window is not None
         aid, version = app_id(af.flow.flow_id), batch_id + 1
         st.current_end, watermark = batch_offsets(st.checkpoint, batch_id)
-        if self._landed(sink, aid, version):
+        landed = self._landed_version(sink, aid)
+        if landed is not None and landed >= version:
             return
         keys = batch.toArrow()
-        full = self._first_commit(sink, aid)
+        full = landed is None
         fn = plan.window.fn
         micros = times_to_micros(keys.column(WINDOW_KEY)).to_pylist()
         counts = [int(n or 0) for n in keys.column("n").to_pylist()]
@@ -482,9 +509,10 @@ class StreamingExecutor(BatchExecutor):
         assert plan is not None and sink is not None
         aid, version = app_id(af.flow.flow_id), batch_id + 1
         st.current_end, watermark = batch_offsets(st.checkpoint, batch_id)
-        if self._landed(sink, aid, version):
+        landed = self._landed_version(sink, aid)
+        if landed is not None and landed >= version:
             return
-        if self._first_commit(sink, aid):
+        if landed is None:
             self._recompute(st, plan, sink, None, aid, version)
             return
         data = batch.toArrow()
@@ -521,18 +549,19 @@ class StreamingExecutor(BatchExecutor):
         data = dedupe_last(data, keys)
         if data.num_rows == 0:
             return 0  # nothing to write: a replay of this batch is harmless
-        with rt.store.lock(location):
-            rt.store.forget(location)
-            dt = DeltaTable(location)
+        with rt.store.writing(location) as dt:
             landed = dt.transaction_version(aid)
             if landed is not None and landed >= version:
                 return 0
             props = CommitProperties(app_transactions=[Transaction(aid, version)])
+            if all_new(dt, location, keys, data):
+                write_deltalake(dt, data, mode="append", commit_properties=props,
+                                writer_properties=WRITER_PROPERTIES)
+                return data.num_rows
             pred = " AND ".join(f'(t."{k}" = s."{k}" OR (t."{k}" IS NULL AND s."{k}" IS NULL))' for k in keys)
             (dt.merge(data, predicate=pred, source_alias="s", target_alias="t", commit_properties=props,
                       writer_properties=WRITER_PROPERTIES)
              .when_matched_update_all().when_not_matched_insert_all().execute())
-            rt.store.forget(location)
         return data.num_rows
 
     def _batch_done(self, st: _Stream, written: int, deleted: int) -> None:
@@ -578,7 +607,19 @@ class StreamingExecutor(BatchExecutor):
         if q is None:
             return
         try:
-            reports = q.recentProgress
+            # The last report is one JSON document; all recent ones (up to 100) are fetched only
+            # when batches completed since the last look were missed.
+            last = q.lastProgress
+            if last is None:
+                return
+            newest = int(last["batchId"] if isinstance(last, dict) else last.batchId)
+            seen = max(st.seen_batches, default=-1)
+            if newest == seen:
+                reports = []
+            elif newest == seen + 1 and not isinstance(last, dict):
+                reports = [last]
+            else:
+                reports = q.recentProgress
         except Exception:  # noqa: BLE001 - the query is going away
             return
         stats = st.af.stats
