@@ -800,8 +800,8 @@ def _stats_overlap(actions: pa.Table, key: str, values: pa.ChunkedArray) -> pa.A
         outside = pc.or_(pc.less(file_hi, lo_s), pc.greater(file_lo, hi_s))
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
         return None
-    return pc.invert(pc.fill_null(outside, False)).combine_chunks() if isinstance(outside, pa.ChunkedArray) \
-        else pc.invert(pc.fill_null(outside, False))
+    keep = pc.invert(pc.fill_null(outside, False))
+    return keep.combine_chunks() if isinstance(keep, pa.ChunkedArray) else keep
 
 
 def _ordered(t: pa.DataType) -> bool:
