@@ -359,6 +359,10 @@ class FlowRuntime:
     def _run(self, af: ActiveFlow, *, flush: bool) -> RunResult:
         with af.lock:
             af.check_cancelled()
+            if not flush and af.next_due > time.monotonic():
+                # An ADMIN FLUSH_FLOW ran between scheduling and now and did this run's work; a
+                # run here would take changes made since, which the next flush should report.
+                return RunResult(0, changed=False)
             started = time.monotonic()
             try:
                 if flush:  # a statement waits for it: interactive
