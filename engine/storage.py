@@ -748,16 +748,14 @@ def all_new(dt: DeltaTable, location: str, keys: list[str], data: Any) -> bool:
 
 
 def _existing_keys(dt: DeltaTable, location: str, keys: list[str], candidates: pa.Table) -> pa.Table:
+    wanted = candidates.select(keys)
     files = key_files(dt, location, keys, candidates)
     if not files:
-        return candidates.select(keys).slice(0, 0)
+        return wanted.slice(0, 0)
     # delta-rs writes text as string or as string_view, and pyarrow can neither compare nor filter
     # string_view: the key columns are read in the candidates' types and matched by the join.
-    key_schema = candidates.select(keys).schema
-    existing = pads.dataset(files, format="parquet", schema=key_schema).to_table(columns=keys)
-    if existing.num_rows == 0:
-        return candidates.select(keys).slice(0, 0)
-    return existing.join(candidates.select(keys).group_by(keys).aggregate([]), keys=keys, join_type="inner")
+    existing = pads.dataset(files, format="parquet", schema=wanted.schema).to_table(columns=keys)
+    return existing.join(wanted.group_by(keys).aggregate([]), keys=keys, join_type="inner")
 
 
 def key_files(dt: DeltaTable, location: str, keys: list[str], candidates: pa.Table) -> list[str]:

@@ -23,6 +23,7 @@ import threading
 import time
 from abc import ABC, abstractmethod
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
@@ -365,11 +366,10 @@ class FlowRuntime:
                 return RunResult(0, changed=False)
             started = time.monotonic()
             try:
-                if flush:  # a statement waits for it: interactive
+                # A flush has a statement waiting on it: it keeps the interactive pool.
+                pool = nullcontext() if flush else background_jobs(self.engine.runtime.wait())
+                with pool:
                     result = self._executor(af.flow).run(af, flush=flush)
-                else:
-                    with background_jobs(self.engine.runtime.wait()):
-                        result = self._executor(af.flow).run(af, flush=flush)
             except FlowCancelled:
                 raise
             except Exception as exc:  # noqa: BLE001 - every failure is recorded

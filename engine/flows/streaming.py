@@ -56,6 +56,7 @@ from engine.flows.batch import BatchExecutor, _to_sink_rows
 from engine.flows.plan import FlowPlan, table_refs, upsert_keys
 from engine.flows.runtime import ActiveFlow, FlowRuntime, RunResult
 from engine.flows.windows import _FIXED_UNITS, _WEEK_ORIGIN, merge_ranges, times_to_micros
+from engine.spark import background_jobs
 from engine.storage import WRITER_PROPERTIES, all_new, dedupe_last
 from tidegate.errors import SqlError
 from tidegate.pgtypes import TEXT, ColumnType
@@ -333,8 +334,6 @@ class StreamingExecutor(BatchExecutor):
                 spark.conf.set(key, value)
             cdf_source.register(spark)
             st.spark = spark
-        from engine.spark import background_jobs
-
         with background_jobs(st.spark):
             query = self._build(st, plan)
         st.query = query
@@ -596,7 +595,7 @@ class StreamingExecutor(BatchExecutor):
         q = st.query
         while q is not None and last >= 0 and time.monotonic() < deadline:
             p = q.lastProgress
-            if p is not None and int(p.get("batchId", -1) if isinstance(p, dict) else p.batchId) >= last:
+            if p is not None and _batch_id(p) >= last:
                 break
             time.sleep(0.02)
         self._progress(st)
@@ -612,20 +611,14 @@ class StreamingExecutor(BatchExecutor):
             last = q.lastProgress
             if last is None:
                 return
-            newest = int(last["batchId"] if isinstance(last, dict) else last.batchId)
-            seen = max(st.seen_batches, default=-1)
-            if newest == seen:
-                reports = []
-            elif newest == seen + 1 and not isinstance(last, dict):
-                reports = [last]
-            else:
-                reports = q.recentProgress
+            newest, seen = _batch_id(last), max(st.seen_batches, default=-1)
+            reports = [] if newest == seen else [last] if newest == seen + 1 else q.recentProgress
         except Exception:  # noqa: BLE001 - the query is going away
             return
         stats = st.af.stats
         changed = False
         for p in reports:
-            bid = p.batchId
+            bid = _batch_id(p)
             if bid in st.seen_batches:
                 continue
             st.seen_batches.add(bid)
@@ -659,6 +652,11 @@ class StreamingExecutor(BatchExecutor):
             changed = True
         if changed:
             self._save_stats(st.af)
+
+
+def _batch_id(progress: Any) -> int:
+    """A progress report's batch id (PySpark hands reports over as objects or as dicts)."""
+    return int(progress["batchId"] if isinstance(progress, dict) else progress.batchId)
 
 
 def batch_offsets(checkpoint: Path, batch_id: int) -> tuple[int, int | None]:
