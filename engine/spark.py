@@ -61,8 +61,10 @@ DEFAULT_CONF: dict[str, str] = {
     "spark.sql.adaptive.enabled": "true",
     "spark.sql.sources.parallelPartitionDiscovery.threshold": "1000000",
     "spark.sql.parquet.enableVectorizedReader": "true",
+    "spark.sql.files.openCostInBytes": "524288",
+    "spark.sql.sources.ignoreDataLocality": "true",
     "spark.sql.legacy.timeParserPolicy": "CORRECTED",
-    "spark.driver.extraJavaOptions": "-Duser.timezone=UTC",
+    "spark.driver.extraJavaOptions": "-Duser.timezone=UTC -XX:+UseParallelGC",
     "spark.executor.extraJavaOptions": "-Duser.timezone=UTC",
 }
 

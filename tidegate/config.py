@@ -30,10 +30,12 @@ class Settings:
     max_message_bytes: int = 64 * 1024 * 1024
     max_connections: int = 1000
     log_level: str = "INFO"
-    # Background maintenance of Delta tables.
+    # Background maintenance of Delta tables: a compaction check every maintenance_interval_s
+    # (cheap: the cached log's file list), a vacuum every vacuum_interval_s.
     compact_min_files: int = 16
     vacuum_retention_hours: float = 168.0
-    maintenance_interval_s: float = 30.0
+    maintenance_interval_s: float = 5.0
+    vacuum_interval_s: float = 600.0
     # Flows: how often a flow without EVAL INTERVAL runs, and how many run at once.
     flow_default_interval_s: float = 5.0
     flow_workers: int = 2
@@ -57,7 +59,7 @@ def _coerce(name: str, value: Any) -> Any:
         return Path(value)
     if name in ("port", "max_message_bytes", "max_connections", "compact_min_files", "flow_workers"):
         return int(value)
-    if name in ("vacuum_retention_hours", "maintenance_interval_s", "flow_default_interval_s"):
+    if name in ("vacuum_retention_hours", "maintenance_interval_s", "vacuum_interval_s", "flow_default_interval_s"):
         return float(value)
     if name == "users":
         if isinstance(value, str):

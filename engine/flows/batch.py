@@ -22,18 +22,21 @@ from __future__ import annotations
 
 import itertools
 import logging
+import os
 import time
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote
 
 import pyarrow as pa
-from deltalake import CommitProperties, DeltaTable, Transaction
+from deltalake import CommitProperties, Transaction
 
 from catalog.store import TableDef
 from engine.flows.plan import TS_PLACEHOLDER, UPDATE_AT, FlowPlan, table_refs, upsert_keys
 from engine.flows.runtime import ActiveFlow, FlowExecutor, RunResult
 from engine.flows.windows import US, Range, delta_predicate, merge_ranges, spark_predicate, times_to_micros
-from engine.storage import WRITER_PROPERTIES, Snapshot, coerce_array, dedupe_last, storage_schema, storage_to_result
+from engine.storage import (WRITER_PROPERTIES, Snapshot, TableStore, coerce_array, dedupe_last, key_match,
+                            storage_schema, storage_to_result)
 from tidegate.errors import SqlError
 
 if TYPE_CHECKING:
@@ -122,8 +125,7 @@ class BatchExecutor(FlowExecutor):
     def _dirty_starts(self, location: str, column: str, start: int, end: int, plan: FlowPlan) -> list[int]:
         if start > end:
             return []
-        reader = DeltaTable(location).load_cdf(starting_version=start, ending_version=end, columns=[column])
-        table = pa.table(reader.read_all())
+        table = self.runtime.store.changes(location, start, end, [column])
         if table.num_rows == 0:
             return []
         assert plan.window is not None
@@ -151,7 +153,7 @@ class BatchExecutor(FlowExecutor):
             if window is not None and ranges is not None:
                 t = window.table
                 snap = snaps[str(t.oid)]
-                files = _prune_files(t.location, snap, window.column, ranges)
+                files = _prune_files(rt.store, snap, window.column, ranges)
                 df = session.snapshot_frame(t, Snapshot(snap.location, snap.version, files))
                 df = df.where(spark_predicate(window.column, window.column_type, ranges))
                 view_name = f"tg_flow_{af.flow.flow_id}_{next(_view_seq)}"
@@ -205,8 +207,7 @@ class BatchExecutor(FlowExecutor):
             landed = dt.transaction_version(aid)
             if landed is not None and landed >= seq:
                 return data.num_rows, 0
-            pred = " AND ".join(f'(t."{k}" = s."{k}" OR (t."{k}" IS NULL AND s."{k}" IS NULL))' for k in keys)
-            merger = dt.merge(data, predicate=pred, source_alias="s", target_alias="t",
+            merger = dt.merge(data, predicate=key_match(keys), source_alias="s", target_alias="t",
                               commit_properties=CommitProperties(app_transactions=[Transaction(aid, seq)]),
                               writer_properties=WRITER_PROPERTIES)
             merger = merger.when_matched_update_all().when_not_matched_insert_all()
@@ -218,10 +219,14 @@ class BatchExecutor(FlowExecutor):
         return data.num_rows, int(metrics.get("num_target_rows_deleted", 0))
 
 
-def _prune_files(location: str, snap: Snapshot, column: str, ranges: list[Range]) -> list[str]:
-    """The snapshot's files whose min/max statistics of ``column`` overlap ``ranges``."""
+def _prune_files(store: TableStore, snap: Snapshot, column: str, ranges: list[Range]) -> list[str]:
+    """The snapshot's files, less those whose min/max statistics of ``column`` miss ``ranges``.
+
+    The statistics come from the table's current log, which may be newer than the snapshot: a
+    snapshot file the log no longer lists (compacted since) has no statistics here and is kept.
+    """
     try:
-        actions = pa.table(DeltaTable(location, version=snap.version).get_add_actions(flatten=True))
+        actions = store.file_actions(snap.location)
     except Exception:  # noqa: BLE001 - statistics are an optimisation
         return snap.files
     lo_col, hi_col = f"min.{column}", f"max.{column}"
@@ -229,15 +234,11 @@ def _prune_files(location: str, snap: Snapshot, column: str, ranges: list[Range]
         return snap.files
     mins = times_to_micros(actions.column(lo_col)).to_pylist()
     maxs = times_to_micros(actions.column(hi_col)).to_pylist()
-    keep_paths = set()
+    missed = set()
     for path, mn, mx in zip(actions.column("path").to_pylist(), mins, maxs):
-        if mn is None or mx is None or any(mx >= lo and (hi is None or mn < hi) for lo, hi in ranges):
-            keep_paths.add(path)
-    out = []
-    for uri in snap.files:
-        if any(uri == p or uri.endswith("/" + p) for p in keep_paths):
-            out.append(uri)
-    return out
+        if mn is not None and mx is not None and not any(mx >= lo and (hi is None or mn < hi) for lo, hi in ranges):
+            missed.add(os.path.join(snap.location, unquote(path)))
+    return [uri for uri in snap.files if unquote(uri) not in missed]
 
 
 def _to_sink_rows(result: pa.Table, plan: FlowPlan, sink: TableDef) -> pa.Table:

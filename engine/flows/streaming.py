@@ -57,7 +57,7 @@ from engine.flows.plan import FlowPlan, table_refs, upsert_keys
 from engine.flows.runtime import ActiveFlow, FlowRuntime, RunResult
 from engine.flows.windows import _FIXED_UNITS, _WEEK_ORIGIN, merge_ranges, times_to_micros
 from engine.spark import background_jobs
-from engine.storage import WRITER_PROPERTIES, all_new, dedupe_last
+from engine.storage import WRITER_PROPERTIES, all_new, dedupe_last, key_match
 from tidegate.errors import SqlError
 from tidegate.pgtypes import TEXT, ColumnType
 
@@ -557,8 +557,7 @@ class StreamingExecutor(BatchExecutor):
                 write_deltalake(dt, data, mode="append", commit_properties=props,
                                 writer_properties=WRITER_PROPERTIES)
                 return data.num_rows
-            pred = " AND ".join(f'(t."{k}" = s."{k}" OR (t."{k}" IS NULL AND s."{k}" IS NULL))' for k in keys)
-            (dt.merge(data, predicate=pred, source_alias="s", target_alias="t", commit_properties=props,
+            (dt.merge(data, predicate=key_match(keys), source_alias="s", target_alias="t", commit_properties=props,
                       writer_properties=WRITER_PROPERTIES)
              .when_matched_update_all().when_not_matched_insert_all().execute())
         return data.num_rows
