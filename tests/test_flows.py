@@ -146,14 +146,14 @@ def test_non_aggregating_flow_sink(conn: psycopg.Connection) -> None:
 
 def test_null_group_key_updates_its_sink_row(conn: psycopg.Connection) -> None:
     """A NULL group key is one key (as in GROUP BY): a later run replaces its row, never adds one."""
-    conn.execute("CREATE TABLE z_src (host text, ts timestamp NOT NULL, v double precision)")
-    conn.execute("INSERT INTO z_src VALUES (NULL, '2024-01-01 00:00:10', 1), ('a', '2024-01-01 00:00:20', 2)")
-    conn.execute(f"CREATE FLOW z_flow SINK TO z_sink {HOURLY} AS "
-                 f"SELECT host, {BIN} AS w, count(*) AS c FROM z_src GROUP BY host, w")
-    flush(conn, "z_flow")
-    conn.execute("INSERT INTO z_src VALUES (NULL, '2024-01-01 00:00:30', 3)")
-    assert flush(conn, "z_flow") == 2
-    assert rows(conn, "SELECT host, w, c FROM z_sink ORDER BY host NULLS FIRST") == [
+    conn.execute("CREATE TABLE nk_src (host text, ts timestamp NOT NULL, v double precision)")
+    conn.execute("INSERT INTO nk_src VALUES (NULL, '2024-01-01 00:00:10', 1), ('a', '2024-01-01 00:00:20', 2)")
+    conn.execute(f"CREATE FLOW nk_flow SINK TO nk_sink {HOURLY} AS "
+                 f"SELECT host, {BIN} AS w, count(*) AS c FROM nk_src GROUP BY host, w")
+    flush(conn, "nk_flow")
+    conn.execute("INSERT INTO nk_src VALUES (NULL, '2024-01-01 00:00:30', 3)")
+    assert flush(conn, "nk_flow") == 2
+    assert rows(conn, "SELECT host, w, c FROM nk_sink ORDER BY host NULLS FIRST") == [
         (None, datetime(2024, 1, 1), 2), ("a", datetime(2024, 1, 1), 1)]
 
 
