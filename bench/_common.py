@@ -210,8 +210,9 @@ def delta_dataframe(spark, table_path: Path):
     """The current snapshot of a Delta table as a Spark DataFrame, read by its file list."""
     from deltalake import DeltaTable
 
-    files = DeltaTable(str(table_path)).file_uris()
-    return spark.read.parquet(*files)
+    from engine.storage import local_files
+
+    return spark.read.parquet(*local_files(DeltaTable(str(table_path))))
 
 
 def copy_rows_text(conn, table: str, rows: int, chunk: int = 100_000) -> float:

@@ -626,7 +626,7 @@ class TableStore:
     def snapshot(self, location: str) -> Snapshot:
         with self.lock(location):
             dt = self._table(location)
-            return Snapshot(location, dt.version(), dt.file_uris())
+            return Snapshot(location, dt.version(), local_files(dt))
 
     def version(self, location: str) -> int:
         with self.lock(location):
@@ -751,6 +751,12 @@ class TableStore:
                 fields.append(DField.from_arrow(f) if hasattr(DField, "from_arrow") else f)
             dt.alter.add_columns(fields)
             self.forget(location)
+
+
+def local_files(dt: DeltaTable) -> list[str]:
+    """The table's data files as paths. ``file_uris()`` percent-encodes them (a space is ``%20``),
+    which Spark and pyarrow take literally: under a data dir with a space no table was readable."""
+    return [unquote(u) for u in dt.file_uris()]
 
 
 def all_new(dt: DeltaTable, location: str, keys: list[str], data: Any) -> bool:

@@ -15,6 +15,7 @@ from deltalake import DeltaTable
 
 from catalog.store import Catalog
 from engine import Engine
+from engine.storage import local_files
 from tidegate.config import Settings
 from tidegate.errors import SqlError
 from tidegate.pgtypes import INT4, INT8, TEXT, TIMESTAMP, ColumnType
@@ -24,7 +25,7 @@ from tidegate.session import SessionInfo
 
 @pytest.fixture(scope="module")
 def engine(tmp_path_factory):
-    data = tmp_path_factory.mktemp("engine")
+    data = tmp_path_factory.mktemp("engine") / "data dir"  # a space: paths must not be URL-encoded
     settings = Settings(data_dir=data, spark_master="local[2]", maintenance_interval_s=0,
                         spark_conf={"spark.sql.shuffle.partitions": "2", "spark.driver.memory": "1g"})
     catalog = Catalog(settings.catalog_path)
@@ -313,7 +314,7 @@ def test_aggregate_overhead_vs_direct_spark(engine, s):
                                names=["id", "host", "v", "ts"]) for k in range(0, n, 250_000)]
     s.copy_from(target, iter(batches), None)
     query = "SELECT host, count(*), sum(v), max(ts) FROM agg GROUP BY host ORDER BY host"
-    files = DeltaTable(engine.catalog.get_table("public", "agg").location).file_uris()
+    files = local_files(DeltaTable(engine.catalog.get_table("public", "agg").location))
     direct = engine.runtime.wait().newSession()
     direct.read.parquet(*files).createOrReplaceTempView("agg_direct")
     direct_sql = query.replace("FROM agg", "FROM agg_direct")

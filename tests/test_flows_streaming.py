@@ -24,7 +24,8 @@ BIN = "date_bin(INTERVAL '10 seconds', ts, '2000-01-01 00:00:00'::timestamp)"
 
 @pytest.fixture(scope="module")
 def gw(tmp_path_factory) -> TidegateServer:
-    server = start_tidegate(tmp_path_factory.mktemp("flows-streaming-data"))
+    # A space in the data dir: the streaming source reads the files the Delta log names.
+    server = start_tidegate(tmp_path_factory.mktemp("flows-streaming-data") / "data dir")
     server.wait_for_spark()
     yield server
     server.stop()

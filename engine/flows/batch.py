@@ -238,7 +238,7 @@ def _prune_files(store: TableStore, snap: Snapshot, column: str, ranges: list[Ra
     for path, mn, mx in zip(actions.column("path").to_pylist(), mins, maxs):
         if mn is not None and mx is not None and not any(mx >= lo and (hi is None or mn < hi) for lo, hi in ranges):
             missed.add(os.path.join(snap.location, unquote(path)))
-    return [uri for uri in snap.files if unquote(uri) not in missed]
+    return [path for path in snap.files if path not in missed]
 
 
 def _to_sink_rows(result: pa.Table, plan: FlowPlan, sink: TableDef) -> pa.Table:

@@ -128,7 +128,9 @@ class CdfStreamReader(DataSourceStreamReader):
         if lo < 0:
             from deltalake import DeltaTable
 
-            files = DeltaTable(self.path, version=hi).file_uris()
+            from engine.storage import local_files
+
+            files = local_files(DeltaTable(self.path, version=hi))
             if not files:
                 return []
             n = min(BACKFILL_PARTITIONS, len(files))
