@@ -183,6 +183,36 @@ def test_expire_after_drops_late_rows(conn: psycopg.Connection) -> None:
     assert st["last_batch_time"] is not None and st["lag_seconds"] is not None
 
 
+# -- failure and recovery ---------------------------------------------------------------------------
+
+def test_failed_flow_restarts_from_checkpoint_others_unaffected(conn: psycopg.Connection) -> None:
+    """A sink the flow can no longer write fails its query: the error is recorded with its cause,
+    the other flow on the same source goes on, and once the sink fits again the flow restarts from
+    its checkpoint and delivers what it missed."""
+    conn.execute("CREATE TABLE x_src (host text, ts timestamp TIME INDEX, v double precision, extra int, "
+                 "PRIMARY KEY (host))")
+    conn.execute("INSERT INTO x_src VALUES ('a', '2024-01-01 00:00:01', 1, 5)")
+    conn.execute("CREATE FLOW x_bad SINK TO x_bad_sink WITH (flow_type = 'streaming') AS "
+                 "SELECT host, ts, extra FROM x_src WHERE v > 0")
+    conn.execute("CREATE FLOW x_ok SINK TO x_ok_sink WITH (flow_type = 'streaming') AS "
+                 "SELECT host, ts, v FROM x_src WHERE v > 0")
+    wait_rows(conn, "SELECT host, extra FROM x_bad_sink", [("a", 5)])
+    conn.execute("ALTER TABLE x_bad_sink DROP COLUMN extra")
+    conn.execute("INSERT INTO x_src VALUES ('b', '2024-01-01 00:00:02', 2, 6)")
+    wait_rows(conn, "SELECT host FROM x_ok_sink ORDER BY host", [("a",), ("b",)])
+    deadline = time.time() + 60
+    while statistics(conn, "x_bad")["status"] != "error":
+        assert time.time() < deadline, statistics(conn, "x_bad")
+        time.sleep(0.2)
+    assert "number of fields does not match" in statistics(conn, "x_bad")["last_error"]
+    conn.execute("ALTER TABLE x_bad_sink ADD COLUMN extra int")
+    conn.execute("INSERT INTO x_src VALUES ('c', '2024-01-01 00:00:03', 3, 7)")
+    # 'a' was written before the column was dropped: its value went with the column.
+    wait_rows(conn, "SELECT host, extra FROM x_bad_sink ORDER BY host", [("a", None), ("b", 6), ("c", 7)])
+    stats = statistics(conn, "x_bad")
+    assert (stats["status"], stats["last_error"]) == ("active", None)
+
+
 # -- flush, status, drop, replace ------------------------------------------------------------------------
 
 def test_flush_drop_and_replace(conn: psycopg.Connection, gw: TidegateServer) -> None:

@@ -708,8 +708,17 @@ def committed_version(checkpoint: Path) -> int:
 
 
 def _short(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return text[0][:500] if text else type(exc).__name__
+    """One line a user can act on. A failure inside the micro-batch function reaches us wrapped by
+    Spark with the Python traceback embedded; its cause is the line that ends that traceback."""
+    lines = [line.rstrip() for line in str(exc).strip().splitlines() if line.strip()]
+    if not lines:
+        return type(exc).__name__
+    marks = [i for i, line in enumerate(lines) if "Traceback (most recent call last):" in line]
+    if marks:
+        for line in lines[marks[-1] + 1:]:
+            if not line.startswith((" ", "\t")):
+                return line[:500]
+    return lines[0][:500]
 
 
 __all__ = ["STATE_STORE_PROVIDER", "StreamingExecutor", "app_id", "append_mostly",
