@@ -738,7 +738,7 @@ class RefreshManager:
         """Diff the staged snapshot against the table and apply it in one Delta merge (once)."""
         from deltalake import CommitProperties, DeltaTable, Transaction
 
-        from engine.storage import duplicate_keys, key_text
+        from engine.storage import duplicate_keys, key_match, key_text
 
         store = self.engine.store
         location = t.location or ""
@@ -781,10 +781,9 @@ class RefreshManager:
                                     writer_properties=WRITER_PROPERTIES)
                 else:
                     names = new.column_names
-                    pred = " AND ".join(f"t.{_q(k)} = s.{_q(k)}" for k in keys)
                     others = [c for c in names if c not in keys]
-                    merger = dt.merge(diff.data, predicate=pred, source_alias="s", target_alias="t",
-                                      commit_properties=props, writer_properties=WRITER_PROPERTIES)
+                    merger = dt.merge(diff.data, predicate=key_match(keys, null_safe=False), source_alias="s",
+                                      target_alias="t", commit_properties=props, writer_properties=WRITER_PROPERTIES)
                     if others:
                         merger = merger.when_matched_update(updates={_q(c): f"s.{_q(c)}" for c in others},
                                                             predicate="s.__tg_op = 'U'")

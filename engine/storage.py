@@ -720,9 +720,8 @@ class TableStore:
                 data = op.data if isinstance(op.data, pa.Table) else op.data.read_all()
                 if data.num_rows == 0:
                     return dt.version()
-                eq = "IS NOT DISTINCT FROM" if op.null_safe else "="
-                old = (lambda k: f"s.{_q('__tg_old_' + k)}") if op.kind == "update" else (lambda k: f"s.{_q(k)}")
-                pred = " AND ".join(f"(t.{_q(k)} {eq} {old(k)})" for k in op.keys)
+                pred = key_match(op.keys, null_safe=op.null_safe,
+                                 source_prefix="__tg_old_" if op.kind == "update" else "")
                 merger = dt.merge(data, predicate=pred, source_alias="s", target_alias="t",
                                   commit_properties=props, writer_properties=WRITER_PROPERTIES)
                 if op.kind == "update":
@@ -790,7 +789,7 @@ def key_files(dt: DeltaTable, location: str, keys: list[str], candidates: pa.Tab
         if overlap is not None:
             keep = pc.and_(keep, overlap)
     paths = actions.filter(keep).column("path").to_pylist()
-    return [p if "://" in p or os.path.isabs(p) else os.path.join(location, unquote(p)) for p in paths]
+    return [action_path(location, p) for p in paths]
 
 
 def _stats_overlap(actions: pa.Table, key: str, values: pa.ChunkedArray) -> pa.Array | None:
@@ -842,15 +841,22 @@ def _keys_filter(keys: list[str], candidates: pa.Table) -> pc.Expression | None:
     return flt
 
 
-def key_match(keys: Sequence[str], *, null_safe: bool = True) -> str:
-    """A merge predicate matching target ``t`` and source ``s`` rows on ``keys``.
+def key_match(keys: Sequence[str], *, null_safe: bool = True, source_prefix: str = "") -> str:
+    """A merge predicate matching target ``t`` rows to source ``s`` rows on ``keys`` (the source's
+    column for key ``k`` is ``source_prefix + k``).
 
     ``IS NOT DISTINCT FROM`` (parenthesised: delta-rs's parser binds it loosely) stays an equi-join
     for DataFusion; the spelled-out ``(t.k = s.k OR (t.k IS NULL AND s.k IS NULL))`` does not, and
     the merge became a nested-loop join, 4-5x slower on a 30k-row flow sink and growing with it.
     """
     op = "IS NOT DISTINCT FROM" if null_safe else "="
-    return " AND ".join(f"(t.{_q(k)} {op} s.{_q(k)})" for k in keys)
+    return " AND ".join(f"(t.{_q(k)} {op} s.{_q(source_prefix + k)})" for k in keys)
+
+
+def action_path(location: str, path: str) -> str:
+    """The file-system path of a data file named by an add action (relative and percent-encoded
+    in the log, per the Delta protocol)."""
+    return path if "://" in path or os.path.isabs(path) else os.path.join(location, unquote(path))
 
 
 def _q(name: str) -> str:

@@ -22,11 +22,9 @@ from __future__ import annotations
 
 import itertools
 import logging
-import os
 import time
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
-from urllib.parse import unquote
 
 import pyarrow as pa
 from deltalake import CommitProperties, Transaction
@@ -35,8 +33,8 @@ from catalog.store import TableDef
 from engine.flows.plan import TS_PLACEHOLDER, UPDATE_AT, FlowPlan, table_refs, upsert_keys
 from engine.flows.runtime import ActiveFlow, FlowExecutor, RunResult
 from engine.flows.windows import US, Range, delta_predicate, merge_ranges, spark_predicate, times_to_micros
-from engine.storage import (WRITER_PROPERTIES, Snapshot, TableStore, coerce_array, dedupe_last, key_match,
-                            storage_schema, storage_to_result)
+from engine.storage import (WRITER_PROPERTIES, Snapshot, TableStore, action_path, coerce_array, dedupe_last,
+                            key_match, storage_schema, storage_to_result)
 from tidegate.errors import SqlError
 
 if TYPE_CHECKING:
@@ -237,7 +235,7 @@ def _prune_files(store: TableStore, snap: Snapshot, column: str, ranges: list[Ra
     missed = set()
     for path, mn, mx in zip(actions.column("path").to_pylist(), mins, maxs):
         if mn is not None and mx is not None and not any(mx >= lo and (hi is None or mn < hi) for lo, hi in ranges):
-            missed.add(os.path.join(snap.location, unquote(path)))
+            missed.add(action_path(snap.location, path))
     return [path for path in snap.files if path not in missed]
 
 
