@@ -39,6 +39,7 @@ import shutil
 import threading
 import uuid as uuidlib
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import date, datetime, time, timedelta, timezone
@@ -549,6 +550,24 @@ class WriteOp:
     null_safe: bool = False  # "update"/"delete" matched on nullable columns
 
 
+@dataclass(frozen=True)
+class FileEntry:
+    """A data file of a table version, as its log lists it."""
+
+    path: str
+    size: int
+    rows: int
+
+
+@dataclass
+class CurrentRows:
+    """A table version's rows, each tagged with the data file that holds it."""
+
+    version: int
+    rows: pa.Table
+    files: list[FileEntry]
+
+
 class TableStore:
     """Creates, reads and commits Delta tables; caches one DeltaTable per location."""
 
@@ -635,6 +654,34 @@ class TableStore:
     def read_arrow(self, location: str, columns: list[str] | None = None) -> pa.Table:
         with self.lock(location):
             return self._table(location).to_pyarrow_table(columns=columns)
+
+    def current_rows(self, location: str, schema: pa.Schema, file_column: str) -> CurrentRows:
+        """Every row of the current version in ``schema``, with ``file_column`` (int32): the index
+        in ``files`` of the data file holding it. Files are read two at a time, outside the lock
+        (data files never change; a file removed since stays until vacuum's retention)."""
+        with self.lock(location):
+            dt = self._table(location)
+            version = dt.version()
+            actions = pa.table(dt.get_add_actions(flatten=True)).select(["path", "size_bytes"])
+        listed = list(zip(actions.column("path").to_pylist(), actions.column("size_bytes").to_pylist()))
+        paths = [action_path(location, p) for p, _ in listed]
+        index = {p: i for i, p in enumerate(paths)}
+        dataset = pads.dataset(paths, schema=schema, format="parquet")
+
+        def read(fragment: pads.ParquetFileFragment) -> pa.Table:
+            part = fragment.to_table(schema=schema)
+            i = pa.scalar(index[fragment.path], pa.int32())
+            return part.append_column(pa.field(file_column, pa.int32()), pa.repeat(i, part.num_rows))
+
+        with ThreadPoolExecutor(max_workers=2, thread_name_prefix="tidegate-read") as pool:
+            parts = list(pool.map(read, dataset.get_fragments()))
+        counts = [0] * len(listed)
+        for part in parts:
+            if part.num_rows:
+                counts[part.column(file_column)[0].as_py()] = part.num_rows
+        files = [FileEntry(p, int(size), n) for (p, size), n in zip(listed, counts)]
+        rows = pa.concat_tables(parts) if parts else schema.append(pa.field(file_column, pa.int32())).empty_table()
+        return CurrentRows(version, rows, files)
 
     def existing_keys(self, location: str, keys: list[str], candidates: pa.Table) -> pa.Table:
         """Rows of the key columns that already exist among ``candidates`` (pruned by stats)."""

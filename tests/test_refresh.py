@@ -181,6 +181,87 @@ def test_change_feed_holds_only_the_diff(conn, tidegate: TidegateServer, tmp_pat
     assert (st["rows_loaded"], st["rows_inserted"], st["rows_updated"], st["rows_deleted"]) == (200, 0, 0, 0)
 
 
+def last_commit_actions(location: Path) -> dict[str, int]:
+    """How many actions of each kind (add, remove, cdc, txn, ...) the newest Delta commit holds."""
+    newest = max((location / "_delta_log").glob("*.json"))
+    kinds: dict[str, int] = {}
+    for line in newest.read_text().splitlines():
+        for kind in json.loads(line):
+            kinds[kind] = kinds.get(kind, 0) + 1
+    return kinds
+
+
+def test_commit_rewrites_touched_files_or_adopts_the_load(conn, tidegate: TidegateServer, tmp_path: Path) -> None:
+    """A refresh rewrites only the files holding changed rows; when nearly every file changes, the
+    staged load becomes the table's files. Either way the feed holds only the diff."""
+    src = tmp_path / "files"
+    table = {i * 100 + j: (f"n{j}", j) for i in range(4) for j in range(25)}
+
+    def write_files() -> None:
+        for f in range(5):
+            part = {k: v for k, v in table.items() if k // 100 == f}
+            if part:
+                write(src / f"{f}.csv", "".join(f"{k},{n},{v}\n" for k, (n, v) in sorted(part.items())))
+
+    write_files()
+    file_table(conn, "f_files", src, enc_opts="without_header = 'true'", extra=", chunk_bytes = '1'")
+    location = tidegate.data_dir / "warehouse" / "public" / "f_files"
+
+    def contents() -> list[tuple]:
+        return rows(conn, "SELECT id, name, v FROM f_files ORDER BY id")
+
+    conn.execute("REFRESH TABLE f_files WAIT")
+    # The initial load: the four staged chunks are adopted; added files are the inserts.
+    actions = last_commit_actions(location)
+    assert (actions.get("add"), actions.get("remove"), actions.get("cdc"), actions.get("txn")) == (4, None, None, 1)
+    assert [kind for _, kind in cdf_of_last_commit(location)] == ["insert"] * 100
+    assert contents() == [(k, n, v) for k, (n, v) in sorted(table.items())]
+
+    table[103] = ("changed", 3)  # one row of one file
+    write_files()
+    conn.execute("REFRESH TABLE f_files WAIT")
+    actions = last_commit_actions(location)
+    assert (actions.get("add"), actions.get("remove"), actions.get("cdc")) == (1, 1, 1)
+    assert cdf_of_last_commit(location) == [(103, "update_postimage"), (103, "update_preimage")]
+    assert contents() == [(k, n, v) for k, (n, v) in sorted(table.items())]
+
+    table.update({400 + j: (f"new{j}", j) for j in range(5)})  # new keys only: appended
+    write_files()
+    conn.execute("REFRESH TABLE f_files WAIT")
+    actions = last_commit_actions(location)
+    assert (actions.get("add"), actions.get("remove"), actions.get("cdc")) == (1, None, None)
+    assert cdf_of_last_commit(location) == [(400 + j, "insert") for j in range(5)]
+
+    for f in range(5):  # a row of every file changes, one is deleted
+        table[f * 100] = ("every", -1)
+    del table[1]
+    write_files()
+    conn.execute("REFRESH TABLE f_files WAIT")
+    actions = last_commit_actions(location)
+    assert (actions.get("add"), actions.get("remove"), actions.get("cdc")) == (5, 5, 1)
+    assert cdf_of_last_commit(location) == sorted([(1, "delete")] + [(f * 100, kind) for f in range(5) for kind in
+                                                                      ("update_postimage", "update_preimage")])
+    assert contents() == [(k, n, v) for k, (n, v) in sorted(table.items())]
+    assert len(DeltaTable(str(location)).file_uris()) == 5
+    st = status(conn, "f_files")
+    assert (st["rows_loaded"], st["rows_inserted"], st["rows_updated"], st["rows_deleted"]) == (104, 0, 5, 1)
+
+
+def test_not_null_columns_are_checked(conn, tmp_path: Path) -> None:
+    src = tmp_path / "nn"
+    write(src / "a.csv", "1,a,1\n2,,2\n3,c,3\n")
+    file_table(conn, "f_nn", src, enc_opts="without_header = 'true'", cols="id int PRIMARY KEY, name text NOT NULL, v int")
+    err = error_of(conn, "REFRESH TABLE f_nn WAIT")
+    assert err.sqlstate == "22P02"
+    assert err.diag.message_primary.endswith("1 source row does not fit the table's schema; first: file "
+                                             f"{src / 'a.csv'}: 1 row with NULL in NOT NULL column name")
+    assert rows(conn, "SELECT count(*) FROM f_nn") == [(0,)]
+    file_table(conn, "f_nn_ok", src, enc_opts="without_header = 'true'", cols="id int PRIMARY KEY, name text NOT NULL, v int",
+               extra=", on_source_error = 'ignore'")
+    conn.execute("REFRESH TABLE f_nn_ok WAIT")
+    assert rows(conn, "SELECT * FROM f_nn_ok ORDER BY id") == [(1, "a", 1), (3, "c", 3)]
+
+
 def test_csv_without_header_custom_delimiter(conn, tmp_path: Path) -> None:
     src = tmp_path / "semi"
     write(src / "x.csv", "1;a;1.5\n2;b;2.5\n")
@@ -339,7 +420,7 @@ def test_flow_over_refreshable_table_sees_only_the_diff(conn, tmp_path: Path) ->
 # -- crash recovery and schedule (own gateway) ---------------------------------------------------------------
 
 def _history_refresh_commits(location: Path) -> int:
-    return sum(1 for h in DeltaTable(str(location)).history() if h.get("operation") == "MERGE")
+    return sum(1 for h in DeltaTable(str(location)).history() if h.get("operation") == "REFRESH")
 
 
 def _logged(gw: TidegateServer, text: str) -> bool:
@@ -361,7 +442,8 @@ def test_kill9_during_load_and_commit_then_schedule(tmp_path: Path) -> None:
         gw.wait_for_spark()
         with psycopg.connect(gw.dsn, autocommit=True) as c:
             file_table(c, "k_b", src_b, enc_opts="without_header = 'true'")
-            file_table(c, "k_t", src, enc_opts="without_header = 'true'")
+            # chunk_bytes = 1: each file is a chunk of its own, so the load has four steps.
+            file_table(c, "k_t", src, enc_opts="without_header = 'true'", extra=", chunk_bytes = '1'")
             c.execute("REFRESH TABLE k_b")
             c.execute("REFRESH TABLE k_t")
             wait_until(lambda: _logged(gw, "public.k_t': loaded chunk 1/4")
@@ -400,7 +482,8 @@ def test_kill9_during_load_and_commit_then_schedule(tmp_path: Path) -> None:
                 assert rows(c, f"SELECT count(*) FROM {name}") == [(n,)]
             assert _history_refresh_commits(loc_t) == 1 and _history_refresh_commits(loc_b) == 1
             # Scheduled refresh: every second; each takes > 2 s (4 chunks x 0.6 s), so ticks are skipped.
-            file_table(c, "s_t", src, enc_opts="without_header = 'true'", extra=", refresh_interval_sec = '1'")
+            file_table(c, "s_t", src, enc_opts="without_header = 'true'",
+                       extra=", refresh_interval_sec = '1', chunk_bytes = '1'")
             st = wait_until(lambda: (s := status(c, "s_t"))["last_success_time"] and s["skipped_ticks"] >= 1 and s,
                             timeout=60)
             assert st["trigger_interval_secs"] == 1 and st["rows_loaded"] == 100
@@ -410,11 +493,12 @@ def test_kill9_during_load_and_commit_then_schedule(tmp_path: Path) -> None:
 
 
 def test_diff_is_the_same_whichever_join_finds_it() -> None:
-    """The refresh difference over every storage type: DuckDB's join and Arrow's fallback agree."""
+    """The refresh difference over every storage type: DuckDB's join and Arrow's fallback agree,
+    and both name the files holding the rows that change."""
     from datetime import datetime, timezone
     from decimal import Decimal
 
-    from engine.refresh import _diff_arrow, _diff_duckdb, compute_diff
+    from engine.refresh import FILE_COLUMN, _join_arrow, _join_duckdb, compute_diff
 
     schema = pa.schema([("k1", pa.int64()), ("k2", pa.string()), ("f", pa.float64()), ("d", pa.decimal128(12, 3)),
                         ("ts", pa.timestamp("us", tz="UTC")), ("b", pa.binary()), ("arr", pa.list_(pa.int32())),
@@ -425,22 +509,52 @@ def test_diff_is_the_same_whichever_join_finds_it() -> None:
         return {"k1": k1, "k2": k2, "f": f, "d": d, "ts": t, "b": b, "arr": list(arr) if arr is not None else None,
                 "flag": flag}
 
+    def keys(t: pa.Table) -> list[tuple]:
+        return sorted(zip(t.column("k1").to_pylist(), t.column("k2").to_pylist()))
+
     cur = pa.Table.from_pylist([row(1, "a"), row(2, "a", f=float("nan")), row(3, "a", d=None), row(4, "a"),
                                 row(5, "a", arr=None), row(6, "a")], schema=schema)
+    cur = cur.append_column(FILE_COLUMN, pa.array([0, 0, 1, 2, 3, 4], pa.int32()))
     new = pa.Table.from_pylist([row(1, "a"), row(2, "a", f=float("nan")), row(3, "a", d=Decimal("2.000")),
                                 row(5, "a", arr=(3,)), row(6, "a", b=b"\x02"), row(7, "a", flag=None),
                                 row(1, "b")], schema=schema)
-    expected = {("I", 7, "a"), ("I", 1, "b"), ("U", 3, "a"), ("U", 5, "a"), ("U", 6, "a"), ("D", 4, "a")}
     arrowable = [n for n in schema.names if n != "arr"]  # Arrow's join cannot carry list columns
-    for impl, names in ((_diff_duckdb, schema.names), (_diff_arrow, arrowable)):
-        got = impl(new.select(names), cur.select(names), ["k1", "k2"])
-        ops = {(r["__tg_op"], r["k1"], r["k2"]) for r in got.to_pylist()}
+    for join, names in ((_join_duckdb, schema.names), (_join_arrow, arrowable)):
+        diff = compute_diff(new.select(names), cur.select(names + [FILE_COLUMN]), ["k1", "k2"], join)
+        assert keys(diff.inserted) == [(1, "b"), (7, "a")], join.__name__
         # NaN is unchanged for DuckDB (PostgreSQL's float equality); Arrow calls it changed
-        want = expected if "arr" in names else expected - {("U", 5, "a")}
-        assert ops - {("U", 2, "a")} == want, impl.__name__
-        assert got.schema.field("ts").type == pa.timestamp("us", tz="UTC")
-        deleted = [r for r in got.to_pylist() if r["__tg_op"] == "D"]
-        assert deleted == [{k: v for k, v in {**row(4, "a"), "__tg_op": "D"}.items() if k in names or k == "__tg_op"}]
-    assert ("U", 2, "a") not in {(r["__tg_op"], r["k1"], r["k2"]) for r in _diff_duckdb(new, cur, ["k1", "k2"]).to_pylist()}
+        changed = [k for k in keys(diff.updated) if k != (2, "a")]
+        assert changed == ([(3, "a"), (5, "a"), (6, "a")] if "arr" in names else [(3, "a"), (6, "a")]), join.__name__
+        assert diff.deleted.to_pylist() == [{k: v for k, v in row(4, "a").items() if k in names}]
+        assert diff.updated.schema == diff.preimages.schema == new.select(names).schema
+        assert keys(diff.preimages) == keys(diff.updated)
+        pre = {r["k1"]: r for r in diff.preimages.to_pylist()}
+        assert pre[3]["d"] is None and pre[6]["b"] == b"\x00\x01"  # the current versions
+        assert set(diff.touched) - {0} == ({1, 2, 3, 4} if "arr" in names else {1, 2, 4})
+        feed = diff.feed()
+        assert sorted(set(feed.column("_change_type").to_pylist())) == ["delete", "insert", "update_postimage",
+                                                                        "update_preimage"]
+        assert feed.num_rows == diff.inserted.num_rows + 2 * diff.updated.num_rows + diff.deleted.num_rows
     diff = compute_diff(new, cur, ["k1", "k2"])
-    assert (diff.inserted, diff.updated, diff.deleted) == (2, 3, 1)
+    assert diff.counts == (2, 3, 1) and diff.touched == [1, 2, 3, 4]
+    assert sorted(diff.merge_source().column("__tg_op").to_pylist()) == ["D", "I", "I", "U", "U", "U"]
+
+
+def test_merge_fallback_applies_the_same_diff(tmp_path: Path) -> None:
+    """Tables engine.deltalog does not write (e.g. partitioned) get the diff as a delta-rs merge."""
+    from deltalake import write_deltalake
+
+    from engine.refresh import FILE_COLUMN, RefreshManager, compute_diff
+    from engine.storage import CDF_CONFIG
+
+    location = str(tmp_path / "merged")
+    cur = pa.table({"id": pa.array([1, 2, 3], pa.int64()), "name": ["a", "b", "c"]})
+    write_deltalake(location, cur, partition_by=["name"], configuration=dict(CDF_CONFIG))
+    new = pa.table({"id": pa.array([1, 2, 4], pa.int64()), "name": ["a", "B", "d"]})
+    diff = compute_diff(new, cur.append_column(FILE_COLUMN, pa.array([0, 1, 2], pa.int32())), ["id"])
+    RefreshManager._commit_merge(DeltaTable(location), 9, "tidegate-refresh-1", new, ["id"], diff)
+    dt = DeltaTable(location)
+    assert sorted(dt.to_pyarrow_table().to_pylist(), key=lambda r: r["id"]) == new.to_pylist()
+    assert dt.transaction_version("tidegate-refresh-1") == 9
+    assert cdf_of_last_commit(Path(location)) == [(2, "update_postimage"), (2, "update_preimage"), (3, "delete"),
+                                                  (4, "insert")]

@@ -72,6 +72,19 @@ SELECT * FROM rf_dup_ok ORDER BY id;
 SELECT table_name, current_status, rows_loaded, rows_inserted, last_error FROM information_schema.refresh_tables
 WHERE table_name LIKE 'rf_dup%' ORDER BY table_name;
 
+-- A NULL in a NOT NULL column breaks the schema as an unparsable value does.
+-- SQLNESS ENV PWD
+CREATE TABLE rf_nn (id int PRIMARY KEY, s text NOT NULL) WITH (
+  connector = 'file', path = '$PWD/sqlness/cases/standalone/refresh/data/nulls', refresh_mode = 'FULL_RELOAD'
+) FORMAT PLAIN ENCODE CSV (without_header = 'true');
+
+-- SQLNESS REPLACE /\S+/sqlness/ <repo>/sqlness/
+REFRESH TABLE rf_nn WAIT;
+
+SELECT count(*) FROM rf_nn;
+
+DROP TABLE rf_nn;
+
 DROP TABLE rf_users;
 
 DROP TABLE rf_events;
