@@ -34,7 +34,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from deltalake import DeltaTable
 
-from engine.storage import ROW_GROUP_ROWS
+from engine.storage import ROW_GROUP_ROWS, FileEntry
 
 CHANGE_TYPE = "_change_type"
 CDC_DIR = "_change_data"
@@ -57,12 +57,6 @@ class DataFile:
     size: int
     rows: int
     stats: str | None = None  # the add action's stats JSON (None for cdc files)
-
-
-@dataclass(frozen=True)
-class RemovedFile:
-    path: str  # as the log lists it
-    size: int
 
 
 def supports(dt: DeltaTable) -> bool:
@@ -109,7 +103,7 @@ def add_cdc_file(location: str, changes: pa.Table) -> DataFile:
 
 
 def commit(dt: DeltaTable, location: str, *, adds: Sequence[DataFile] = (),
-           removes: Sequence[RemovedFile] = (), cdc: Sequence[DataFile] = (),
+           removes: Sequence[FileEntry] = (), cdc: Sequence[DataFile] = (),
            app_transaction: tuple[str, int] | None = None, operation: str = "WRITE",
            parameters: dict[str, object] | None = None, metrics: dict[str, int] | None = None) -> int:
     """Commit the actions on top of ``dt``'s version (the one they were computed from) as the next

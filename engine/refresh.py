@@ -962,7 +962,7 @@ class RefreshManager:
         # feed derives from them; with removes the feed must be spelled out.
         cdc = [deltalog.add_cdc_file(location, diff.feed())] if removes else []
         deltalog.commit(dt, location, adds=adds,
-                        removes=[deltalog.RemovedFile(f.path, f.size) for f in removes], cdc=cdc,
+                        removes=removes, cdc=cdc,
                         app_transaction=(app_id, rid), operation="REFRESH",
                         parameters={"table": t.qualified_name, "refreshId": rid},
                         metrics={"num_target_rows_inserted": inserted, "num_target_rows_updated": updated,

@@ -12,7 +12,7 @@ import pytest
 from deltalake import DeltaTable, write_deltalake
 
 from engine import deltalog
-from engine.storage import CDF_CONFIG
+from engine.storage import CDF_CONFIG, FileEntry
 
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string()), ("score", pa.float64()), ("day", pa.date32()),
                     ("at", pa.timestamp("us", tz="UTC")), ("local", pa.timestamp("us"))])
@@ -43,7 +43,8 @@ def change_feed(dt: DeltaTable, version: int) -> list[tuple[int, str]]:
 def test_replace_files_with_an_explicit_change_feed(table: tuple[str, DeltaTable]) -> None:
     location, dt = table
     old = pa.table(dt.get_add_actions(flatten=True))
-    removed = [deltalog.RemovedFile(p, s) for p, s in zip(old.column("path").to_pylist(), old.column("size_bytes").to_pylist())]
+    removed = [FileEntry(p, s, n) for p, s, n in zip(old.column("path").to_pylist(), old.column("size_bytes").to_pylist(),
+                                                   old.column("num_records").to_pylist())]
     new_rows = rows([1, 2, 4], "v2")
     added = deltalog.add_data_file(location, new_rows)
     feed = pa.concat_tables([
