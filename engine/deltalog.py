@@ -27,7 +27,7 @@ import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import date, datetime, timedelta
+from datetime import datetime, timedelta
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -173,34 +173,27 @@ def file_stats(table: pa.Table) -> str:
 
 def _bounds(column: pa.ChunkedArray) -> tuple[object, object] | None:
     t = column.type
-    if not (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_date(t)
-            or pa.types.is_timestamp(t)):
+    if pa.types.is_timestamp(t):
+        # The log keeps milliseconds: the range is widened to whole milliseconds, read from the
+        # raw values (as_py of nanoseconds would round).
+        raw = pc.min_max(column.cast(pa.int64()))
+        per_ms = {"s": None, "ms": 1, "us": 1000, "ns": 1_000_000}[t.unit]
+        lo_i, hi_i = raw["min"].as_py(), raw["max"].as_py()
+        if per_ms is None:
+            lo_ms, hi_ms = lo_i * 1000, hi_i * 1000
+        else:
+            lo_ms, hi_ms = lo_i // per_ms, -((-hi_i) // per_ms)
+        return _timestamp_text(lo_ms, t.tz is not None), _timestamp_text(hi_ms, t.tz is not None)
+    if not (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_date(t)):
         return None
     mm = pc.min_max(column)
     lo, hi = mm["min"].as_py(), mm["max"].as_py()
-    if lo is None or hi is None:
+    if pa.types.is_floating(t) and (not (math.isfinite(lo) and math.isfinite(hi))
+                                     or pc.any(pc.is_nan(column)).as_py()):
         return None
-    if pa.types.is_floating(t):
-        if not (math.isfinite(lo) and math.isfinite(hi)) or pc.any(pc.is_nan(column)).as_py():
-            return None
-        return lo, hi
-    if pa.types.is_integer(t):
-        return lo, hi
     if pa.types.is_date(t):
-        return _date_text(lo), _date_text(hi)
-    # Timestamps: the log keeps milliseconds; the range is widened to whole milliseconds.
-    raw = pc.min_max(column.cast(pa.int64()))
-    per_ms = {"s": None, "ms": 1, "us": 1000, "ns": 1_000_000}[t.unit]
-    lo_i, hi_i = raw["min"].as_py(), raw["max"].as_py()
-    if per_ms is None:
-        lo_ms, hi_ms = lo_i * 1000, hi_i * 1000
-    else:
-        lo_ms, hi_ms = lo_i // per_ms, -((-hi_i) // per_ms)
-    return _timestamp_text(lo_ms, t.tz is not None), _timestamp_text(hi_ms, t.tz is not None)
-
-
-def _date_text(d: date) -> str:
-    return d.isoformat()
+        return lo.isoformat(), hi.isoformat()
+    return lo, hi
 
 
 def _timestamp_text(ms: int, with_tz: bool) -> str:

@@ -58,7 +58,6 @@ import pyarrow.parquet as pq
 from catalog import refresh as rmeta
 from catalog.store import TableDef
 from engine import deltalog
-from engine.deltalog import write_parquet
 from engine.storage import WRITER_PROPERTIES, CurrentRows
 from tidegate.errors import SqlError
 from tidegate.pgtypes import INT8, TEXT, TIMESTAMPTZ, ColumnType
@@ -815,7 +814,7 @@ class RefreshManager:
         stage = self._staging(t, rid)
         stage.mkdir(parents=True, exist_ok=True)
         chunks = source.chunks(spark)
-        total = sum(c.rows for c in done.values())
+        total = staged_rows = sum(c.rows for c in done.values())  # rows read / rows staged
         bad_msgs: list[str] = []
         bad_total = 0
         progress = threading.Lock()
@@ -839,13 +838,14 @@ class RefreshManager:
             self._pause("chunk")
 
         def stage_chunk(n: int, path: str, data: pa.Table) -> None:
+            nonlocal staged_rows
             # Staged as the table's data files are written: the commit may adopt them as they are.
-            write_parquet(data, path)
+            deltalog.write_parquet(data, path)
             self.state.record_chunk(t.oid, rid, rmeta.Chunk(n, data.num_rows, path))
             with progress:
                 landed.append(n)
-                count, rows = len(landed), sum(c.rows for c in done.values()) + sum(
-                    tables[i][1].num_rows for i in landed if i in tables)
+                staged_rows += data.num_rows
+                count, rows = len(landed), staged_rows
             notify(f"refresh {rid} of table '{t.qualified_name}': loaded chunk {count}/{len(chunks)}, {rows} rows")
 
         # Chunks load LOADERS at a time (one Spark job each); each is recorded once its staged file
