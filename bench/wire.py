@@ -67,10 +67,11 @@ def psycopg_rows_per_s(conn: C.Conn, rows: int, binary: bool = False) -> float:
 
 
 def wire_drain_rows_per_s(conn: C.Conn, rows: int) -> float:
-    """``SELECT *`` over a raw socket (simple query, text) counting DataRows without decoding them.
+    """``SELECT *`` over a raw socket (simple query, text), read without looking at the rows.
 
     What the server delivers when the client costs nothing: psycopg and asyncpg spend as much
     CPU turning rows into Python objects as the server spends producing them, on the same 2 cores.
+    The row count is the one CommandComplete reports.
     """
     sock = socket.create_connection((conn.host, conn.port))
     try:
@@ -79,13 +80,28 @@ def wire_drain_rows_per_s(conn: C.Conn, rows: int) -> float:
         reader = _MessageCounter(sock)
         reader.until_ready()  # trust authentication on loopback: straight to ReadyForQuery
         query = f"SELECT * FROM {TABLE}".encode() + b"\0"
+        # The result ends with CommandComplete "SELECT <rows>" and ReadyForQuery: watching for
+        # those bytes at the end of what arrived costs the client nothing per row (walking a
+        # million DataRow headers in Python would cost it about 0.8 s of CPU).
+        tag = f"SELECT {rows}".encode() + b"\0"
+        end = b"C" + struct.pack("!i", 4 + len(tag)) + tag + b"Z\0\0\0\x05I"
+        buf = bytearray(1 << 20)
+        view = memoryview(buf)
+        tail = b""
         start = time.perf_counter()
         sock.sendall(b"Q" + struct.pack("!i", 4 + len(query)) + query)
-        got = reader.until_ready()
+        while True:
+            n = sock.recv_into(view)
+            if not n:
+                raise ConnectionError(f"{conn.name}: server closed the connection")
+            tail = (tail + bytes(view[max(0, n - len(end)):n]))[-len(end):]
+            if tail == end:
+                break
+            if tail.endswith(b"Z\0\0\0\x05I") and b"E" in bytes(view[max(0, n - 400):n]):
+                raise RuntimeError(f"{conn.name}: {bytes(view[max(0, n - 400):n]).decode(errors='replace')}")
         elapsed = time.perf_counter() - start
     finally:
         sock.close()
-    assert got == rows, f"{conn.name}: drained {got} rows, expected {rows}"
     return rows / elapsed
 
 
@@ -145,14 +161,14 @@ def direct_spark_rows_per_s(tg: C.TidegateServer, rows: int) -> float:
     spark = C.spark_session("bench-wire")
     try:
         df = C.delta_dataframe(spark, tg.data_dir / "warehouse" / "public" / TABLE)
-        df.toArrow()  # warm: JIT, file listing, Arrow serializers
-        times = []
-        for _ in range(3):
+        def measure() -> float:
             start = time.perf_counter()
             table = df.toArrow()
-            times.append(time.perf_counter() - start)
+            elapsed = time.perf_counter() - start
             assert table.num_rows == rows
-        return rows / sorted(times)[1]
+            return rows / elapsed
+
+        return best_of(measure)  # as every client rate: the best of RUNS after an untimed (warming) run
     finally:
         spark.stop()
 

@@ -497,3 +497,98 @@ def test_values_rows_of_clashing_types_are_a_datatype_error(s):
     e = err(s, "INSERT INTO clash VALUES (1, TIMESTAMP '2024-01-01 10:00:00'), (2, 'x'::text || '')")
     assert e.sqlstate == "42804" and "cannot be matched" in e.message and e.hint
     assert tuples(s.execute("SELECT count(*) FROM clash")) == [(0,)]
+
+
+def test_stream_jobs_start_with_partition_zero_alone():
+    """A streamed result's first job is its first partition only (the first rows come soonest);
+    later jobs take one partition per core, in order, every partition exactly once."""
+    import engine.spark as sparkmod
+
+    assert sparkmod._job_groups(0, 2) == []
+    assert sparkmod._job_groups(1, 2) == [[0]]
+    assert sparkmod._job_groups(6, 2) == [[0], [1, 2], [3, 4], [5]]
+    assert sparkmod._job_groups(4, 3) == [[0], [1, 2, 3]]
+
+
+def test_streamed_scan_closed_early_leaves_the_session_working(s, tmp_path):
+    """Closing a streamed scan after its first batch abandons the job running ahead; the next
+    statement on the same session runs normally and a new stream yields every row."""
+    import pyarrow.parquet as pq
+
+    import engine.spark as sparkmod
+
+    n = 300_000
+    path = tmp_path / "early.parquet"
+    pq.write_table(pa.table({"id": pa.array(range(n), pa.int64())}), path, row_group_size=16 * 1024)
+    df = s.spark.read.parquet(str(path))
+    s.spark.conf.set("spark.sql.files.maxPartitionBytes", "64k")
+    saved = sparkmod.STREAM_PARTITION_BYTES
+    sparkmod.STREAM_PARTITION_BYTES = "64k"
+    try:
+        it = sparkmod.stream_arrow(df)
+        assert next(it).column(0)[0].as_py() == 0
+        it.close()
+        assert _ids(sparkmod.stream_arrow(df)) == list(range(n))
+    finally:
+        sparkmod.STREAM_PARTITION_BYTES = saved
+        s.spark.conf.unset("spark.sql.files.maxPartitionBytes")
+    assert tuples(s.execute("SELECT 1 + 1")) == [(2,)]
+
+
+def test_new_session_reuses_a_closed_sessions_spark_session_without_stale_data(engine):
+    """A connection's Spark session (and its table views) is kept for the next connection; the
+    next one still reads the current data, never the views of a dropped table or of a closed
+    connection's uncommitted rows."""
+    a = engine.open_session()
+    a.execute("CREATE TABLE pooled (id int)")
+    a.execute("INSERT INTO pooled VALUES (1)")
+    assert tuples(a.execute("SELECT id FROM pooled")) == [(1,)]
+    spark_a = a.spark
+    a.begin()
+    a.execute("INSERT INTO pooled VALUES (2)")
+    assert tuples(a.execute("SELECT id FROM pooled ORDER BY id")) == [(1,), (2,)]
+    a.close()  # never committed
+
+    b = engine.open_session()
+    try:
+        assert b.spark is spark_a
+        assert tuples(b.execute("SELECT id FROM pooled ORDER BY id")) == [(1,)]
+        b.execute("INSERT INTO pooled VALUES (3)")
+        assert tuples(b.execute("SELECT id FROM pooled ORDER BY id")) == [(1,), (3,)]
+        b.execute("DROP TABLE pooled")
+        b.execute("CREATE TABLE pooled (id int, label text)")
+        b.execute("INSERT INTO pooled VALUES (7, 'new')")
+    finally:
+        b.close()
+    c = engine.open_session()
+    try:
+        assert tuples(c.execute("SELECT * FROM pooled")) == [(7, "new")]
+    finally:
+        c.close()
+
+
+def test_execute_after_describe_sees_changes_made_in_between(engine, s):
+    """Execute re-uses the plan its Describe analyzed only while nothing it read changed: rows
+    committed, a column added or search_path changed in between are all seen."""
+    other = engine.open_session()
+    try:
+        s.execute("CREATE TABLE described (id int)")
+        s.execute("INSERT INTO described VALUES (1)")
+        sql = "SELECT * FROM described ORDER BY 1"
+        s.describe(sql, [])
+        assert tuples(s.execute(sql)) == [(1,)]
+        s.describe(sql, [])
+        other.execute("INSERT INTO described VALUES (2)")
+        assert tuples(s.execute(sql)) == [(1,), (2,)]
+        s.describe(sql, [])
+        other.execute("ALTER TABLE described ADD COLUMN note text")
+        assert tuples(s.execute(sql)) == [(1, None), (2, None)]
+        other.execute("CREATE SCHEMA elsewhere")
+        other.execute("CREATE TABLE elsewhere.described (id int)")
+        other.execute("INSERT INTO elsewhere.described VALUES (42)")
+        info = SessionInfo()
+        s.describe(sql, [], info)
+        info.settings["search_path"] = "elsewhere, public"
+        assert tuples(s.execute(sql, (), info)) == [(42,)]
+    finally:
+        other.close()
