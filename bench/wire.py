@@ -66,12 +66,17 @@ def psycopg_rows_per_s(conn: C.Conn, rows: int, binary: bool = False) -> float:
     return rows / elapsed
 
 
-def wire_drain_rows_per_s(conn: C.Conn, rows: int) -> float:
-    """``SELECT *`` over a raw socket (simple query, text), read without looking at the rows.
+def _message(kind: bytes, body: bytes) -> bytes:
+    return kind + struct.pack("!i", 4 + len(body)) + body
+
+
+def wire_drain_rows_per_s(conn: C.Conn, rows: int, binary: bool = False) -> float:
+    """``SELECT *`` over a raw socket, read without looking at the rows.
 
     What the server delivers when the client costs nothing: psycopg and asyncpg spend as much
     CPU turning rows into Python objects as the server spends producing them, on the same 2 cores.
-    The row count is the one CommandComplete reports.
+    Text results come from a simple Query; binary ones from Parse/Bind (every column binary)/
+    Execute/Sync. The row count is the one CommandComplete reports.
     """
     sock = socket.create_connection((conn.host, conn.port))
     try:
@@ -88,8 +93,14 @@ def wire_drain_rows_per_s(conn: C.Conn, rows: int) -> float:
         buf = bytearray(1 << 20)
         view = memoryview(buf)
         tail = b""
+        if binary:
+            request = (_message(b"P", b"\0" + query + struct.pack("!h", 0))
+                       + _message(b"B", b"\0\0" + struct.pack("!hhhh", 0, 0, 1, 1))
+                       + _message(b"E", b"\0" + struct.pack("!i", 0)) + _message(b"S", b""))
+        else:
+            request = _message(b"Q", query)
         start = time.perf_counter()
-        sock.sendall(b"Q" + struct.pack("!i", 4 + len(query)) + query)
+        sock.sendall(request)
         while True:
             n = sock.recv_into(view)
             if not n:
@@ -291,6 +302,10 @@ def main() -> None:
         vals = {label: best_of(lambda: wire_drain_rows_per_s(conn, rows)) for label, conn in conns.items()}
         drained = dict(vals)
         report.add("raw socket drain rows/s (text, not decoded)", vals, "(what the server delivers)", None)
+        vals = {label: best_of(lambda: wire_drain_rows_per_s(conn, rows, binary=True))
+                for label, conn in conns.items()}
+        drained_binary = dict(vals)
+        report.add("raw socket drain rows/s (binary, not decoded)", vals, "(what the server delivers)", None)
 
         vals = {label: best_of(lambda: asyncpg_rows_per_s(conn, rows)) for label, conn in conns.items()}
         asyncpg_tg = vals.get("tidegate")
@@ -315,7 +330,8 @@ def main() -> None:
             def ratios(label: str) -> str:
                 return ", ".join(f"{name} {figures[label] / spark_rate:.2f}"
                                  for name, figures in (("psycopg text", text), ("psycopg binary", binary),
-                                                       ("asyncpg binary", asyncpg), ("raw drain", drained))
+                                                       ("asyncpg binary", asyncpg), ("raw drain text", drained),
+                                                       ("raw drain binary", drained_binary))
                                  if label in figures)
 
             met = min(text["tidegate"], binary["tidegate"]) / spark_rate >= TARGET_SPARK_RATIO
