@@ -237,11 +237,11 @@ class EngineSession:
             from pyspark.sql.types import _parse_datatype_string
 
             schema = _parse_datatype_string(sparkmod.spark_schema_ddl([(c.name, c.type) for c in t.columns]))
-            df = df.unionByName(self.spark.createDataFrame(pending, schema=schema))
+            df = df.unionByName(spark.createDataFrame(pending, schema=schema))
         view_name = f"tg_{re.sub(r'[^a-z0-9_]', '_', t.name.lower())[:40]}_{t.oid}_{next(_view_ids)}"
         df.createOrReplaceTempView(view_name)
         if entry is not None:
-            self.spark.catalog.dropTempView(entry.view_name)
+            spark.catalog.dropTempView(entry.view_name)
         self._views[t.location] = _ViewEntry(snap.version, signature, view_name)
         return view_name
 

@@ -350,7 +350,7 @@ def stream_arrow(df: DataFrame) -> Iterator[pa.RecordBatch]:
             served = job.result()
             if k + 1 < len(groups):
                 ahead = _PartitionsJob(sc, jrdd, groups[k + 1])
-            sockfile, sock = served
+            sockfile = served[0]
             try:
                 while True:
                     try:
@@ -361,8 +361,7 @@ def stream_arrow(df: DataFrame) -> Iterator[pa.RecordBatch]:
                     if batch.num_rows:
                         yield batch
             finally:
-                sockfile.close()
-                sock.close()
+                _close_served(served)
     finally:
         if ahead is not None:
             ahead.abandon()
