@@ -42,6 +42,14 @@ class Conn:
         return f"host={self.host} port={self.port} user={self.user} dbname={self.dbname}"
 
 
+def table_path(tg: TidegateServer, table: str) -> Path:
+    """Where the gateway keeps ``table``'s Delta files (``warehouse/<schema oid>/<table oid>``)."""
+    import psycopg
+
+    with psycopg.connect(tg.dsn, autocommit=True) as conn:
+        return tg.data_dir / conn.execute("SELECT pg_relation_filepath(%s)", (table,)).fetchone()[0]
+
+
 def postgres_conn(pg: PostgresServer) -> Conn:
     return Conn("postgres", "127.0.0.1", pg.port, "postgres", "postgres")
 

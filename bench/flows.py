@@ -73,7 +73,7 @@ def window_bench(tg: C.TidegateServer, rows: int, report: C.Report) -> None:
             written = conn.execute(f"ADMIN FLUSH_FLOW('{FLOW}')").fetchone()[0]
             flush_s.append(time.perf_counter() - t0)
         flush_med = statistics.median(flush_s)
-        location = tg.data_dir / "warehouse" / "public" / SRC
+        location = C.table_path(tg, SRC)
     # The same window computed directly by Spark over the same Delta files.
     spark = C.spark_session("tidegate-bench-flows")
     try:

@@ -30,6 +30,8 @@ from deltalake import DeltaTable  # noqa: E402
 
 from tests.tidegate_server import start_tidegate  # noqa: E402
 
+import _common as C  # noqa: E402,N812  (run as a script from bench/)
+
 FILES = 4
 SCHEMA = "id BIGINT, name STRING, v DOUBLE, cat INT"
 
@@ -121,7 +123,7 @@ def main() -> None:
                       f"updated {st[2]:,}, deleted {st[3]:,})", flush=True)
             count = conn.execute("SELECT count(*) FROM big").fetchone()[0]
             assert count == len(rows), (count, len(rows))
-        feed = cdf_rows(work / "data" / "warehouse" / "public" / "big")
+        feed = cdf_rows(C.table_path(gw, "big"))
     finally:
         gw.stop()
     baseline = spark_overwrite_seconds(src, work / "overwrite", args.repeat)

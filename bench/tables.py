@@ -59,10 +59,11 @@ def aggregate_seconds(conn: C.Conn) -> tuple[float, int]:
         return median_seconds(lambda: c.execute(AGG_SQL).fetchall(), repeat=5), groups
 
 
-def direct_spark_aggregate_seconds(data_dir: Path) -> tuple[float, int]:
+def direct_spark_aggregate_seconds(tg: C.TidegateServer) -> tuple[float, int]:
+    path = C.table_path(tg, TABLE)
     spark = C.spark_session("bench-tables")
     try:
-        C.delta_dataframe(spark, data_dir / "warehouse" / "public" / TABLE).createOrReplaceTempView(TABLE)
+        C.delta_dataframe(spark, path).createOrReplaceTempView(TABLE)
         groups = spark.sql(AGG_SQL).toArrow().num_rows
         return median_seconds(lambda: spark.sql(AGG_SQL).toArrow(), repeat=5), groups
     finally:
@@ -85,7 +86,7 @@ def insert_1000_ms(conn: C.Conn) -> float:
     return seconds * 1000
 
 
-def small_vs_bulk_scan(conn: C.Conn, single: int, delta_root: Path | None) -> dict[str, float]:
+def small_vs_bulk_scan(conn: C.Conn, single: int, tg: C.TidegateServer | None) -> dict[str, float]:
     """Scan time after ``single`` one-row INSERTs vs after one bulk INSERT of the same rows."""
     out: dict[str, float] = {}
     with psycopg.connect(conn.dsn, autocommit=True) as c:
@@ -99,10 +100,11 @@ def small_vs_bulk_scan(conn: C.Conn, single: int, delta_root: Path | None) -> di
         out["single_insert_ms"] = (time.perf_counter() - start) * 1000 / single
         for lo in range(0, single, 5000):
             c.execute(values_sql("bench_bulk", lo, min(single, lo + 5000)))
-        if delta_root is not None:
-            out["files_before"] = float(delta_files(delta_root / "bench_small"))
-            out["compaction_wait_s"] = wait_for_compaction(delta_root / "bench_small", timeout=180)
-            out["files_after"] = float(delta_files(delta_root / "bench_small"))
+        if tg is not None:
+            small = C.table_path(tg, "bench_small")
+            out["files_before"] = float(delta_files(small))
+            out["compaction_wait_s"] = wait_for_compaction(small, timeout=180)
+            out["files_after"] = float(delta_files(small))
         scan = "SELECT * FROM {}"
         assert len(c.execute(scan.format("bench_small")).fetchall()) == single
         out["scan_small_ms"] = median_seconds(lambda: c.execute(scan.format("bench_small")).fetchall()) * 1000
@@ -151,7 +153,7 @@ def main() -> None:
         ratio_ok = None
         note = ""
         if "tidegate" in started:
-            direct, groups = direct_spark_aggregate_seconds(started["tidegate"].data_dir)
+            direct, groups = direct_spark_aggregate_seconds(started["tidegate"])
             agg_vals["direct Spark"] = direct * 1000
             ratio = agg["tidegate"][0] / direct
             ratio_ok = ratio <= TARGET_AGG_RATIO
@@ -165,9 +167,8 @@ def main() -> None:
 
         scans = {}
         for label, conn in conns.items():
-            root = started["tidegate"].data_dir / "warehouse" / "public" if label == "tidegate" else None
             print(f"{label}: {single:,} single-row INSERTs ...", flush=True)
-            scans[label] = small_vs_bulk_scan(conn, single, root)
+            scans[label] = small_vs_bulk_scan(conn, single, started["tidegate"] if label == "tidegate" else None)
         report.add("single-row INSERT ms (each, autocommit)", {k: v["single_insert_ms"] for k, v in scans.items()},
                    "", None)
         report.add(f"scan after {single:,} small INSERTs ms", {k: v["scan_small_ms"] for k, v in scans.items()},

@@ -171,7 +171,7 @@ def latencies(conn: C.Conn) -> tuple[float, float]:
 def direct_spark_rows_per_s(tg: C.TidegateServer, rows: int) -> float:
     spark = C.spark_session("bench-wire")
     try:
-        df = C.delta_dataframe(spark, tg.data_dir / "warehouse" / "public" / TABLE)
+        df = C.delta_dataframe(spark, C.table_path(tg, TABLE))
         def measure() -> float:
             start = time.perf_counter()
             table = df.toArrow()

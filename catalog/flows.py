@@ -78,6 +78,7 @@ class FlowDef:
     source_ids: list[int] = field(default_factory=list)  # table oids; empty while pending
     missing_sources: list[str] = field(default_factory=list)  # non-empty: the flow is pending
     flow_id: int = 0
+    owner: str | None = None  # the creating role (None: the bootstrap superuser); its sink's owner
     created_time: datetime | None = None
     updated_time: datetime | None = None
 

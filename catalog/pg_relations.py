@@ -13,6 +13,7 @@ import functools
 from dataclasses import dataclass
 from typing import Any
 
+from catalog.roles import PRIVILEGES, RoleDef
 from catalog.store import Catalog, TableDef
 from tidegate.pgtypes import TYPES_BY_OID, ColumnType
 
@@ -500,6 +501,13 @@ def information_schema_column(table: TableDef, db: str, attnum: int) -> dict[str
     }
 
 
+def role_oids(catalog: Catalog, bootstrap: str = "tidegate") -> dict[str, int]:
+    """Role name -> oid; the bootstrap superuser (owner of objects older than roles) is oid 10."""
+    oids = {r.name: r.oid for r in catalog.roles.list()}
+    oids.setdefault(bootstrap, BOOTSTRAP_ROLE)
+    return oids
+
+
 def build_rows(catalog: Catalog, owner: str = "tidegate") -> dict[tuple[str, str], list[dict[str, Any]]]:
     """All rows of the mirror, keyed like :data:`RELATIONS` (relations absent here stay empty)."""
     db = catalog.database
@@ -509,30 +517,46 @@ def build_rows(catalog: Catalog, owner: str = "tidegate") -> dict[tuple[str, str
         rows[(schema, rel)].append(values)
 
     schemas = catalog.list_schemas()
+    role_oid = role_oids(catalog, owner)
+    acl = catalog.roles.acl
     ns_oid = {s.name: s.oid for s in schemas}
     ns_oid.update({"pg_catalog": PG_CATALOG_NS, "information_schema": INFORMATION_SCHEMA_NS, "pg_toast": PG_TOAST_NS})
     add("pg_namespace", oid=PG_TOAST_NS, nspname="pg_toast", nspowner=BOOTSTRAP_ROLE)
     add("pg_namespace", oid=PG_CATALOG_NS, nspname="pg_catalog", nspowner=BOOTSTRAP_ROLE)
     add("pg_namespace", oid=INFORMATION_SCHEMA_NS, nspname="information_schema", nspowner=BOOTSTRAP_ROLE)
     for s in schemas:
-        add("pg_namespace", oid=s.oid, nspname=s.name, nspowner=BOOTSTRAP_ROLE)
+        add("pg_namespace", oid=s.oid, nspname=s.name, nspowner=role_oid.get(s.owner, BOOTSTRAP_ROLE),
+            nspacl=acl("n", s.oid, s.owner))
         if s.comment is not None:
             add("pg_description", objoid=s.oid, classoid=2615, objsubid=0, description=s.comment)
-    for s in ["pg_catalog", "information_schema"] + [s.name for s in schemas]:
+    for s in ["pg_catalog", "information_schema"]:
         add("schemata", "information_schema", catalog_name=db, schema_name=s, schema_owner=owner)
+    for s in schemas:
+        add("schemata", "information_schema", catalog_name=db, schema_name=s.name, schema_owner=s.owner or owner)
 
     add("pg_database", oid=DATABASE_OID, datname=db, datdba=BOOTSTRAP_ROLE, encoding=6, datlocprovider="c",
         datistemplate=False, datallowconn=True, datconnlimit=-1, datfrozenxid=0, datminmxid=1,
         dattablespace=1663, datcollate="C.UTF-8", datctype="C.UTF-8")
     add("pg_tablespace", oid=1663, spcname="pg_default", spcowner=BOOTSTRAP_ROLE)
     add("pg_tablespace", oid=1664, spcname="pg_global", spcowner=BOOTSTRAP_ROLE)
-    role = dict(rolname=owner, rolsuper=True, rolinherit=True, rolcreaterole=True, rolcreatedb=True,
-                rolcanlogin=True, rolreplication=True, rolconnlimit=-1, rolbypassrls=True)
-    add("pg_roles", **role, rolpassword="********", oid=BOOTSTRAP_ROLE)
-    add("pg_authid", **role, oid=BOOTSTRAP_ROLE)
-    add("pg_user", usename=owner, usesysid=BOOTSTRAP_ROLE, usecreatedb=True, usesuper=True, userepl=True,
-        usebypassrls=True, passwd="********")
-    add("enabled_roles", "information_schema", role_name=owner)
+    defined = {r.name: r for r in catalog.roles.list()}
+    if owner not in defined:
+        defined[owner] = RoleDef(owner, BOOTSTRAP_ROLE, superuser=True, login=True, createrole=True, createdb=True)
+    for r in defined.values():
+        role = dict(rolname=r.name, rolsuper=r.superuser, rolinherit=r.inherit, rolcreaterole=r.createrole,
+                    rolcreatedb=r.createdb, rolcanlogin=r.login, rolreplication=r.superuser, rolconnlimit=-1,
+                    rolbypassrls=r.superuser)
+        add("pg_roles", **role, rolpassword="********", oid=r.oid)
+        add("pg_authid", **role, oid=r.oid)  # rolpassword stays NULL: verifiers are not shown
+        if r.login:
+            add("pg_user", usename=r.name, usesysid=r.oid, usecreatedb=r.createdb, usesuper=r.superuser,
+                userepl=r.superuser, usebypassrls=r.superuser, passwd="********")
+        add("enabled_roles", "information_schema", role_name=r.name)
+    for k, (parent, member) in enumerate(catalog.roles.memberships(), start=1):
+        if parent in role_oid and member in role_oid:
+            add("pg_auth_members", oid=SYNTHETIC_BASE + k, roleid=role_oid[parent], member=role_oid[member],
+                grantor=BOOTSTRAP_ROLE, admin_option=False)
+            add("applicable_roles", "information_schema", grantee=member, role_name=parent, is_grantable="NO")
     add("pg_am", oid=2, amname="heap", amhandler="heap_tableam_handler", amtype="t")
     add("pg_am", oid=403, amname="btree", amhandler="bthandler", amtype="i")
     add("pg_language", oid=12, lanname="internal", lanowner=BOOTSTRAP_ROLE, lanispl=False, lanpltrusted=False)
@@ -561,8 +585,10 @@ def build_rows(catalog: Catalog, owner: str = "tidegate") -> dict[tuple[str, str
         is_view = t.kind == "view"
         has_pk = bool(t.primary_key) and not is_view
         nsp = ns_oid.get(t.schema, PUBLIC_NS)
+        t_owner = t.owner or owner
         add("pg_class", oid=t.oid, relname=t.name, relnamespace=nsp, reltype=0, reloftype=0,
-            relowner=BOOTSTRAP_ROLE, relam=0 if is_view else 2, relfilenode=0 if is_view else t.oid,
+            relowner=role_oid.get(t_owner, BOOTSTRAP_ROLE), relacl=acl("r", t.oid, t.owner),
+            relam=0 if is_view else 2, relfilenode=0 if is_view else t.oid,
             reltablespace=0, relpages=0, reltuples=-1.0, relallvisible=0, reltoastrelid=0,
             relhasindex=has_pk, relisshared=False, relpersistence="p", relkind="v" if is_view else "r",
             relnatts=len(t.columns), relchecks=0, relhasrules=is_view, relhastriggers=False,
@@ -590,13 +616,22 @@ def build_rows(catalog: Catalog, owner: str = "tidegate") -> dict[tuple[str, str
         add("tables", "information_schema", table_catalog=db, table_schema=t.schema, table_name=t.name,
             table_type="VIEW" if is_view else "BASE TABLE", is_insertable_into="NO" if is_view else "YES",
             is_typed="NO")
+        privileges = {t_owner: {p: t_owner for p in PRIVILEGES["r"]}}
+        for grantee, privs in catalog.roles.grants_on("r", t.oid).items():
+            privileges.setdefault(grantee or "PUBLIC", {}).update(privs)
+        for grantee, privs in privileges.items():
+            for p, grantor in privs.items():
+                add("table_privileges", "information_schema", grantor=grantor or t_owner, grantee=grantee,
+                    table_catalog=db, table_schema=t.schema, table_name=t.name, privilege_type=p,
+                    is_grantable="YES" if grantee == t_owner else "NO",
+                    with_hierarchy="YES" if p == "SELECT" else "NO")
         if is_view:
-            add("pg_views", schemaname=t.schema, viewname=t.name, viewowner=owner, definition=t.view_sql)
+            add("pg_views", schemaname=t.schema, viewname=t.name, viewowner=t_owner, definition=t.view_sql)
             add("views", "information_schema", table_catalog=db, table_schema=t.schema, table_name=t.name,
                 view_definition=t.view_sql, check_option="NONE", is_updatable="NO", is_insertable_into="NO",
                 is_trigger_updatable="NO", is_trigger_deletable="NO", is_trigger_insertable_into="NO")
             continue
-        add("pg_tables", schemaname=t.schema, tablename=t.name, tableowner=owner, hasindexes=has_pk,
+        add("pg_tables", schemaname=t.schema, tablename=t.name, tableowner=t_owner, hasindexes=has_pk,
             hasrules=False, hastriggers=False, rowsecurity=False)
         add("pg_stat_user_tables", relid=t.oid, schemaname=t.schema, relname=t.name, seq_scan=0,
             n_live_tup=0, n_dead_tup=0)

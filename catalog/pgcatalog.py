@@ -15,6 +15,7 @@ from __future__ import annotations
 import atexit
 import datetime as _dt
 import functools
+import os
 import re
 import threading
 import time
@@ -85,7 +86,7 @@ _FUNCTION_TYPES: dict[str, int] = {
     "pg_get_function_result": 25, "pg_get_function_arguments": 25, "pg_get_triggerdef": 25,
     "pg_backend_pid": 23, "pg_is_in_recovery": 16, "pg_table_is_visible": 16, "pg_type_is_visible": 16,
     "pg_postmaster_start_time": 1184, "txid_current": 20, "count": 20, "pg_total_relation_size": 20,
-    "pg_relation_size": 20, "pg_table_size": 20, "pg_indexes_size": 20, "pg_database_size": 20,
+    "pg_relation_size": 20, "pg_relation_filepath": 25, "pg_table_size": 20, "pg_indexes_size": 20, "pg_database_size": 20,
     "to_regclass": 26, "to_regtype": 26, "to_regnamespace": 26, "inet_server_port": 23,
     "array_length": 23, "array_upper": 23, "array_lower": 23, "generate_subscripts": 23, "length": 23,
     "char_length": 23, "octet_length": 23, "strpos": 23, "position": 23, "array_ndims": 23,
@@ -472,7 +473,7 @@ _SESSION_FUNCTIONS = {
     "current_user", "session_user", "pg_backend_pid", "pg_postmaster_start_time", "pg_is_in_recovery",
     "format_type", "obj_description", "col_description", "shobj_description", "quote_ident",
     "quote_literal", "to_regclass", "to_regtype", "to_regnamespace", "txid_current", "pg_encoding_to_char",
-    "pg_get_userbyid", "pg_get_viewdef", "pg_get_expr", "pg_get_indexdef", "pg_get_constraintdef",
+    "pg_get_userbyid", "pg_get_viewdef", "pg_relation_filepath", "pg_get_expr", "pg_get_indexdef", "pg_get_constraintdef",
     "pg_table_is_visible", "pg_type_is_visible", "array_to_string", "string_agg", "coalesce", "lower", "upper",
     "inet_server_addr", "inet_server_port", "inet_client_addr", "pg_get_keywords", "pg_sleep",
     "now", "statement_timestamp", "transaction_timestamp", "clock_timestamp",
@@ -510,6 +511,34 @@ def _session_constant_query(toks: list[Token]) -> bool:
     return True
 
 
+# DuckDB's own functions that read files, run SQL text or tell its settings and paths (none is a
+# PostgreSQL function). The catalog path never runs them: a query calling one (or calling a
+# function qualified by anything but pg_catalog / information_schema, e.g. system.main.f) is left
+# to the engine, whose function allow-list refuses it with 42883 (engine/pgfunctions.py). DuckDB's
+# external access is off and its configuration locked as well (_create_database).
+_DUCKDB_INTERNAL = frozenset({"glob", "query", "query_table", "getenv", "which_secret", "checkpoint",
+                              "force_checkpoint", "getvariable", "sniff_csv", "load_extension"})
+_DUCKDB_INTERNAL_PREFIXES = ("read_", "duckdb_", "pragma_", "parquet_", "json_execute", "json_serialize",
+                             "json_deserialize", "iceberg_", "delta_", "sqlite_", "postgres_", "mysql_")
+_FUNCTION_QUALIFIERS = {"pg_catalog", "information_schema"}
+
+
+def _calls_duckdb_internals(toks: list[Token]) -> bool:
+    for k in range(1, len(toks)):
+        if toks[k].text != "(":
+            continue
+        name = toks[k - 1].ident
+        if name is None:
+            continue
+        name = name.lower()
+        if name in _DUCKDB_INTERNAL or name.startswith(_DUCKDB_INTERNAL_PREFIXES):
+            return True
+        if k >= 3 and toks[k - 2].text == "." and toks[k - 3].ident is not None \
+                and toks[k - 3].ident.lower() not in _FUNCTION_QUALIFIERS:
+            return True
+    return False
+
+
 def _is_relation_catalog(parts: list[str]) -> bool:
     if len(parts) >= 2:
         schema = parts[-2]
@@ -529,6 +558,8 @@ def analyze(sql: str) -> Analysis:
         return Analysis(False, None, False)
     first = next((t for t in toks if t.text != "("), None)
     if first is None or not first.is_word(*_STATEMENT_START):
+        return Analysis(False, None, False)
+    if _calls_duckdb_internals(toks):
         return Analysis(False, None, False)
     ctes = set()
     for k, t in enumerate(toks):
@@ -970,6 +1001,8 @@ class _Mirror:
         self.namespaces.update({"pg_catalog": rels.PG_CATALOG_NS, "information_schema": rels.INFORMATION_SCHEMA_NS,
                                 "pg_toast": rels.PG_TOAST_NS})
         self.ns_names = {v: k for k, v in self.namespaces.items()}
+        self.role_oids = rels.role_oids(catalog)
+        self.role_names = {v: k for k, v in self.role_oids.items()}
         self.rows = rels.build_rows(catalog)
         self.descriptions: dict[tuple[int, int, int], str] = {
             (r["objoid"], r["classoid"], r["objsubid"]): r["description"]
@@ -980,7 +1013,11 @@ def _create_database(owner: "CatalogQueries") -> duckdb.DuckDBPyConnection:
     """The DuckDB database: every mirrored relation (empty), keywords, UDFs and macros. Built once;
     catalog changes only replace rows (:meth:`CatalogQueries._load`)."""
     # integer_division: 5/2 is 2 as in PostgreSQL (DuckDB's / is float division by default)
-    con = duckdb.connect(":memory:", config={"threads": 1, "integer_division": True})
+    # No files, extensions or network for client SQL (read_text, glob, COPY, ATTACH, INSTALL);
+    # the mirror is filled from Arrow tables and Python UDFs, which need neither.
+    con = duckdb.connect(":memory:", config={"threads": 1, "integer_division": True, "enable_external_access": False,
+                                             "autoinstall_known_extensions": False,
+                                             "autoload_known_extensions": False})
     con.execute("CREATE SCHEMA isx")
     for rel in rels.RELATIONS.values():
         con.execute(rels.ddl(rel))
@@ -993,6 +1030,7 @@ def _create_database(owner: "CatalogQueries") -> duckdb.DuckDBPyConnection:
     owner._install_functions(con)
     flowmeta.load_into_duckdb(con, owner._catalog, create=True)  # INFORMATION_SCHEMA.FLOWS, FLOW_STATISTICS
     refreshmeta.load_into_duckdb(con, owner._catalog, create=True)  # INFORMATION_SCHEMA.REFRESH_TABLES
+    con.execute("SET lock_configuration = true")  # no SET can turn external access back on
     return con
 
 
@@ -1048,6 +1086,7 @@ _MACROS = [
     "CREATE MACRO quote_nullable(s) AS CASE WHEN s IS NULL THEN 'NULL' "
     "ELSE '''' || replace(CAST(s AS VARCHAR), '''', '''''') || '''' END",
     "CREATE MACRO pg_get_viewdef(o) AS tg_viewdef(o), (o, p) AS tg_viewdef(o)",
+    "CREATE MACRO pg_relation_filepath(o) AS tg_relation_filepath(CAST(o AS VARCHAR))",
     "CREATE MACRO pg_get_serial_sequence(t, c) AS CAST(NULL AS VARCHAR)",
     "CREATE MACRO pg_get_function_result(o) AS CAST(NULL AS VARCHAR)",
     "CREATE MACRO pg_get_function_arguments(o) AS CAST(NULL AS VARCHAR)",
@@ -1400,7 +1439,7 @@ class CatalogQueries:
             elif kind == "regnamespace":
                 out.append(mirror.ns_names.get(o, str(o)))
             elif kind == "regrole":
-                out.append("tidegate" if o == rels.BOOTSTRAP_ROLE else str(o))
+                out.append(mirror.role_names.get(o, str(o)))
             else:
                 key = mirror.rel_names.get(o)
                 out.append(key[1] if key and key[0] in ("pg_catalog", "public") else
@@ -1573,7 +1612,7 @@ class CatalogQueries:
             return rels.constraint_definition(t) if t else None
 
         def userbyid(oid: int) -> str:
-            return "tidegate" if oid == rels.BOOTSTRAP_ROLE else f"unknown (OID={oid})"
+            return this._mirror_now().role_names.get(oid, f"unknown (OID={oid})")
 
         classes = {"pg_class": 1259, "pg_namespace": 2615, "pg_type": 1247, "pg_proc": 1255,
                    "pg_constraint": 2606, "pg_database": 1262, "pg_index": 2610}
@@ -1607,6 +1646,17 @@ class CatalogQueries:
             t = this._mirror_now().tables.get(oid)
             return t.view_sql if t is not None and t.kind == "view" else None
 
+        def relation_filepath(rel: str) -> str | None:
+            # Where a table's Delta files are, relative to the data dir (PostgreSQL's form, e.g.
+            # warehouse/2200/16385); NULL for views. Operators find a table's files by it.
+            oid = int(rel) if rel.strip().isdigit() else this._resolve_relation(rel, soft=False)
+            t = this._mirror_now().tables.get(oid)
+            if t is None or not t.location:
+                return None
+            data_dir = os.path.dirname(os.path.abspath(this._catalog.path))
+            inside = os.path.commonpath([data_dir, os.path.abspath(t.location)]) == data_dir
+            return os.path.relpath(t.location, data_dir) if inside else t.location
+
         def regclass_in(text: str) -> int:
             # regclass input accepts a name or a numeric OID, like PostgreSQL's regclassin
             if text.strip().isdigit():
@@ -1616,7 +1666,12 @@ class CatalogQueries:
         def regrole_in(text: str) -> int:
             if text.strip().isdigit():
                 return int(text)
-            return rels.BOOTSTRAP_ROLE
+            name = text.strip()
+            name = name[1:-1].replace('""', '"') if name.startswith('"') and name.endswith('"') else name.lower()
+            oid = this._mirror_now().role_oids.get(name)
+            if oid is None:
+                raise ValueError(f'role "{name}" does not exist')
+            return oid
 
         def to_regclass(text: str) -> int | None:
             return this._resolve_relation(str(text), soft=True)
@@ -1684,6 +1739,7 @@ class CatalogQueries:
         udf("tg_size_pretty", size_pretty, [T.BIGINT], T.VARCHAR)
         udf("tg_quote_ident", rels.quote_ident, [T.VARCHAR], T.VARCHAR)
         udf("tg_viewdef", viewdef, [T.BIGINT], T.VARCHAR)
+        udf("tg_relation_filepath", relation_filepath, [T.VARCHAR], T.VARCHAR)
         udf("tg_regclass_in", regclass_in, [T.VARCHAR], T.BIGINT)
         udf("tg_regrole_in", regrole_in, [T.VARCHAR], T.BIGINT)
         udf("tg_to_regclass", to_regclass, [T.VARCHAR], T.BIGINT)

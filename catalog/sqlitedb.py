@@ -51,6 +51,10 @@ class SqliteStore:
             if outer:
                 self._conn.execute("COMMIT")
 
+    @property
+    def path(self) -> str:
+        return self._path
+
     def _rolled_back(self) -> None:
         """Hook: drop in-memory state derived from rows a rolled-back transaction touched."""
 

@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 
+from catalog.roles import Roles
 from catalog.sqlitedb import SqliteStore
 from tidegate.errors import SqlError
 from tidegate.pgtypes import TYPES_BY_OID, ColumnType
@@ -44,8 +45,9 @@ class TableDef:
     comment: str | None = None
     kind: str = "table"  # "table" | "view"
     view_sql: str | None = None  # a view's defining query (PostgreSQL dialect)
-    location: str | None = None  # absolute path of the Delta table
+    location: str | None = None  # absolute path of the Delta table (<warehouse>/<schema oid>/<oid>)
     oid: int = 0
+    owner: str | None = None  # owning role; None: the bootstrap superuser (catalogs before roles)
     created_at: datetime | None = None
     updated_at: datetime | None = None
 
@@ -125,6 +127,7 @@ class Catalog(SqliteStore):
                 self._conn.execute("INSERT INTO schemas VALUES ('public', 2200, 'tidegate', 'standard public schema')")
         self._cache: dict[tuple[str, str], TableDef] | None = None
         self._cache_version = -1
+        self.roles = Roles(self)
 
     # -- infrastructure -------------------------------------------------------------------------
 
@@ -189,6 +192,11 @@ class Catalog(SqliteStore):
             self._conn.execute("DELETE FROM schemas WHERE name=?", (name,))
             self._bump()
             return members
+
+    def set_schema_owner(self, name: str, owner: str) -> None:
+        with self.transaction():
+            self._conn.execute("UPDATE schemas SET owner=? WHERE name=?", (owner, name))
+            self._bump()
 
     def set_schema_comment(self, name: str, comment: str | None) -> None:
         with self.transaction():

@@ -11,7 +11,9 @@ removed and recorded, and the tail after the column list (``WITH (k = v)``, ``CO
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import sqlglot
 from sqlglot import exp
@@ -29,6 +31,8 @@ _TOKEN = re.compile(
       |(?P<op>::|<=|>=|<>|!=|.)""",
     re.S | re.X,
 )
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -52,6 +56,93 @@ def scan(sql: str) -> list[Tok]:
             continue
         out.append(Tok(kind, m.group(), m.start(), m.end()))
     return out
+
+
+class TokenReader:
+    """A cursor over a statement's tokens (:func:`scan`) with PostgreSQL-style syntax errors, for the
+    statements sqlglot does not parse (flows, roles and grants)."""
+
+    def __init__(self, sql: str) -> None:
+        self.sql = sql
+        self.toks = [t for t in scan(sql)]
+        while self.toks and self.toks[-1].text == ";":
+            self.toks.pop()
+        self.i = 0
+
+    def peek(self, k: int = 0) -> Tok | None:
+        j = self.i + k
+        return self.toks[j] if j < len(self.toks) else None
+
+    def word(self, k: int = 0) -> str:
+        t = self.peek(k)
+        return t.upper if t is not None and t.kind == "word" else ""
+
+    def at_end(self) -> bool:
+        return self.i >= len(self.toks)
+
+    def error(self, tok: Tok | None = None) -> SqlError:
+        tok = tok if tok is not None else self.peek()
+        if tok is None:
+            return SqlError("42601", "syntax error at end of input", position=len(self.sql.rstrip().rstrip(";")) + 1)
+        return SqlError("42601", f'syntax error at or near "{tok.text}"', position=tok.start + 1)
+
+    def accept(self, *words: str) -> bool:
+        if all(self.word(k) == w for k, w in enumerate(words)):
+            self.i += len(words)
+            return True
+        return False
+
+    def expect(self, *words: str) -> None:
+        for w in words:
+            if self.word() != w:
+                raise self.error()
+            self.i += 1
+
+    def expect_text(self, text: str) -> None:
+        t = self.peek()
+        if t is None or t.text != text:
+            raise self.error()
+        self.i += 1
+
+    def ident(self) -> str:
+        t = self.peek()
+        if t is None or t.kind not in ("word", "qid"):
+            raise self.error()
+        self.i += 1
+        return ident_value(t)
+
+    def qualified(self) -> list[str]:
+        parts = [self.ident()]
+        while self.peek() is not None and self.peek().text == "." and self.i + 1 < len(self.toks):
+            self.i += 1
+            parts.append(self.ident())
+        return parts
+
+    def string(self) -> str:
+        t = self.peek()
+        if t is None or t.kind != "str":
+            raise self.error()
+        self.i += 1
+        return string_value(t)
+
+    def done(self) -> None:
+        if not self.at_end():
+            raise self.error()
+
+    def one_of(self, *words: str) -> str:
+        """The next word, which must be one of ``words``."""
+        w = self.word()
+        if w not in words:
+            raise self.error()
+        self.i += 1
+        return w
+
+    def comma_list(self, item: Callable[[], T]) -> list[T]:
+        out = [item()]
+        while self.peek() is not None and self.peek().text == ",":
+            self.i += 1
+            out.append(item())
+        return out
 
 
 def ident_value(tok: Tok) -> str:
@@ -394,9 +485,9 @@ def render_create_table(t: TableDef) -> str:
         lines.append(f"  PRIMARY KEY ({', '.join(quote_ident(k) for k in t.primary_key)})")
     name = quote_ident(t.name) if t.schema == "public" else f"{quote_ident(t.schema)}.{quote_ident(t.name)}"
     out = f"CREATE TABLE IF NOT EXISTS {name} (\n" + ",\n".join(lines) + "\n)"
-    from engine.refresh import split_format_clause  # FORMAT PLAIN ENCODE ... of refreshable tables
+    from engine.refresh import masked_secrets, split_format_clause  # FORMAT PLAIN ENCODE ... of refreshable tables
 
-    options, format_clause = split_format_clause(t.options)
+    options, format_clause = split_format_clause(masked_secrets(t.options))
     if options:
         out += "\nWITH(\n" + ",\n".join(f"  {k} = {quote_literal(v)}" for k, v in sorted(options.items())) + "\n)"
     out += format_clause

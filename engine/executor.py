@@ -24,6 +24,7 @@ import logging
 import re
 import threading
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from decimal import Decimal
@@ -35,7 +36,8 @@ import sqlglot
 from sqlglot import exp
 
 from catalog.store import Catalog, ColumnDef, TableDef
-from engine import ddl
+from engine import ddl, privileges, txnlog
+from engine.locks import TableLocks
 from engine.flows import statements as flow_statements
 from engine import spark as sparkmod
 from engine.storage import (
@@ -82,6 +84,12 @@ class Engine:
         self.catalog = catalog
         self.runtime = sparkmod.SparkRuntime(settings)
         self.store = TableStore(settings.warehouse_dir)
+        self.locks = TableLocks()  # UPDATE/DELETE/upsert write locks, held to transaction end
+        # Transactions interrupted during COMMIT are completed before anything else runs.
+        self.journal = txnlog.Journal(settings.data_dir / "txn")
+        recovered = txnlog.recover(self.store, self.journal)
+        if recovered:
+            log.info("completed %d transaction(s) interrupted during COMMIT", recovered)
         self.maintenance: Maintenance = Maintenance(self.store, catalog, settings)
         from engine.flows import FlowRuntime
 
@@ -141,6 +149,18 @@ class StatementResolver:
         self.snapshots: dict[str, Snapshot] = {}
         self.tables: dict[str, TableDef] = {}
         self.overrides = overrides or {}
+        # Whose privileges a read is checked against: the session's, or inside a view its owner's
+        # (PostgreSQL checks a view's own reads as its owner).
+        self.acting = info
+
+    @contextmanager
+    def view_scope(self, rel: Any) -> Iterator[None]:
+        saved = self.acting
+        self.acting = owner_info(rel.owner, self.info)
+        try:
+            yield
+        finally:
+            self.acting = saved
 
     def resolve(self, schema: str | None, name: str) -> Any:
         from engine.translate import ResolvedRelation
@@ -151,11 +171,20 @@ class StatementResolver:
         if schema in ("pg_catalog", "information_schema"):
             raise SqlError("0A000", f'relation "{key}" (a system catalog) cannot be joined with tables')
         t = self.session.catalog.resolve_table(name, schema, self.info.search_path)
+        self.session.catalog.roles.check_table(self.acting, t, "SELECT")
         cols = [(c.name, c.type) for c in t.columns]
         if t.kind == "view":
-            return ResolvedRelation(t.schema, t.name, None, cols, t.view_sql)
+            return ResolvedRelation(t.schema, t.name, None, cols, t.view_sql, t.owner)
         view = self.session.table_view(t, self)
-        return ResolvedRelation(t.schema, t.name, view, cols, None)
+        return ResolvedRelation(t.schema, t.name, view, cols, None, t.owner)
+
+
+def owner_info(owner: str | None, info: SessionInfo) -> SessionInfo:
+    """The privileges of an object's owner, for work done on its behalf (a view's reads).
+    No owner: the bootstrap superuser of catalogs older than roles."""
+    if owner is None:
+        return replace(info, internal=True)
+    return replace(info, user=owner, superuser=True, internal=False)
 
 
 @dataclass
@@ -192,9 +221,13 @@ class _Analyzed:
 class EngineSession:
     """One connection's engine state: its Spark session, temp views and transaction queue."""
 
-    # Reads inside a transaction see the rows the block inserted (see the module docstring), so
-    # the gateway may keep a multi-statement batch in one transaction, as PostgreSQL does.
-    reads_own_writes = True
+    @property
+    def reads_own_writes(self) -> bool:
+        """Whether a read now would see this transaction's pending writes (``_with_pending``), so
+        the gateway may keep a multi-statement batch in one transaction, as PostgreSQL does. Not
+        after an INSERT ... ON CONFLICT DO UPDATE, whose rows the merge computes at commit: the
+        gateway then commits an implicit batch before the read."""
+        return not any(op.kind == "merge" for op in self._pending or [])
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
@@ -208,6 +241,7 @@ class EngineSession:
         self._lock = threading.Lock()
         self._current_tag: str | None = None
         self._cancelled = False
+        self._interrupt = threading.Event()  # set by cancel(): also stops a wait for a table lock
         self._pending: list[WriteOp] | None = None
         self._closed = False
 
@@ -225,19 +259,15 @@ class EngineSession:
         snap = self.store.snapshot(t.location)
         resolver.snapshots[t.location] = snap
         resolver.tables[t.location] = t
-        pending = self._pending_rows(t)
+        pending = self._pending_ops(t)
         signature = (t.oid, tuple((c.name, c.type) for c in t.columns),
-                     id(self._pending) if pending is not None else None, pending.num_rows if pending is not None else 0)
+                     id(self._pending) if pending else None, len(pending))
         entry = self._views.get(t.location)
         if entry is not None and entry.version == snap.version and entry.signature == signature:
             return entry.view_name
         df = self.snapshot_frame(t, snap)
-        if pending is not None and pending.num_rows:
-            # Inside a transaction block the session reads its own pending inserts.
-            from pyspark.sql.types import _parse_datatype_string
-
-            schema = _parse_datatype_string(sparkmod.spark_schema_ddl([(c.name, c.type) for c in t.columns]))
-            df = df.unionByName(spark.createDataFrame(pending, schema=schema))
+        if pending:
+            df = self._with_pending(t, df, pending)
         view_name = f"tg_{re.sub(r'[^a-z0-9_]', '_', t.name.lower())[:40]}_{t.oid}_{next(_view_ids)}"
         df.createOrReplaceTempView(view_name)
         if entry is not None:
@@ -245,19 +275,74 @@ class EngineSession:
         self._views[t.location] = _ViewEntry(snap.version, signature, view_name)
         return view_name
 
-    def _pending_rows(self, t: TableDef) -> pa.Table | None:
-        """Rows this session's open transaction block inserted into ``t`` (None outside a block)."""
-        if not self._pending:
-            return None
-        parts = [op.data for op in self._pending
-                 if op.table.location == t.location and op.kind in ("append", "upsert") and isinstance(op.data, pa.Table)]
-        if not parts:
-            return None
-        schema = storage_schema(t.columns)
+    def _pending_ops(self, t: TableDef) -> list[WriteOp]:
+        """This session's transaction's writes to ``t``, in order ([] outside a block)."""
+        return [op for op in self._pending or [] if op.table.location == t.location and op.kind != "none"]
+
+    def _with_pending(self, t: TableDef, df: DataFrame, ops: list[WriteOp]) -> DataFrame:
+        """``df`` (the committed snapshot) as this transaction has changed it: a block reads its own
+        writes. Each pending write is replayed in order as the commit will apply it: appends are
+        added, upserts replace their keys, UPDATEs replace the rows they matched (a left join on the
+        match columns, null-safe for key-less tables, so every copy of a duplicated row changes as
+        the merge changes it), DELETEs remove them, an overwrite is the new content."""
+        from pyspark.sql.types import _parse_datatype_string
+
+        spark = self.spark
+        types = {c.name: c.type for c in t.columns}
+        names = [c.name for c in t.columns]
+
+        def frame(data: pa.Table) -> DataFrame:
+            cols = [(n, types[n[len("__tg_old_"):]] if n.startswith("__tg_old_") else types[n]) for n in data.column_names]
+            return spark.createDataFrame(data, schema=_parse_datatype_string(sparkmod.spark_schema_ddl(cols)))
+
+        def match(left: DataFrame, right: DataFrame, keys: list[str], prefix: str, null_safe: bool) -> Any:
+            conds = [left[k].eqNullSafe(right[prefix + k]) if null_safe else left[k] == right[prefix + k] for k in keys]
+            cond = conds[0]
+            for c in conds[1:]:
+                cond = cond & c
+            return cond
+
         try:
-            return pa.concat_tables([p.select(schema.names).cast(schema) for p in parts])
-        except (KeyError, pa.ArrowInvalid):
-            return None  # the table changed shape since: the pending rows are not readable as it is now
+            return self._replay(df, ops, frame, match, names)
+        except KeyError:
+            raise SqlError("0A000", f'table "{t.name}" changed its columns after this transaction wrote to it',
+                           hint="COMMIT or ROLLBACK the transaction first.") from None
+
+    @staticmethod
+    def _replay(df: DataFrame, ops: list[WriteOp], frame: Any, match: Any, names: list[str]) -> DataFrame:
+        from pyspark.sql import functions as F
+
+        for op in ops:
+            t = op.table
+            data = op.data if isinstance(op.data, pa.Table) else None
+            if op.kind == "merge":
+                raise SqlError("0A000", f'reading table "{t.name}" after INSERT ... ON CONFLICT DO UPDATE in the same '
+                                        "transaction block is not supported",
+                               hint="COMMIT first, or read before the upsert.")
+            if data is None:
+                raise SqlError("XX000", f"pending write of kind {op.kind} has no rows")
+            if op.kind == "overwrite":
+                df = frame(data.select(names))
+            elif op.kind == "append":
+                df = df.unionByName(frame(data.select(names)))
+            elif op.kind == "upsert":
+                new = frame(data.select(names))
+                keys = new.select([F.col(k).alias("__tg_old_" + k) for k in op.keys])
+                df = df.join(keys, match(df, keys, op.keys, "__tg_old_", False), "left_anti").unionByName(new)
+            elif op.kind == "delete":
+                gone = frame(data.select(op.keys).rename_columns(["__tg_old_" + k for k in op.keys]))
+                df = df.join(gone, match(df, gone, op.keys, "__tg_old_", op.null_safe), "left_anti")
+            elif op.kind == "update":
+                src = frame(data).withColumn("__tg_hit", F.lit(True))
+                src = src.select([F.col(c).alias("__tg_new_" + c) if not c.startswith("__tg_old_") and c != "__tg_hit"
+                                  else F.col(c) for c in src.columns])
+                joined = df.join(src, match(df, src, op.keys, "__tg_old_", op.null_safe), "left")
+                df = joined.select([
+                    (F.when(F.col("__tg_hit").isNotNull(), F.col("__tg_new_" + n)).otherwise(df[n]) if
+                     "__tg_new_" + n in src.columns else df[n]).alias(n) for n in names])
+            else:
+                raise SqlError("XX000", f"pending write of kind {op.kind} cannot be read")
+        return df
 
     def snapshot_frame(self, t: TableDef, snap: Snapshot) -> DataFrame:
         schema = sparkmod.spark_schema_ddl([(c.name, c.type) for c in t.columns])
@@ -304,6 +389,7 @@ class EngineSession:
 
     def cancel(self) -> None:
         """Interrupt the running statement's Spark jobs (thread-safe)."""
+        self._interrupt.set()
         with self._lock:
             tag = self._current_tag
             if tag is None or self._spark is None:
@@ -323,6 +409,7 @@ class EngineSession:
     def close(self) -> None:
         self._pending = None
         self._closed = True
+        self.engine.locks.release_all(self.id)
         self._analyzed = None
         spark, views = self._spark, self._views
         self._spark, self._views = None, {}
@@ -349,22 +436,55 @@ class EngineSession:
 
     def commit(self) -> None:
         pending, self._pending = self._pending, None
-        for op in pending or []:
-            self.store.apply(op)
+        try:
+            if pending:
+                self.store.commit_all(pending, self.engine.journal)
+        finally:
+            self.engine.locks.release_all(self.id)
 
     def rollback(self) -> None:
         self._pending = None
+        self.engine.locks.release_all(self.id)
 
-    def _write(self, op: WriteOp) -> None:
+    def _write(self, op: WriteOp) -> int | None:
+        """Apply ``op`` now, or at COMMIT inside a transaction; returns the rows an applied
+        append stored (None when deferred)."""
         if self._pending is not None:
             self._pending.append(op)
-        else:
-            self.store.apply(op)
+            return None
+        _, applied = self.store.apply_op(op)
+        return applied.data.num_rows if isinstance(applied.data, pa.Table) else None
+
+    @contextmanager
+    def _rewriting(self, t: TableDef) -> Iterator[None]:
+        """Around an UPDATE/DELETE/TRUNCATE/upsert: the table's write lock (engine.locks), taken
+        before the statement reads and kept until its transaction ends, so each such statement
+        reads what the previous one committed and no update is lost."""
+        self.engine.locks.acquire(self.id, t.location or "", t.name, self._interrupt.is_set)
+        try:
+            yield
+        finally:
+            if self._pending is None:
+                self.engine.locks.release_all(self.id)
+
+    def _retrying(self, fn: Any, *args: Any) -> Any:
+        """Run an UPDATE/DELETE again when a commit that is not such a statement (an upsert, a
+        flow's merge) changed its rows between its read and its commit: READ COMMITTED
+        re-evaluates on the newer rows. Inside a block the 40001 goes to the client."""
+        for attempt in range(5):
+            try:
+                return fn(*args)
+            except SqlError as e:
+                if e.sqlstate != "40001" or self._pending is not None or attempt == 4:
+                    raise
+                log.debug("statement re-run after a concurrent commit (%s)", e.message)
+        raise AssertionError("unreachable")
 
     # -- entry points ------------------------------------------------------------------------
 
     def execute(self, sql: str, params: Sequence[Any] = (), info: SessionInfo | None = None) -> RowStream | CommandResult:
         """Run ONE statement; every failure is a SqlError (42P01 carries the relation's position)."""
+        self._interrupt.clear()
         try:
             return self._execute(sql, list(params), info or SessionInfo())
         except SqlError as exc:
@@ -378,6 +498,8 @@ class EngineSession:
             raise SqlError("42601", "syntax error at end of input")
         w = [t.upper for t in toks[:4]] + ["", "", "", ""]
         first = w[0]
+        if privileges.handles(w) or (first == "ALTER" and privileges.is_owner_change(ddl.scan(sql))):
+            return privileges.execute(self, sql, info)
         if first in ("CREATE", "DROP", "SHOW", "ADMIN", "COMMENT") and flow_statements.is_flow_statement(sql):
             return flow_statements.execute(self, sql, info)
         if first == "CREATE" and (w[1] == "TABLE" or w[1] in ("TEMP", "TEMPORARY", "UNLOGGED")):
@@ -601,11 +723,13 @@ class EngineSession:
 
     def _create_table(self, sql: str, params: list[Any], info: SessionInfo) -> CommandResult:
         ct = ddl.parse_create_table(sql)
+        self.engine.refresh.check_create(ct.options, info)  # connector tables: superuser, readable path
         schema = ct.schema or self._current_schema(info)
         if ct.as_query_sql is not None:
             return self._create_table_as(ct, schema, params, info)
         if self.catalog.get_schema(schema) is None:
             raise SqlError("3F000", f'schema "{schema}" does not exist')
+        self.catalog.roles.check_schema(info, schema, "CREATE")
         if self.catalog.get_table(schema, ct.name) is not None:
             if ct.if_not_exists:
                 return CommandResult("CREATE TABLE", notices=[f'relation "{ct.name}" already exists, skipping'])
@@ -613,11 +737,20 @@ class EngineSession:
         for c in ct.columns:
             if c.default is not None:
                 self._check_default(c)
-        table = TableDef(schema, ct.name, ct.columns, primary_key=ct.primary_key, time_index=ct.time_index,
-                         options=ct.options, comment=ct.comment,
-                         location=self.store.location_for(schema, ct.name))
+        table = self.new_table(TableDef(schema, ct.name, ct.columns, primary_key=ct.primary_key,
+                                        time_index=ct.time_index, options=ct.options, comment=ct.comment), info)
         self._create_storage_and_entry(table, ct.if_not_exists)
         return CommandResult("CREATE TABLE")
+
+    def new_table(self, table: TableDef, info: SessionInfo) -> TableDef:
+        """``table`` with its oid, owner and storage location: ``<warehouse>/<schema oid>/<oid>``,
+        derived from ids so that no name a client chooses can address a path."""
+        schema = self.catalog.get_schema(table.schema)
+        if schema is None:
+            raise SqlError("3F000", f'schema "{table.schema}" does not exist')
+        oid = self.catalog.next_oid()
+        owner = None if info.internal else info.user
+        return replace(table, oid=oid, owner=owner, location=self.store.location_for(schema.oid, oid))
 
     def _create_storage_and_entry(self, table: TableDef, if_not_exists: bool) -> TableDef:
         self.store.create(table)
@@ -632,12 +765,18 @@ class EngineSession:
         try:
             value = self._eval_default_text(c.default, {})
         except NotConstant:
+            # evaluated by Spark at INSERT: only functions clients may call (42883 now, not then)
+            from engine.translate import check_functions, parse_postgres
+
+            for tree in parse_postgres(f"SELECT {c.default}"):
+                check_functions(tree)
             return
         python_value(value, c.type, c.name)
 
     def _create_table_as(self, ct: ddl.CreateTable, schema: str, params: list[Any], info: SessionInfo) -> CommandResult:
         if self.catalog.get_schema(schema) is None:
             raise SqlError("3F000", f'schema "{schema}" does not exist')
+        self.catalog.roles.check_schema(info, schema, "CREATE")
         if self.catalog.get_table(schema, ct.name) is not None:
             if ct.if_not_exists:
                 return CommandResult("CREATE TABLE AS", notices=[f'relation "{ct.name}" already exists, skipping'])
@@ -661,8 +800,7 @@ class EngineSession:
                 raise SqlError("42701", f'column "{n}" specified more than once')
             seen.add(n)
         columns = [ColumnDef(n, _storable_type(t)) for n, t in zip(names, types)]
-        table = TableDef(schema, ct.name, columns, location=self.store.location_for(schema, ct.name),
-                         options=ct.options, comment=ct.comment)
+        table = self.new_table(TableDef(schema, ct.name, columns, options=ct.options, comment=ct.comment), info)
         arrays = [coerce_array(storage_to_result(data.column(i), t), c.type, c.name)
                   for i, (c, t) in enumerate(zip(columns, types))]
         rows = pa.Table.from_arrays(arrays, schema=storage_schema(columns))
@@ -681,6 +819,7 @@ class EngineSession:
         if kind == "SCHEMA":
             node = tree.this
             name = _ident(node.args.get("db") or node.this)
+            self.catalog.roles.check_database(info, "CREATE")
             created = self.catalog.create_schema(name, if_not_exists=bool(tree.args.get("exists")), owner=info.user)
             notices = [] if created else [f'schema "{name}" already exists, skipping']
             return CommandResult("CREATE SCHEMA", notices=notices)
@@ -699,6 +838,7 @@ class EngineSession:
         query = tree.expression
         if query is None:
             raise SqlError("42601", "CREATE VIEW needs AS query")
+        self.catalog.roles.check_schema(info, schema, "CREATE")
         query_sql = _original_query_text(sql) or query.sql("postgres")
         if columns_alias:
             query_sql = f"SELECT * FROM ({query_sql}) AS __tg_v({', '.join(ddl.quote_ident(c) for c in columns_alias)})"
@@ -707,7 +847,8 @@ class EngineSession:
 
         def work() -> list[ColumnDef]:
             qtree = self._parse_one(query_sql)
-            tq, _ = self._translate(qtree, [], info)
+            # As in PostgreSQL, the view's reads are checked when it is used (as its owner), not now.
+            tq, _ = self._translate(qtree, [], replace(info, internal=True))
             df = self.spark.sql(tq.spark_sql)
             arrow = sparkmod.arrow_schema_of(df)
             names = list(tq.output_names) if tq.output_names else arrow.names
@@ -717,13 +858,15 @@ class EngineSession:
 
         view_cols = self._run(work, query_sql)
         existing = self.catalog.get_table(schema, name)
-        view = TableDef(schema, name, view_cols, kind="view", view_sql=query_sql)
+        view = TableDef(schema, name, view_cols, kind="view", view_sql=query_sql,
+                        owner=None if info.internal else info.user)
         if existing is not None:
             if not tree.args.get("replace"):
                 raise SqlError("42P07", f'relation "{name}" already exists')
             if existing.kind != "view":
                 raise SqlError("42809", f'"{name}" is not a view')
-            self.catalog.replace_table(replace(view, oid=existing.oid, comment=existing.comment))
+            self.catalog.roles.check_owner(info, "view", name, existing.owner)
+            self.catalog.replace_table(replace(view, oid=existing.oid, comment=existing.comment, owner=existing.owner))
         else:
             self.catalog.create_table(view)
         return CommandResult("CREATE VIEW")
@@ -744,16 +887,23 @@ class EngineSession:
         if kind == "SCHEMA":
             for node in _drop_targets(tree):
                 name = _ident(node.args.get("db") or node.this)
-                if self.catalog.get_schema(name) is None and if_exists:
+                s = self.catalog.get_schema(name)
+                if s is None and if_exists:
                     notices.append(f'schema "{name}" does not exist, skipping')
                     continue
+                if s is not None:
+                    self.catalog.roles.check_owner(info, "schema", name, s.owner)
                 dropped = self.catalog.drop_schema(name, if_exists=if_exists, cascade=cascade)
                 if dropped:
                     notices.append(f"drop cascades to {len(dropped)} other object{'s' if len(dropped) != 1 else ''}")
                     notices += flow_statements.drop_dependent_flows(self, [t for t in dropped if t.kind == "table"], True)
                 for t in dropped:
+                    self.catalog.roles.forget_object("r", t.oid)
                     if t.kind == "table":
                         self.store.drop(t.location)
+                if s is not None:
+                    self.catalog.roles.forget_object("n", s.oid)
+                    self.store.drop_schema_dir(s.oid)
             return CommandResult("DROP SCHEMA", notices=notices)
         if kind not in ("TABLE", "VIEW"):
             raise SqlError("0A000", f"DROP {kind} is not supported")
@@ -770,6 +920,7 @@ class EngineSession:
             if (t.kind == "view") != (kind == "VIEW"):
                 raise SqlError("42809", f'"{t.name}" is not a {kind.lower()}',
                                hint=f"Use DROP {'VIEW' if t.kind == 'view' else 'TABLE'} to remove a {'view' if t.kind == 'view' else 'table'}.")
+            self.catalog.roles.check_owner(info, kind.lower(), t.name, t.owner)
             targets.append(t)
         dropping = {(t.schema, t.name) for t in targets}
         for t in list(targets):
@@ -788,6 +939,7 @@ class EngineSession:
             if self.catalog.get_table(t.schema, t.name) is None:
                 continue
             self.catalog.drop_table(t.schema, t.name)
+            self.catalog.roles.forget_object("r", t.oid)
             if t.kind == "table":
                 self.store.drop(t.location)
                 self._forget_view(t.location)
@@ -802,6 +954,10 @@ class EngineSession:
             if tree.args.get("exists"):
                 return CommandResult("ALTER TABLE", notices=[f'relation "{tree.this.name}" does not exist, skipping'])
             raise
+        self.catalog.roles.check_owner(info, "table", t.name, t.owner)
+        if self._pending_ops(t):
+            raise SqlError("0A000", f'ALTER TABLE of "{t.name}" after writing it in the same transaction block is '
+                                    "not supported", hint="COMMIT first.")
         for action in tree.args.get("actions") or []:
             t = self._alter_action(t, action, info)
         return CommandResult("ALTER TABLE")
@@ -863,16 +1019,8 @@ class EngineSession:
             new_name = _ident(action.this.this)
             if self.catalog.get_table(t.schema, new_name) is not None:
                 raise SqlError("42P07", f'relation "{new_name}" already exists')
-            if t.kind == "view":
-                return self.catalog.rename_table(t.schema, t.name, new_name)
-            new_loc = self.store.location_for(t.schema, new_name)
-            self.store.move(t.location, new_loc)
-            try:
-                renamed = self.catalog.rename_table(t.schema, t.name, new_name)
-                renamed = self.catalog.replace_table(replace(renamed, location=new_loc))
-            except BaseException:
-                self.store.move(new_loc, t.location)
-                raise
+            # Storage is addressed by oid, so a rename touches only the catalog.
+            renamed = self.catalog.rename_table(t.schema, t.name, new_name)
             self._forget_view(t.location)
             return renamed
         if isinstance(action, exp.AlterColumn):
@@ -929,8 +1077,11 @@ class EngineSession:
     def _truncate(self, tree: exp.TruncateTable, info: SessionInfo) -> CommandResult:
         tables = [self._resolve_target(node, info) for node in tree.expressions]
         for t in tables:
-            base = self.store.version(t.location)
-            self._write(WriteOp(t, "overwrite", storage_schema(t.columns).empty_table(), base_version=base))
+            self.catalog.roles.check_table(info, t, "TRUNCATE")
+        for t in tables:
+            with self._rewriting(t):
+                base = self.store.version(t.location)
+                self._write(WriteOp(t, "overwrite", storage_schema(t.columns).empty_table(), base_version=base))
         return CommandResult("TRUNCATE TABLE")
 
     def _comment(self, sql: str, info: SessionInfo) -> CommandResult:
@@ -956,6 +1107,9 @@ class EngineSession:
         else:
             raise SqlError("42601", "COMMENT needs a string literal or NULL", position=toks[is_at].start + 1)
         if kind == "SCHEMA":
+            s = self.catalog.get_schema(parts[-1])
+            if s is not None:
+                self.catalog.roles.check_owner(info, "schema", s.name, s.owner)
             self.catalog.set_schema_comment(parts[-1], comment)
         elif kind in ("TABLE", "VIEW"):
             if len(parts) > 2:
@@ -963,6 +1117,7 @@ class EngineSession:
             t = self.catalog.resolve_table(parts[-1], parts[-2] if len(parts) == 2 else None, info.search_path)
             if (t.kind == "view") != (kind == "VIEW"):
                 raise SqlError("42809", f'"{t.name}" is not a {kind.lower()}')
+            self.catalog.roles.check_owner(info, kind.lower(), t.name, t.owner)
             self.catalog.replace_table(replace(t, comment=comment))
         elif kind == "COLUMN":
             if len(parts) < 2:
@@ -970,6 +1125,7 @@ class EngineSession:
             col_name, table_name = parts[-1], parts[-2]
             schema_name = parts[-3] if len(parts) >= 3 else None
             t = self.catalog.resolve_table(table_name, schema_name, info.search_path)
+            self.catalog.roles.check_owner(info, "view" if t.kind == "view" else "table", t.name, t.owner)
             if t.column(col_name) is None:
                 raise SqlError("42703", f'column "{col_name}" of relation "{t.name}" does not exist')
             cols = [replace(c, comment=comment) if c.name == col_name else c for c in t.columns]
@@ -1089,6 +1245,7 @@ class EngineSession:
         t = self.catalog.resolve_table(name, schema, info.search_path)
         if t.kind == "view":
             raise SqlError("42809", f'cannot insert into view "{t.name}"')
+        self.catalog.roles.check_table(info, t, "INSERT")
         return t, self._target_columns(t, cols)
 
     def _target_columns(self, t: TableDef, cols: list[str] | None) -> list[ColumnDef]:
@@ -1160,14 +1317,15 @@ class EngineSession:
             return WriteOp(t, "upsert", dedupe_last(data, keys), keys=keys)
         # Unique keys (PostgreSQL semantics).
         if on_conflict is None:
-            pending = self._pending_rows(t)
-            dups = duplicate_keys(pa.concat_tables([pending, data]) if pending is not None else data, keys)
+            dups = duplicate_keys(data, keys)
             if dups.num_rows:
                 raise self._unique_error(t, dups.slice(0, 1).to_pylist()[0])
             existing = self.store.existing_keys(t.location, keys, data)
-            if existing.num_rows:
-                raise self._unique_error(t, existing.slice(0, 1).to_pylist()[0])
-            return WriteOp(t, "append", data)
+            taken = self._keys_in_transaction(t, keys, existing, data)
+            if taken:
+                raise self._unique_error(t, dict(zip(keys, taken[0])))
+            # checked again when it commits, against what others committed meanwhile
+            return WriteOp(t, "append", data, keys=keys, unique=True)
         conflict_cols = [_ident(e.this.this if isinstance(e, exp.Ordered) else e.this if isinstance(e, exp.Column) else e)
                          for e in (on_conflict.args.get("conflict_keys") or [])]
         if conflict_cols and sorted(conflict_cols) != sorted(keys):
@@ -1191,7 +1349,7 @@ class EngineSession:
                     hits, keys=keys, join_type="left outer")
                 keep = pc.filter(joined.column("__tg_i"), pc.is_null(joined.column("__tg_hit"))).combine_chunks()
                 data = data.take(keep.sort())
-            return WriteOp(t, "append", data)
+            return WriteOp(t, "append", data, keys=keys, skip_existing=True)
         dups = duplicate_keys(data, keys)
         if dups.num_rows:
             raise SqlError("21000", "ON CONFLICT DO UPDATE command cannot affect row a second time",
@@ -1206,6 +1364,29 @@ class EngineSession:
             raise SqlError("0A000", "ON CONFLICT DO UPDATE ... WHERE is not supported")
         return WriteOp(t, "merge", data, keys=keys, updates=updates)
 
+    def _keys_in_transaction(self, t: TableDef, keys: list[str], committed: pa.Table,
+                             candidates: pa.Table) -> list[tuple]:
+        """Which key tuples of ``candidates`` the table holds as this transaction sees it: the
+        ``committed`` ones it has not deleted or updated away, and those its own writes added."""
+        ops = self._pending_ops(t)
+        present = {tuple(r.values()) for r in committed.select(keys).to_pylist()}
+        if ops:
+            wanted = {tuple(r.values()) for r in candidates.select(keys).to_pylist()}
+            for op in ops:
+                data = op.data if isinstance(op.data, pa.Table) else None
+                if data is None:
+                    continue
+                if op.kind == "overwrite":
+                    present = set()
+                if op.kind in ("delete", "update") and op.keys == keys:
+                    prefix = "__tg_old_" if op.kind == "update" else ""
+                    present -= {tuple(r.values()) for r in data.select([prefix + k for k in keys]).to_pylist()}
+                if op.kind in ("append", "upsert", "update", "merge", "overwrite"):
+                    added = {tuple(r.values()) for r in data.select(keys).to_pylist()}
+                    present |= added & wanted
+        return sorted(present & {tuple(r.values()) for r in candidates.select(keys).to_pylist()},
+                      key=lambda k: [str(v) for v in k])
+
     def _unique_error(self, t: TableDef, row: dict[str, Any]) -> SqlError:
         return SqlError("23505", f'duplicate key value violates unique constraint "{t.name}_pkey"',
                         detail=f"{key_text(row)} already exists.")
@@ -1217,6 +1398,10 @@ class EngineSession:
             cols = [_ident(e) for e in target.expressions]
             target = target.this
         t = self._resolve_target(target, info)
+        conflict = tree.args.get("conflict")
+        self.catalog.roles.check_table(info, t, "INSERT", *(
+            ["UPDATE"] if conflict is not None and "UPDATE" in str(conflict.args.get("action") or "").upper() else []),
+            *(["SELECT"] if tree.args.get("returning") is not None else []))
         target_cols = self._target_columns(t, cols)
         source = tree.expression
         ctx = {"now": datetime.now(timezone.utc)}
@@ -1243,9 +1428,15 @@ class EngineSession:
                 data = self._build_rows(t, {}, 1, ctx, info)
             else:
                 data = self._insert_source_via_spark(t, target_cols, source, params, info, ctx)
-        op = self._plan_insert(t, data, tree.args.get("conflict"))
-        rows_written = op.data.num_rows if isinstance(op.data, pa.Table) else 0
-        self._write(op)
+        conflict = tree.args.get("conflict")
+        # ON CONFLICT decides from what is stored: it holds the table's write lock as UPDATE does, so
+        # a racing upsert of the same key waits and then sees this one (the right count, no lost update).
+        with self._rewriting(t) if conflict is not None else nullcontext():
+            op = self._plan_insert(t, data, conflict)
+            rows_written = op.data.num_rows if isinstance(op.data, pa.Table) else 0
+            stored = self._write(op)
+        if stored is not None and op.skip_existing:
+            rows_written = stored
         returning = tree.args.get("returning")
         result_rows = None
         if returning is not None:
@@ -1335,8 +1526,9 @@ class EngineSession:
     # -- UPDATE / DELETE ---------------------------------------------------------------------
 
     def _check_no_pending(self, t: TableDef, verb: str) -> None:
-        if self._pending and any(op.table.location == t.location for op in self._pending):
-            raise SqlError("0A000", f"{verb} of a table already written in the same transaction block is not supported")
+        if any(op.kind == "merge" for op in self._pending_ops(t)):
+            raise SqlError("0A000", f"{verb} of a table after INSERT ... ON CONFLICT DO UPDATE in the same "
+                                    "transaction block is not supported", hint="COMMIT first.")
 
     def _scan_with_flag(self, t: TableDef, alias: str, where: exp.Expression | None, extra: list[exp.Expression],
                         params: list[Any], info: SessionInfo, matched_only: bool) -> tuple[pa.Table, int]:
@@ -1393,7 +1585,15 @@ class EngineSession:
             raise SqlError("0A000", "UPDATE ... FROM is not supported")
         target = tree.this
         t = self._resolve_target(target, info)
+        reads = tree.args.get("where") is not None or tree.args.get("returning") is not None or any(
+            eq.expression.find(exp.Column) is not None for eq in tree.expressions)
+        self.catalog.roles.check_table(info, t, "UPDATE", *(["SELECT"] if reads else []))
         self._check_no_pending(t, "UPDATE")
+        with self._rewriting(t):
+            return self._retrying(self._update_rows, tree, t, params, info)
+
+    def _update_rows(self, tree: exp.Update, t: TableDef, params: list[Any], info: SessionInfo) -> CommandResult:
+        target = tree.this
         alias = target.alias or t.name
         sets: list[tuple[ColumnDef, exp.Expression]] = []
         for eq in tree.expressions:
@@ -1457,7 +1657,8 @@ class EngineSession:
                     source = source.append_column(f"__tg_old_{m}", old_matched.column(m))
                 if not self._keys(t):
                     source = dedupe_last(source, [f"__tg_old_{m}" for m in match_cols])
-                self._write(WriteOp(t, "update", source, keys=match_cols, null_safe=not self._keys(t)))
+                self._write(WriteOp(t, "update", source, keys=match_cols, null_safe=not self._keys(t),
+                                    base_version=version))
         result_rows = None
         if tree.args.get("returning") is not None:
             result_rows = self._returning(t, new, tree.args["returning"], params, info)
@@ -1470,11 +1671,18 @@ class EngineSession:
             raise SqlError("0A000", "DELETE ... USING is not supported")
         target = tree.this
         t = self._resolve_target(target, info)
+        reads = tree.args.get("where") is not None or tree.args.get("returning") is not None
+        self.catalog.roles.check_table(info, t, "DELETE", *(["SELECT"] if reads else []))
         self._check_no_pending(t, "DELETE")
+        with self._rewriting(t):
+            return self._retrying(self._delete_rows, tree, t, params, info)
+
+    def _delete_rows(self, tree: exp.Delete, t: TableDef, params: list[Any], info: SessionInfo) -> CommandResult:
+        target = tree.this
         alias = target.alias or t.name
         where = tree.args.get("where")
         returning = tree.args.get("returning")
-        if where is None and returning is None:
+        if where is None and returning is None and not self._pending_ops(t):
             base = self.store.version(t.location)
             count = self._row_count(t)
             if count:
@@ -1496,7 +1704,8 @@ class EngineSession:
             else:
                 source = deleted.select(match_cols)
                 source = dedupe_last(source, match_cols)
-                self._write(WriteOp(t, "delete", source, keys=match_cols, null_safe=not self._keys(t)))
+                self._write(WriteOp(t, "delete", source, keys=match_cols, null_safe=not self._keys(t),
+                                    base_version=version))
         result_rows = None
         if returning is not None:
             result_rows = self._returning(t, deleted, returning, params, info)
@@ -1517,6 +1726,7 @@ class EngineSession:
         t = self.catalog.resolve_table(name, schema, info.search_path)
         if t.kind == "view":
             raise SqlError("42809", f'cannot copy to view "{t.name}"')
+        self.catalog.roles.check_table(info, t, "INSERT")
         cols = None
         if m.group("cols") is not None:
             cols = [ddl.ident_value(tok) for tok in ddl.scan(m.group("cols")) if tok.kind in ("word", "qid")]

@@ -25,6 +25,10 @@ the table unchanged; the status goes back to IDLE with ``last_error`` naming the
 the source query. ``WITH (on_source_error = 'ignore')`` tolerates bad rows (skipped) and duplicate
 keys (the last row of a key wins); the counts are reported in a NOTICE and in ``last_error``.
 
+The file connector reads only under the setting ``file_connector_roots`` and never the server's
+own files (:class:`FileAccess`), checked at CREATE TABLE and again at every refresh; only
+superusers create connector tables (:func:`check_create_connector`).
+
 Fault injection for crash tests: ``TIDEGATE_REFRESH_TEST_PAUSE="chunk:2,commit:5,committed:5"``
 sleeps that many seconds after each chunk is read, before the commit and after it.
 """
@@ -69,6 +73,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
     from engine.executor import Engine
+    from tidegate.config import Settings
 
 log = logging.getLogger(__name__)
 
@@ -126,6 +131,21 @@ def parse_format_clause(toks: list[Any], j: int, options: dict[str, str]) -> int
     return k
 
 
+_URL_QUERY_PASSWORD = re.compile(r"([?&]password=)[^&]*", re.I)
+_URL_PASSWORD = re.compile(r"(://[^:/@]*:).*@(?=[^@]*$)")  # through the last '@': passwords may hold one
+
+
+def masked_secrets(options: dict[str, str]) -> dict[str, str]:
+    """Options as shown to clients (SHOW CREATE TABLE): a source's password, alone or inside its
+    url, is never shown (as PostgreSQL shows rolpassword as ********)."""
+    shown = dict(options)
+    if "password" in shown:
+        shown["password"] = "********"
+    if "url" in shown:
+        shown["url"] = _URL_QUERY_PASSWORD.sub(r"\1********", _URL_PASSWORD.sub(r"\1********@", shown["url"]))
+    return shown
+
+
 def split_format_clause(options: dict[str, str]) -> tuple[dict[str, str], str]:
     """SHOW CREATE TABLE: the WITH options without the FORMAT clause, and that clause's text."""
     if "encode" not in options:
@@ -168,6 +188,7 @@ def validate_options(options: dict[str, str], primary_key: list[str]) -> None:
             raise SqlError("22023", "connector 'file' needs the option path (a folder or file) and optionally match_pattern")
         if "encode" not in options:
             raise SqlError("22023", "connector 'file' needs FORMAT PLAIN ENCODE CSV | PARQUET | JSON")
+        check_match_pattern(options.get("match_pattern", "*"))
     else:
         missing = [k for k in ("url", "source_table") if not options.get(k)]
         if missing:
@@ -181,6 +202,98 @@ def validate_options(options: dict[str, str], primary_key: list[str]) -> None:
         chunk = options.get(name)
         if chunk is not None and (not chunk.strip().isdigit() or int(chunk) <= 0):
             raise SqlError("22023", f"invalid {name} '{chunk}': must be a positive integer")
+
+
+# -- where the file connector may read -----------------------------------------------------------------
+
+ROOTS_SETTING = "file_connector_roots (TIDEGATE_FILE_CONNECTOR_ROOTS)"
+# Hadoop expands these in the paths handed to Spark: a file named '{..,x}' would read the parent.
+_GLOB_CHARS = set("*?[]{}\\")
+
+
+def check_match_pattern(pattern: str) -> None:
+    """``match_pattern`` is matched against the names in the ``path`` folder: a plain name pattern."""
+    if "/" in pattern or os.sep in pattern or ".." in pattern or "\0" in pattern:
+        raise SqlError("22023", f"invalid match_pattern '{pattern}': must be a file name pattern such as '*.csv' "
+                                "(no '/' and no '..'); put the folder in path")
+
+
+def check_create_connector(options: dict[str, str], superuser: bool, settings: Settings) -> None:
+    """CREATE TABLE with a connector (options already validated by :func:`validate_options`): only
+    superusers may create one, and a file connector's path must be one the server may read."""
+    connector = options.get("connector")
+    if connector is None:
+        return
+    if not superuser:
+        raise SqlError("42501", f"must be superuser to create a table with connector '{connector}'")
+    if connector == "file":
+        FileAccess.from_settings(settings).resolve(options["path"])
+
+
+def _within(path: str, folder: str) -> bool:
+    """Whether the resolved ``path`` is the resolved ``folder`` or lies under it (by components)."""
+    try:
+        return os.path.commonpath([path, folder]) == folder
+    except ValueError:  # one relative, or different drives
+        return False
+
+
+@dataclass(frozen=True)
+class FileAccess:
+    """Where refreshable tables with ``connector = 'file'`` may read: under the resolved
+    ``file_connector_roots`` (none: nowhere), never the server's own files. Paths are resolved with
+    symlinks and '..' before the comparison, so a link inside a root to a file outside is refused;
+    a hard link to one of the server's own files is recognised by its inode."""
+
+    roots: tuple[str, ...]
+    forbidden: tuple[str, ...]  # resolved; never readable, nor anything under them
+    forbidden_inodes: frozenset[tuple[int, int]] = frozenset()  # (st_dev, st_ino) of the server's files
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> FileAccess:
+        roots = tuple(os.path.realpath(os.path.expanduser(r)) for r in settings.file_connector_roots)
+        # The data dir (catalog, tables, staged chunks), the config file and TLS files (users'
+        # passwords, the private key), and /proc (the process environment: TIDEGATE_USERS).
+        files = [settings.config_file, settings.tls_cert, settings.tls_key, settings.catalog_path]
+        own = [settings.data_dir, *files, "/proc"]
+        inodes = set()
+        for f in files:
+            try:
+                st = os.stat(f) if f else None
+            except OSError:
+                continue
+            if st is not None:
+                inodes.add((st.st_dev, st.st_ino))
+        return cls(roots, tuple(os.path.realpath(p) for p in own if p), frozenset(inodes))
+
+    def resolve(self, path: str, what: str = "path") -> str:
+        """``path`` with symlinks and '..' resolved, if the file connector may read it; 42501 otherwise."""
+        if not self.roots:
+            raise SqlError("42501", f"permission denied for {what} '{path}': the file connector is disabled; list "
+                                    f"the directories it may read in the setting {ROOTS_SETTING}")
+        real = os.path.realpath(path)
+        shown = f"'{path}'" + (f" (resolves to '{real}')" if real != os.path.abspath(path) else "")
+        if any(_within(real, f) for f in self.forbidden) or self._inode(real) in self.forbidden_inodes:
+            raise SqlError("42501", f"permission denied for {what} {shown}: the server's own files (its data "
+                                    "directory, config file, TLS key and certificate) and /proc are never "
+                                    f"readable by the file connector, whatever the setting {ROOTS_SETTING} allows")
+        if not any(_within(real, r) for r in self.roots):
+            raise SqlError("42501", f"permission denied for {what} {shown}: it is outside the directories the "
+                                    f"file connector may read; add a directory holding it to the setting "
+                                    f"{ROOTS_SETTING}")
+        if _GLOB_CHARS & set(real):
+            raise SqlError("42501", f"permission denied for {what} {shown}: Spark would read its name as a "
+                                    f"pattern (it holds one of {''.join(sorted(_GLOB_CHARS))}); rename it or "
+                                    "exclude it with match_pattern")
+        return real
+
+    @staticmethod
+    def _inode(path: str) -> tuple[int, int] | None:
+        try:
+            st = os.stat(path)
+        except OSError:
+            return None
+        return st.st_dev, st.st_ino
 
 
 # -- sources -----------------------------------------------------------------------------------------
@@ -233,8 +346,9 @@ def _locate(paths: Sequence[str], record: str) -> str:
 class Source:
     """The source of one refreshable table: how to list its chunks and read one with Spark."""
 
-    def __init__(self, table: TableDef) -> None:
+    def __init__(self, table: TableDef, access: FileAccess) -> None:
         self.table = table
+        self.access = access
         self.options = table.options
         self.connector = self.options.get("connector", "")
         self.tolerant = self.options.get("on_source_error", "fail").lower() == "ignore"
@@ -244,14 +358,19 @@ class Source:
     # -- files ---------------------------------------------------------------------------------
 
     def _files(self) -> list[str]:
+        """The source's files, resolved; checked at every refresh (links and folders change):
+        the path and every matched file must be readable (:class:`FileAccess`), else 42501."""
         path = self.options["path"]
         pattern = self.options.get("match_pattern", "*")
-        if os.path.isfile(path):
-            return [path]
-        if not os.path.isdir(path):
+        check_match_pattern(pattern)
+        real = self.access.resolve(path)
+        if os.path.isfile(real):
+            return [real]
+        if not os.path.isdir(real):
             raise SourceError("58P01", f"source path '{path}' does not exist")
-        names = sorted(n for n in os.listdir(path) if fnmatch.fnmatch(n, pattern))
-        return [os.path.join(path, n) for n in names if os.path.isfile(os.path.join(path, n))]
+        names = sorted(n for n in os.listdir(real) if fnmatch.fnmatch(n, pattern))
+        return [self.access.resolve(os.path.join(real, n), "file") for n in names
+                if os.path.isfile(os.path.join(real, n))]
 
     def fingerprint(self) -> str | None:
         """What identifies the source's snapshot for resuming (None: never resumable)."""
@@ -663,6 +782,10 @@ class RefreshManager:
 
     # -- statements ---------------------------------------------------------------------------
 
+    def check_create(self, options: dict[str, str], info: SessionInfo) -> None:
+        """CREATE TABLE WITH (connector = ...): superusers only; a file path the server may read."""
+        check_create_connector(options, self.catalog.roles.is_superuser(info), self.engine.settings)
+
     @staticmethod
     def handles(words: list[str]) -> bool:
         return (words[:2] == ["REFRESH", "TABLE"]) or (words[:3] == ["SHOW", "REFRESH", "STATUS"])
@@ -695,6 +818,8 @@ class RefreshManager:
         t = self.catalog.resolve_table(parts[-1], schema, info.search_path)
         if t.kind == "view":
             raise SqlError("42809", f"'{t.qualified_name}' is a view: only refreshable tables support REFRESH")
+        # A reload replaces the table's rows: its owner's (or a superuser's) decision.
+        self.catalog.roles.check_owner(info, "table", t.name, t.owner)
         if not rmeta.is_refreshable(t.options):
             raise SqlError("55000", f"Table '{t.qualified_name}' is not refreshable. Only tables created with "
                                     "refresh_mode = 'FULL_RELOAD' support REFRESH.")
@@ -797,7 +922,7 @@ class RefreshManager:
         """Read the source's snapshot chunk by chunk; returns (refresh id, rows, warnings, the
         chunks this run read by number: (staged file, rows), and the writes staging them)."""
         spark = self.engine.runtime.new_session()
-        source = Source(t)
+        source = Source(t, FileAccess.from_settings(self.engine.settings))
         fp = source.fingerprint()
         done: dict[int, rmeta.Chunk] = {}
         if resume:

@@ -77,6 +77,9 @@ DEFAULT_CONF: dict[str, str] = {
     "spark.sql.files.openCostInBytes": "524288",
     "spark.sql.sources.ignoreDataLocality": "true",
     "spark.sql.legacy.timeParserPolicy": "CORRECTED",
+    # SQL never reads files by path (no SELECT * FROM csv.`/etc/passwd`): tidegate registers its
+    # tables as DataFrame temp views and reads sources through the DataFrame reader.
+    "spark.sql.runSQLOnFiles": "false",
     # ParallelGC: on 2 cores G1's concurrent marking cost 0.1-0.3 s of CPU per flow run.
     "spark.driver.extraJavaOptions": "-Duser.timezone=UTC -XX:+UseParallelGC",
     "spark.executor.extraJavaOptions": "-Duser.timezone=UTC",
@@ -107,6 +110,36 @@ def background_jobs(spark: SparkSession) -> Iterator[None]:
         yield
     finally:
         sc.setLocalProperty(_POOL_PROPERTY, previous)  # type: ignore[arg-type]  # None clears it
+
+
+def unregister_dangerous_functions(spark: SparkSession) -> None:
+    """Drop the builtins that reach the JVM or the file system (``reflect``, ``java_method``,
+    ``input_file_name``, ...: engine.pgfunctions.SPARK_UNREGISTER) from Spark's function registry.
+
+    Defence in depth behind the translator's allow-list and its check of the generated SQL.
+    Sessions copy the builtin registry when created (``newSession``), so the names are dropped
+    from ``FunctionRegistry.builtin`` itself and from the root session's copy. Best effort: a
+    Spark whose internals differ keeps its registry (logged), the translator still refuses them.
+    """
+    from engine.pgfunctions import SPARK_UNREGISTER, SPARK_UNREGISTER_TABLE_FUNCTIONS
+
+    try:
+        jvm = spark._jvm  # type: ignore[attr-defined]
+        analysis = jvm.org.apache.spark.sql.catalyst.analysis
+        state = spark._jsparkSession.sessionState()  # type: ignore[attr-defined]
+        some = jvm.scala.Some
+
+        def ident(name: str) -> Any:
+            return jvm.org.apache.spark.sql.catalyst.FunctionIdentifier(name, some("builtin"), some("system"))
+
+        for registry, names in ((analysis.FunctionRegistry.builtin(), SPARK_UNREGISTER),
+                                (state.functionRegistry(), SPARK_UNREGISTER),
+                                (analysis.TableFunctionRegistry.builtin(), SPARK_UNREGISTER_TABLE_FUNCTIONS),
+                                (state.tableFunctionRegistry(), SPARK_UNREGISTER_TABLE_FUNCTIONS)):
+            for name in names:
+                registry.dropFunction(ident(name))
+    except Exception:  # noqa: BLE001 - optional hardening
+        log.warning("could not drop dangerous builtins from Spark's function registry", exc_info=True)
 
 
 class SparkRuntime:
@@ -146,6 +179,7 @@ class SparkRuntime:
                 builder = builder.config(key, value)
             spark = builder.getOrCreate()
             spark.sparkContext.setLogLevel("ERROR")
+            unregister_dangerous_functions(spark)
             # PySpark logs every failed query as JSON on stderr; the error reaches the client anyway.
             from pyspark.logger import PySparkLogger
 

@@ -1,7 +1,10 @@
 """Delta tables written with deltalake (delta-rs): layout, storage form, coercion and commits.
 
-Layout: one Delta table per SQL table at ``<warehouse>/<schema>/<table>``, created with
-``delta.enableChangeDataFeed=true``. Any Delta reader sees the same rows.
+Layout: one Delta table per SQL table at ``<warehouse>/<schema oid>/<table oid>``, created with
+``delta.enableChangeDataFeed=true``. Any Delta reader sees the same rows. Locations derive from
+object ids, never from names, and every directory the store creates, replaces or removes is first
+checked to lie strictly inside the warehouse (:meth:`TableStore.guarded`). Tables of data dirs
+from before this layout (``<warehouse>/<schema name>/<table name>``) stay where they are.
 
 Storage form: the Arrow form of :mod:`tidegate.pgtypes`, except for two types Delta lacks:
 
@@ -33,6 +36,7 @@ app transaction, and :meth:`TableStore.app_version` reads the last one back.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import shutil
@@ -40,8 +44,8 @@ import threading
 import uuid as uuidlib
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
-from dataclasses import dataclass, field
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field, replace
 from datetime import date, datetime, time, timedelta, timezone
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
@@ -56,7 +60,10 @@ from deltalake import CommitProperties, DeltaTable, Transaction, WriterPropertie
 from catalog.store import ColumnDef, TableDef
 from tidegate.errors import SqlError
 from tidegate.pgtypes import ColumnType
-from engine import functions
+from engine import functions, txnlog
+from engine.txnlog import Journal
+
+log = logging.getLogger("tidegate.storage")
 
 CDF_CONFIG = {"delta.enableChangeDataFeed": "true"}
 
@@ -548,6 +555,11 @@ class WriteOp:
     app_version: int | None = None
     schema_change: bool = False
     null_safe: bool = False  # "update"/"delete" matched on nullable columns
+    # "append" into a PRIMARY KEY table: ``keys`` are re-checked against the table at commit, under
+    # its lock (23505), so concurrent statements and transactions cannot both store one key.
+    unique: bool = False
+    # "append" of INSERT ... ON CONFLICT DO NOTHING: rows whose ``keys`` exist at commit are dropped.
+    skip_existing: bool = False
 
 
 @dataclass(frozen=True)
@@ -577,12 +589,22 @@ class TableStore:
         self._locks: dict[str, threading.RLock] = {}
         self._guard = threading.Lock()
 
-    def location_for(self, schema: str, name: str) -> str:
-        return str((self.warehouse / schema / name).resolve())
+    def location_for(self, schema_oid: int, table_oid: int) -> str:
+        return str(self.warehouse.resolve() / str(int(schema_oid)) / str(int(table_oid)))
+
+    def guarded(self, location: str) -> str:
+        """``location`` resolved (symlinks too), refused unless it lies strictly inside the
+        warehouse: the one check before any directory is created, replaced or removed."""
+        root = os.path.realpath(self.warehouse)
+        real = os.path.realpath(location)
+        if real == root or os.path.commonpath([root, real]) != root:
+            raise SqlError("XX000", f"refusing to touch {location!r}: it is not inside the warehouse {root!r}")
+        return real
 
     def lock(self, location: str) -> threading.RLock:
         with self._guard:
             return self._locks.setdefault(location, threading.RLock())
+
 
     def _table(self, location: str) -> DeltaTable:
         with self._guard:
@@ -616,10 +638,13 @@ class TableStore:
 
     def create(self, table: TableDef) -> str:
         """Create the Delta table for ``table``; returns its location."""
-        location = table.location or self.location_for(table.schema, table.name)
-        if os.path.exists(location):
+        if not table.location:
+            raise ValueError(f"table {table.qualified_name} has no storage location")
+        location = table.location
+        if os.path.lexists(location):
             # Leftover of a table whose catalog entry is gone (e.g. crash between steps).
-            shutil.rmtree(location)
+            shutil.rmtree(self.guarded(location))
+        self.guarded(location)
         os.makedirs(os.path.dirname(location), exist_ok=True)
         description = table.comment
         DeltaTable.create(location, storage_schema(table.columns), name=table.name,
@@ -631,14 +656,21 @@ class TableStore:
         if not location:
             return
         self.forget(location)
-        shutil.rmtree(location, ignore_errors=True)
+        try:
+            real = self.guarded(location)
+        except SqlError:
+            # A location recorded by an older version outside the warehouse: never removed.
+            log.warning("not removing table files at %s: outside the warehouse", location)
+            return
+        shutil.rmtree(real, ignore_errors=True)
 
-    def move(self, old: str, new: str) -> None:
-        self.forget(old)
-        os.makedirs(os.path.dirname(new), exist_ok=True)
-        if os.path.exists(new):
-            shutil.rmtree(new)
-        os.rename(old, new)
+    def drop_schema_dir(self, schema_oid: int) -> None:
+        """Remove a dropped schema's directory if nothing is left in it."""
+        path = self.warehouse / str(int(schema_oid))
+        try:
+            os.rmdir(self.guarded(str(path)))
+        except OSError:
+            pass
 
     # -- reads ---------------------------------------------------------------------------------
 
@@ -728,6 +760,11 @@ class TableStore:
 
     def apply(self, op: WriteOp) -> int:
         """Commit ``op`` as one Delta commit; returns the new table version (or the current one)."""
+        return self.apply_op(op)[0]
+
+    def apply_op(self, op: WriteOp) -> tuple[int, WriteOp]:
+        """:meth:`apply`, also returning the write as committed (ON CONFLICT DO NOTHING drops the
+        rows whose key another commit stored meanwhile)."""
         location = op.table.location
         assert location, "table without a location"
         props = None
@@ -736,14 +773,14 @@ class TableStore:
         with self.lock(location):
             dt = self._table(location)
             if op.kind == "none":
-                return dt.version()
+                return dt.version(), op
+            op = self.verified(dt, op)
+            if op.skip_existing and isinstance(op.data, pa.Table) and not op.data.num_rows:
+                return dt.version(), op
             if op.kind == "append":
                 write_deltalake(dt, op.data, mode="append", commit_properties=props,
                                 writer_properties=WRITER_PROPERTIES)
             elif op.kind == "overwrite":
-                if op.base_version is not None and dt.version() != op.base_version:
-                    raise SqlError("40001", "could not serialize access due to concurrent update",
-                                   detail=f'table "{op.table.name}" changed while the statement ran')
                 write_deltalake(dt, op.data, mode="overwrite",
                                 schema_mode="overwrite" if op.schema_change else None,
                                 commit_properties=props, writer_properties=WRITER_PROPERTIES)
@@ -755,7 +792,7 @@ class TableStore:
             elif op.kind in ("upsert", "merge"):
                 data = op.data if isinstance(op.data, pa.Table) else op.data.read_all()
                 if data.num_rows == 0:
-                    return dt.version()
+                    return dt.version(), op
                 merger = dt.merge(data, predicate=key_match(op.keys, null_safe=False), source_alias="s",
                                   target_alias="t", commit_properties=props, writer_properties=WRITER_PROPERTIES)
                 if op.kind == "upsert":
@@ -766,7 +803,7 @@ class TableStore:
             elif op.kind in ("update", "delete"):
                 data = op.data if isinstance(op.data, pa.Table) else op.data.read_all()
                 if data.num_rows == 0:
-                    return dt.version()
+                    return dt.version(), op
                 pred = key_match(op.keys, null_safe=op.null_safe,
                                  source_prefix="__tg_old_" if op.kind == "update" else "")
                 merger = dt.merge(data, predicate=pred, source_alias="s", target_alias="t",
@@ -781,10 +818,94 @@ class TableStore:
                 raise SqlError("XX000", f"unknown write kind {op.kind}")
             if op.schema_change:
                 self.forget(location)
-                return self._table(location).version()
+                return self._table(location).version(), op
             # write_deltalake/merge leave ``dt`` at the commit they made; reloading the table from
             # its log here cost ~50 ms per INSERT.
-            return dt.version()
+            return dt.version(), op
+
+    def commit_all(self, ops: list[WriteOp], journal: Journal) -> None:
+        """A transaction's writes, all or none: checked together under every written table's lock
+        (taken in location order), then journaled and applied (see :mod:`engine.txnlog`). Writes
+        that can share a Delta commit are merged first, so a transaction of inserts into one table
+        (an executemany) is one commit and needs no journal."""
+        ops = coalesce(ops)
+        if not ops:
+            return
+        if len(ops) == 1:
+            self.apply(ops[0])
+            return
+        locations = sorted({op.table.location or "" for op in ops})
+        with ExitStack() as held:
+            for location in locations:
+                held.enter_context(self.lock(location))
+            checked: list[WriteOp] = []
+            freed: dict[str, pa.Table] = {}
+            for op in ops:
+                location = op.table.location or ""
+                checked.append(self.verified(self._table(location), op, freed.get(location)))
+                gone = _removed_keys(op)
+                if gone is not None:
+                    freed[location] = pa.concat_tables([freed[location], gone]) if location in freed else gone
+            txid = journal.begin(checked)  # the commit point
+            txnlog.apply_all(self, journal, txid, checked)
+
+    def verified(self, dt: DeltaTable, op: WriteOp, freed: pa.Table | None = None) -> WriteOp:
+        """``op`` checked against what was committed since its statement read the table (the
+        caller holds the table's lock, so nothing commits in between): an UPDATE/DELETE whose rows
+        another commit changed or deleted fails with 40001 (never overwrites it); a unique append
+        whose key now exists fails with 23505; ON CONFLICT DO NOTHING drops rows whose key now
+        exists. ``freed``: key tuples an earlier write of the same transaction removes."""
+        location = op.table.location or ""
+        if op.kind == "overwrite" and op.base_version is not None and dt.version() != op.base_version:
+            raise SqlError("40001", "could not serialize access due to concurrent update",
+                           detail=f'table "{op.table.name}" changed while the statement ran')
+        if op.kind in ("update", "delete") and op.base_version is not None and dt.version() != op.base_version:
+            if self._rows_changed(dt, op):
+                raise SqlError("40001", "could not serialize access due to concurrent update",
+                               detail=f'rows of table "{op.table.name}" were changed by another transaction '
+                                      "after this statement read them",
+                               hint="Run the transaction again.")
+        if op.kind == "append" and (op.unique or op.skip_existing) and isinstance(op.data, pa.Table) \
+                and op.data.num_rows:
+            existing = _existing_keys(dt, location, op.keys, op.data)
+            if freed is not None and existing.num_rows and freed.num_rows:
+                gone = freed.select(op.keys).group_by(op.keys).aggregate([])
+                gone = gone.append_column("__tg_freed", pa.repeat(True, gone.num_rows))
+                existing = existing.join(gone, keys=op.keys, join_type="left outer")
+                existing = existing.filter(pc.is_null(existing.column("__tg_freed"))).select(op.keys)
+            if existing.num_rows:
+                if op.unique:
+                    raise SqlError("23505", f'duplicate key value violates unique constraint "{op.table.name}_pkey"',
+                                   detail=f"{key_text(existing.slice(0, 1).to_pylist()[0])} already exists.")
+                hits = existing.append_column("__tg_hit", pa.repeat(True, existing.num_rows))
+                joined = op.data.append_column("__tg_i", pa.array(range(op.data.num_rows), pa.int64())).join(
+                    hits, keys=op.keys, join_type="left outer")
+                keep = pc.filter(joined.column("__tg_i"), pc.is_null(joined.column("__tg_hit"))).combine_chunks()
+                op = replace(op, data=op.data.take(keep.sort()))
+        return op
+
+    def _rows_changed(self, dt: DeltaTable, op: WriteOp) -> bool:
+        """Whether a commit after ``op.base_version`` updated or deleted a row ``op`` matched.
+        The change feed of those commits tells (update pre-images and deletes); for key-less
+        tables any such change counts, as their rows have no identity to compare."""
+        feed = pa.table(dt.load_cdf(starting_version=op.base_version + 1, ending_version=dt.version()).read_all())
+        if feed.num_rows == 0:
+            return False
+        gone = feed.filter(pc.is_in(feed.column("_change_type"), pa.array(["update_preimage", "delete"])))
+        if gone.num_rows == 0 or op.null_safe:
+            return gone.num_rows > 0
+        data = op.data if isinstance(op.data, pa.Table) else None
+        if data is None:
+            return True
+        prefix = "__tg_old_" if op.kind == "update" else ""
+        mine = data.select([prefix + k for k in op.keys]).rename_columns(op.keys)
+        mine = mine.group_by(op.keys).aggregate([])
+        theirs = gone.select(op.keys)
+        try:
+            theirs = theirs.cast(mine.schema)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            return True
+        return theirs.join(mine, keys=op.keys, join_type="inner").num_rows > 0
 
     def add_columns(self, location: str, columns: Sequence[ColumnDef]) -> None:
         from deltalake.schema import Field as DField
@@ -908,6 +1029,37 @@ def action_path(location: str, path: str) -> str:
 
 def _q(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
+
+
+def coalesce(ops: list[WriteOp]) -> list[WriteOp]:
+    """Consecutive writes of one table that one Delta commit can carry, merged: appends (of the
+    same uniqueness), and upserts on the same keys (the last row of a key wins)."""
+    out: list[WriteOp] = []
+    for op in ops:
+        prev = out[-1] if out else None
+        if (prev is not None and prev.table.location == op.table.location and prev.kind == op.kind
+                and op.kind in ("append", "upsert") and prev.keys == op.keys and prev.unique == op.unique
+                and prev.skip_existing == op.skip_existing and not prev.app_id and not op.app_id
+                and isinstance(prev.data, pa.Table) and isinstance(op.data, pa.Table)):
+            try:
+                data = pa.concat_tables([prev.data, op.data.cast(prev.data.schema)])
+            except (pa.ArrowInvalid, pa.ArrowTypeError):
+                out.append(op)
+                continue
+            if op.kind == "upsert":
+                data = dedupe_last(data, op.keys)
+            out[-1] = replace(prev, data=data)
+        else:
+            out.append(op)
+    return out
+
+
+def _removed_keys(op: WriteOp) -> pa.Table | None:
+    """The key tuples a write takes out of its table (a DELETE's rows, an UPDATE's old keys)."""
+    if not isinstance(op.data, pa.Table) or not op.keys or op.kind not in ("update", "delete"):
+        return None
+    prefix = "__tg_old_" if op.kind == "update" else ""
+    return op.data.select([prefix + k for k in op.keys]).rename_columns(op.keys)
 
 
 def dedupe_last(data: pa.Table, keys: list[str]) -> pa.Table:

@@ -24,6 +24,7 @@ import datetime as _dt
 import logging
 import re
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, Protocol
@@ -45,6 +46,7 @@ from engine.functions import (
     similar_to_regex,
     to_char_format,
 )
+from engine import pgfunctions
 from tidegate.errors import SqlError
 from tidegate.pgtypes import (
     BOOL,
@@ -149,10 +151,15 @@ class ResolvedRelation:
     view_name: str
     columns: list[tuple[str, ColumnType]]
     view_sql: str | None = None
+    owner: str | None = None  # a view's owner: its own reads are checked as that role
 
 
 class TableResolver(Protocol):
     def resolve(self, schema: str | None, name: str) -> ResolvedRelation: ...
+
+    def view_scope(self, rel: ResolvedRelation) -> AbstractContextManager[None]:
+        """Resolve the relations inside view ``rel`` (with its owner's privileges)."""
+        ...
 
 
 # --------------------------------------------------------------------------------------------
@@ -453,7 +460,9 @@ def _string(value: str) -> exp.Literal:
 
 
 def _func(name: str, *args: exp.Expression) -> exp.Anonymous:
-    return exp.Anonymous(this=name, expressions=list(args))
+    node = exp.Anonymous(this=name, expressions=list(args))
+    node.meta[pgfunctions.INTERNAL] = True  # made by the translator: not a client's call
+    return node
 
 
 def _interval_expr(iv: PgInterval) -> exp.Expression:
@@ -645,9 +654,8 @@ def pg_column_name(node: exp.Expression) -> str:
 # Translation
 
 
-_ANON_SPARK_NAMES: set[str] | None = None
-
-# PostgreSQL functions passed to Spark under another name (same semantics).
+# PostgreSQL functions passed to Spark under another name (same semantics). Which functions a
+# client may call at all is engine.pgfunctions.PG_FUNCTIONS (an allow-list).
 _RENAMES = {
     "clock_timestamp": "current_timestamp",
     "statement_timestamp": "current_timestamp",
@@ -661,26 +669,18 @@ _RENAMES = {
 }
 
 
-def _spark_function_names() -> set[str]:
-    """Builtin Spark SQL function names (from pyspark's function module, loaded lazily)."""
-    global _ANON_SPARK_NAMES
-    if _ANON_SPARK_NAMES is None:
-        from pyspark.sql import functions as F  # noqa: N812 - imported lazily: gateway never loads Spark
-
-        names = {n.lower() for n in dir(F) if not n.startswith("_")}
-        names |= {"div", "mod", "pmod", "nvl", "nvl2", "ifnull", "isnull", "isnotnull", "std", "uuid", "typeof",
-                  "make_timestamp_ntz", "make_interval", "make_dt_interval", "make_ym_interval", "date_diff",
-                  "char_length", "character_length", "octet_length", "bit_length", "ceiling", "sign", "signum",
-                  "cbrt", "pi", "e", "degrees", "radians", "random", "version", "string_agg", "listagg"}
-        _ANON_SPARK_NAMES = names
-    return _ANON_SPARK_NAMES
-
-
 def _pg_arg_type(node: exp.Expression) -> str:
     if isinstance(node, exp.Literal) and node.is_string:
         return "unknown"
     t = _dtype(node)
     return _PG_ARG_TYPE.get(t, "unknown") if t is not None else "unknown"
+
+
+def _literal_arg_type(node: exp.Expression) -> str:
+    """_pg_arg_type of an argument not annotated yet (its literal types; columns are unknown)."""
+    if node.type is None:
+        node = annotate_types(node.copy(), dialect=TidegatePostgres)
+    return _pg_arg_type(node)
 
 
 class _Translator:
@@ -743,6 +743,10 @@ class _Translator:
                 self._generator_placeholder(node, series, "generate_series")
             elif isinstance(inner, (exp.Anonymous, exp.Func)) and not isinstance(inner, exp.Identifier):
                 fname = inner.name if isinstance(inner, exp.Anonymous) else inner.sql_name()
+                written = pgfunctions.written_name(inner)
+                if written is not None and written not in pgfunctions.PG_FUNCTIONS:
+                    raise pgfunctions.undefined_function(fname.lower(), [
+                        _literal_arg_type(a) for a in pgfunctions.call_arguments(inner)])
                 raise SqlError("0A000", f"function {fname.lower()}() in FROM is not supported")
         for node in list(tree.find_all(exp.Unnest)):
             if isinstance(node.parent, (exp.From, exp.Join)):
@@ -829,7 +833,8 @@ class _Translator:
             statements = parse_postgres(rel.view_sql)
             if len(statements) != 1:
                 raise SqlError("XX000", f'view "{rel.name}" has an invalid definition')
-            view = self.prepare(statements[0], depth + 1)
+            with self.resolver.view_scope(rel):
+                view = self.prepare(statements[0], depth + 1)
             node.replace(exp.Subquery(this=view, alias=alias))
             return
         if (rel.schema, rel.name) not in self.tables:
@@ -1013,6 +1018,14 @@ class _Translator:
             return self._div(node)
         if isinstance(node, exp.Localtimestamp):
             return _func("localtimestamp")
+        if isinstance(node, exp.CurrentVersion):
+            from catalog.pgcatalog import VERSION_STRING  # PostgreSQL's version(), never Spark's
+
+            return _string(VERSION_STRING)
+        if isinstance(node, (exp.CurrentUser, exp.SessionUser)):
+            # the session's role, never the OS user Spark's current_user() would answer with
+            info = getattr(self.resolver, "info", None)
+            return _string(info.user if info is not None else "tidegate")
         if isinstance(node, (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.NullSafeEQ, exp.NullSafeNEQ)):
             self._coerce_literal_operands(node)
             if isinstance(node, (exp.EQ, exp.NEQ, exp.NullSafeEQ, exp.NullSafeNEQ)):
@@ -1573,6 +1586,13 @@ class _Translator:
 
     # -- functions sqlglot does not model
 
+    def check_functions(self, tree: exp.Expression) -> None:
+        """42883 for a call the client wrote (views and set-returning functions in FROM
+        included) to a function that is not on the allow-list (engine.pgfunctions)."""
+        pgfunctions.check_calls(tree, _literal_arg_type)
+        for generator in self.generators.values():
+            pgfunctions.check_calls(generator, _literal_arg_type)
+
     def _anonymous(self, node: exp.Anonymous) -> exp.Expression | None:
         name = node.name.lower()
         args = node.expressions
@@ -1597,13 +1617,8 @@ class _Translator:
             start, end = args[0], args[1]
             step = args[2] if len(args) > 2 else None
             return _func("explode", self._series(start, end, step))
-        if name not in _spark_function_names():
-            types = ", ".join(_pg_arg_type(a) for a in args)
-            raise SqlError(
-                "42883",
-                f"function {name}({types}) does not exist",
-                hint="No function matches the given name and argument types. You might need to add explicit type casts.",
-            )
+        if name not in pgfunctions.PG_FUNCTIONS and not node.meta_get(pgfunctions.INTERNAL):
+            raise pgfunctions.undefined_function(name, [_pg_arg_type(a) for a in args])
         return None
 
     def _to_char_call(self, args: list[exp.Expression]) -> exp.Expression:
@@ -1923,11 +1938,13 @@ def translate_query(
     tree = translator.prepare(tree)
     translator.mark_names(tree)
     tree = translator.qualify(tree)
+    translator.check_functions(tree)
     names, types = translator.output_columns(translator.output_select(tree))
     tree = translator.rewrite(tree)
     translator.restore_generators(tree)
     _set_output_aliases(tree, names)
-    spark_sql = tree.sql(dialect="spark", identify=True)
+    spark_sql = tree.sql(dialect="spark", identify=True, comments=False)
+    pgfunctions.check_spark_sql(tree, spark_sql)
     return TranslatedQuery(spark_sql, names, types, translator.tables)
 
 
@@ -1955,6 +1972,7 @@ def translate_expression(
             continue
         translator._resolve_table(sub, sub.db or None, sub.name, 0)
     tree = translator.qualify(tree)
+    translator.check_functions(tree)
     tree = translator.rewrite(tree)
     translator.restore_generators(tree)
     value = translator.output_select(tree).expressions[0]
@@ -1962,4 +1980,13 @@ def translate_expression(
     for col in value.find_all(exp.Column):
         if col.table == view_name:
             col.set("table", None)
-    return value.sql(dialect="spark", identify=True)
+    spark_sql = value.sql(dialect="spark", identify=True, comments=False)
+    pgfunctions.check_spark_sql(value, spark_sql)
+    return spark_sql
+
+
+def check_functions(tree: exp.Expression) -> None:
+    """42883 if ``tree`` (parsed PostgreSQL, not translated) calls a function clients may not
+    call (engine.pgfunctions). For statements checked before they can be translated: column
+    DEFAULT expressions at CREATE TABLE, flow queries at CREATE FLOW."""
+    pgfunctions.check_calls(tree, _literal_arg_type)

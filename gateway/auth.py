@@ -24,8 +24,14 @@ from tidegate.errors import SqlError
 
 SCRAM = "SCRAM-SHA-256"
 ITERATIONS = 4096
+# Largest message body read before authentication completes (SASL and password responses, a few
+# hundred bytes from real clients). Connection.read_message refuses a longer header before reading
+# the body, so an unauthenticated client cannot make the gateway allocate max_message_bytes.
+MAX_AUTH_MESSAGE = 8192
 
 Send = Callable[[bytes], Awaitable[None]]
+# A catalog role's (salt, StoredKey, ServerKey, iterations), or None when it has no password.
+RoleVerifier = Callable[[str], "tuple[bytes, bytes, bytes, int] | None"]
 Receive = Callable[[], Awaitable[tuple[bytes, bytes]]]
 
 
@@ -47,8 +53,11 @@ def auth_failed(user: str) -> SqlError:
 class Authenticator:
     """Per-server authentication policy and the SCRAM verifiers of the configured users."""
 
-    def __init__(self, users: list[UserConfig], allow_cleartext: bool = False) -> None:
+    def __init__(self, users: list[UserConfig], allow_cleartext: bool = False,
+                 role_verifier: RoleVerifier | None = None) -> None:
         self._mech = scramp.ScramMechanism(SCRAM)
+        # Roles created with CREATE ROLE ... PASSWORD keep their SCRAM verifier in the catalog.
+        self._role_verifier = role_verifier
         self._verifiers = {u.name: self._mech.make_auth_info(u.password, iteration_count=ITERATIONS)
                            for u in users}
         self._passwords = {u.name: u.password for u in users}
@@ -76,7 +85,12 @@ class Authenticator:
                 raise SqlError("08P01", f"expected password response, got message type {kind[0]}", severity="FATAL")
             password = m.MessageReader(body).cstring()
             expected = self._passwords.get(user)
-            if expected is None or not hmac.compare_digest(password.encode(), expected.encode()):
+            if expected is not None:
+                if not hmac.compare_digest(password.encode(), expected.encode()):
+                    raise auth_failed(user)
+                return
+            verifier = self._role_verifier(user) if self._role_verifier else None
+            if verifier is None or not _password_matches(password, verifier):
                 raise auth_failed(user)
             return
         await self._scram(user, send, receive)
@@ -85,8 +99,11 @@ class Authenticator:
         """RFC 5802/7677 server side. libpq sends an empty SCRAM user name (the startup packet names
         the user), which scramp's message parser refuses, so the exchange is checked here against
         verifiers made by scramp."""
-        known = user in self._verifiers
-        salt, stored_key, server_key, iterations = self._verifiers.get(user, self._dummy)
+        verifier = self._verifiers.get(user)
+        if verifier is None and self._role_verifier is not None:
+            verifier = self._role_verifier(user)
+        known = verifier is not None
+        salt, stored_key, server_key, iterations = verifier or self._dummy
         await send(m.auth_sasl([SCRAM]))
         kind, body = await receive()
         if kind != b"p":
@@ -146,6 +163,14 @@ class Authenticator:
             raise auth_failed(user)
         server_signature = hmac.new(server_key, auth_message, hashlib.sha256).digest()
         await send(m.auth_sasl_final(b"v=" + base64.b64encode(server_signature)))
+
+
+def _password_matches(password: str, verifier: tuple[bytes, bytes, bytes, int]) -> bool:
+    """Does a cleartext password match a SCRAM-SHA-256 verifier (RFC 5802's StoredKey)?"""
+    salt, stored_key, _, iterations = verifier
+    salted = hashlib.pbkdf2_hmac("sha256", password.encode(), salt, iterations)
+    client_key = hmac.new(salted, b"Client Key", hashlib.sha256).digest()
+    return hmac.compare_digest(hashlib.sha256(client_key).digest(), stored_key)
 
 
 def _malformed() -> SqlError:

@@ -24,6 +24,7 @@ from gateway import gucs
 from gateway.codec import decode_param, encode_data_rows
 from gateway.copyfmt import CopyDecoder, CopyEncoder
 from gateway import messages as m
+from gateway.auth import MAX_AUTH_MESSAGE
 from gateway.dispatch import (BackendSession, Classified, Kind, classify, parse_close, parse_copy, parse_declare,
                               parse_fetch, parse_savepoint_name)
 from gateway.messages import ProtocolError
@@ -51,6 +52,10 @@ _COUNTED = {"SELECT", "FETCH", "MOVE", "COPY", "UPDATE", "DELETE", "MERGE"}
 _DISCONNECT_POLL_S = 0.25
 _END = object()
 _EXIT_KINDS = (Kind.COMMIT, Kind.ROLLBACK, Kind.ROLLBACK_TO)
+# A socket accepted over max_connections is held this long at most (or authentication_timeout if
+# shorter) to read its startup packet: long enough for a CancelRequest, or for a client's SSL
+# negotiation so that it is told 53300 in the clear, as PostgreSQL tells it.
+REFUSAL_GRACE_S = 2.0
 
 
 def _tag(command: str, rows: int) -> str:
@@ -59,6 +64,10 @@ def _tag(command: str, rows: int) -> str:
     if command == "INSERT":
         return f"INSERT 0 {rows}"
     return command
+
+
+def too_many_clients() -> SqlError:
+    return SqlError("53300", "sorry, too many clients already", severity="FATAL")
 
 
 def _cancel_error(reason: str) -> SqlError:
@@ -113,8 +122,11 @@ class Portal:
 class Connection:
     """Serves one client socket until Terminate, EOF or a FATAL error."""
 
-    def __init__(self, server: Server, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    def __init__(self, server: Server, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, *,
+                 over_capacity: bool = False) -> None:
         self.server = server
+        # Accepted beyond max_connections: only a CancelRequest is served; a StartupMessage gets 53300.
+        self.over_capacity = over_capacity
         self.reader = reader
         self.writer = writer
         writer.transport.set_write_buffer_limits(high=_WRITE_BUFFER_HIGH)
@@ -136,7 +148,8 @@ class Connection:
         self.running = False
         self.cancel_reason: str | None = None
         self.current_stream: RowStream | None = None
-        self.max_message = server.settings.max_message_bytes
+        self.authenticated = False
+        self.max_message = MAX_AUTH_MESSAGE  # raised to max_message_bytes once authenticated
         self.error_offset = 0  # where the statement of the current extended message starts in its Parse text
         self.savepoints: list[tuple[str, int, dict[str, str], dict[str, str]]] = []
         self.writes = 0  # statements that changed data; ROLLBACK TO SAVEPOINT cannot undo those
@@ -159,6 +172,8 @@ class Connection:
         if length < 4:
             raise ProtocolError(f"invalid message length {length}")
         if length - 4 > self.max_message:
+            if not self.authenticated:
+                raise ProtocolError("invalid message length")  # PostgreSQL's words for an oversize auth message
             raise ProtocolError(f"message of {length - 4} bytes exceeds the limit of {self.max_message} bytes",
                                 "54000")
         body = await self.reader.readexactly(length - 4) if length > 4 else b""
@@ -170,7 +185,7 @@ class Connection:
     # ------------------------------------------------------------------ lifecycle
     async def run(self) -> None:
         try:
-            if await self.startup():
+            if await self._startup_in_time():
                 await self.flush()
                 await self.message_loop()
         except ProtocolError as e:
@@ -239,6 +254,25 @@ class Connection:
             raise ProtocolError("invalid length of startup packet")
         return await self.reader.readexactly(length - 4)
 
+    async def _startup_in_time(self) -> bool:
+        """:meth:`startup` under authentication_timeout, so a client that stalls anywhere before it is
+        authenticated (SSL handshake included) cannot hold its socket and slot for ever."""
+        limit = self.server.settings.authentication_timeout
+        if self.over_capacity:
+            limit = min(limit, REFUSAL_GRACE_S) if limit > 0 else REFUSAL_GRACE_S
+        if limit <= 0:
+            return await self.startup()
+        deadline = asyncio.timeout(limit)
+        try:
+            async with deadline:
+                return await self.startup()
+        except TimeoutError:
+            if not deadline.expired():
+                raise  # a socket error (ETIMEDOUT), not our deadline
+            if self.over_capacity:
+                raise too_many_clients() from None
+            raise SqlError("08006", "canceling authentication due to timeout", severity="FATAL") from None
+
     async def startup(self) -> bool:
         """Handle SSL/GSS negotiation, cancel requests and the StartupMessage; False = close quietly."""
         ssl_done = False
@@ -273,6 +307,8 @@ class Connection:
                 raise ProtocolError(f"unsupported frontend protocol {major}.{minor}: server supports 3.0 to 3.0",
                                     "0A000")
             params = m.parse_startup_params(body[4:])
+            if self.over_capacity:  # where PostgreSQL checks it too: after the packet, before authentication
+                raise too_many_clients()
             return await self._accept(params, minor)
 
     async def _accept(self, params: dict[str, str], minor: int) -> bool:
@@ -293,8 +329,12 @@ class Connection:
             await self.flush()
 
         await auth.authenticate(user, self.tls, send, self.read_message)
-        if not self.server.register(self):
-            raise SqlError("53300", "sorry, too many clients already", severity="FATAL")
+        self.authenticated = True
+        self.max_message = self.server.settings.max_message_bytes
+        self.server.register(self)
+        # The role's attributes: a trusted loopback name that is no role acts as a superuser.
+        login = getattr(self.server.backend, "login", None)
+        superuser = login(user, trusted=not auth.has_users) if login is not None else True
         self.settings = gucs.SessionSettings(user, self.server.settings.max_connections)
         for key, value in params.items():
             if key in ("user", "database", "replication", "options") or key.startswith("_pq_."):
@@ -304,7 +344,8 @@ class Connection:
             self.settings.set_startup(key, value)
         self.info = SessionInfo(user=user, database=params.get("database") or user,
                                 application_name=self.settings.values.get("application_name", ""),
-                                backend_pid=self.pid, settings=self.settings.values, notice=self._live_notice)
+                                backend_pid=self.pid, settings=self.settings.values, notice=self._live_notice,
+                                superuser=superuser)
         self.session = self.server.backend.open_session()
         self.send(m.AUTH_OK)
         for name, value in self.settings.changed_reported():
@@ -500,6 +541,8 @@ class Connection:
                 self.send(m.EMPTY_QUERY)
             batch = len(stmts) > 1
             for st in stmts:
+                for text in st.notices:  # the lexer's (identifier truncation)
+                    self._notice("NOTICE", "42622", text)
                 try:
                     cls = classify(st.text)
                     prepared = Prepared("", st.text, cls, [], st.offset, param_types=[], described=True)
@@ -526,6 +569,8 @@ class Connection:
         if len(stmts) > 1:
             raise SqlError("42601", "cannot insert multiple commands into a prepared statement")
         st = stmts[0] if stmts else Statement("", 0)
+        for text in st.notices:
+            self._notice("NOTICE", "42622", text)
         self.error_offset = st.offset
         cls = classify(st.text)
         if self.status == "E" and cls.kind not in _EXIT_KINDS:

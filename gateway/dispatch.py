@@ -543,15 +543,28 @@ class RoutedBackend:
     """The real backends of a server: SQLite catalog, its pg_catalog evaluator, and the Spark engine."""
 
     def __init__(self, settings: Settings) -> None:
+        from catalog.lock import DataDirLock
         from catalog.pgcatalog import CatalogQueries
         from catalog.store import Catalog
         from engine import Engine
 
-        settings.data_dir.mkdir(parents=True, exist_ok=True)
-        self.settings = settings
-        self.catalog = Catalog(settings.catalog_path)
-        self.queries = CatalogQueries(self.catalog)
-        self.engine = Engine(settings, self.catalog)
+        # The data-dir lock comes before anything touches the data dir (catalog, Spark's files,
+        # flows' checkpoints): a second backend on the same dir raises catalog.lock.DataDirInUse
+        # having changed nothing. Held until shutdown(), or until the process dies.
+        self.data_dir_lock = DataDirLock(settings.data_dir).acquire(listen=f"{settings.host}:{settings.port}")
+        try:
+            settings.data_dir.mkdir(parents=True, exist_ok=True)
+            self.settings = settings
+            self.catalog = Catalog(settings.catalog_path)
+            self.queries = CatalogQueries(self.catalog)
+            self.engine = Engine(settings, self.catalog)
+            self.catalog.roles.sync_configured([(u.name, u.superuser) for u in settings.users])
+        except BaseException:
+            catalog = getattr(self, "catalog", None)
+            if catalog is not None:
+                catalog.close()
+            self.data_dir_lock.release()
+            raise
         self._handles = lru_cache(maxsize=8192)(self._handles_uncached)
         self._constant = lru_cache(maxsize=8192)(self._constant_uncached)
 
@@ -571,11 +584,34 @@ class RoutedBackend:
     def start(self) -> None:
         self.engine.start()
 
+    def role_verifier(self, user: str) -> tuple[bytes, bytes, bytes, int] | None:
+        """The SCRAM verifier of a role created with a PASSWORD (see gateway.auth); whether it may
+        log in is :meth:`login`'s question, asked after the password, as PostgreSQL does."""
+        from catalog.roles import parse_verifier
+
+        role = self.catalog.roles.get(user)
+        return parse_verifier(role.verifier) if role is not None else None
+
+    def login(self, user: str, trusted: bool) -> bool:
+        """May ``user`` log in, and as a superuser? A trusted (loopback, no users configured) name
+        that is no role is a superuser, as the initdb user of a trust-mode PostgreSQL is."""
+        role = self.catalog.roles.get(user)
+        if role is None:
+            if trusted:
+                return True
+            raise SqlError("28000", f'role "{user}" does not exist', severity="FATAL")
+        if not role.login:
+            raise SqlError("28000", f'role "{user}" is not permitted to log in', severity="FATAL")
+        return role.superuser
+
     def open_session(self) -> RoutedSession:
         return RoutedSession(self)
 
     def shutdown(self) -> None:
-        self.engine.shutdown()
-        close = getattr(self.catalog, "close", None)
-        if close is not None:
-            close()
+        try:
+            self.engine.shutdown()
+            close = getattr(self.catalog, "close", None)
+            if close is not None:
+                close()
+        finally:
+            self.data_dir_lock.release()  # last: a gateway started next may use the dir at once

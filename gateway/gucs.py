@@ -284,7 +284,10 @@ class SessionSettings:
             raise SqlError("55P02", f'parameter "{guc.name}" cannot be changed')
         if guc.readonly:
             return key, self.defaults[key]
-        return key, guc.check(guc.name, value)
+        canon = guc.check(guc.name, value)
+        if key in ("transaction_isolation", "default_transaction_isolation"):
+            check_isolation(canon)
+        return key, canon
 
     def set(self, name: str, value: str, *, local: bool = False, in_block: bool = False) -> None:
         key, canon = self._validate(name, value)
@@ -466,6 +469,17 @@ def _value_text(toks: list[Tok], name: str) -> str:
 _ISOLATION = {"serializable": "serializable", "repeatable": "repeatable read", "read": "read committed"}
 
 
+def check_isolation(level: str) -> str:
+    """The isolation levels tidegate keeps its promise for: READ COMMITTED (and READ UNCOMMITTED,
+    which PostgreSQL runs as READ COMMITTED). Snapshot levels are refused, not run weaker."""
+    if level in ("repeatable read", "serializable"):
+        raise SqlError("0A000", f"transaction isolation level {level.upper()} is not supported",
+                       detail="tidegate runs transactions at READ COMMITTED: each statement reads the latest "
+                              "committed data, writes of a table wait for each other, and COMMIT is all or nothing.",
+                       hint="Use READ COMMITTED (the default).")
+    return level
+
+
 def parse_tx_modes(toks: list[Tok]) -> dict[str, str]:
     """ISOLATION LEVEL x, READ ONLY|WRITE, [NOT] DEFERRABLE, comma-separated or not."""
     out: dict[str, str] = {}
@@ -476,9 +490,9 @@ def parse_tx_modes(toks: list[Tok]) -> dict[str, str]:
         if w == "isolation" and i + 1 < len(words) and words[i + 1] == "level":
             rest = words[i + 2:i + 4]
             if rest[:1] == ["serializable"]:
-                out["transaction_isolation"], i = "serializable", i + 3
+                out["transaction_isolation"], i = check_isolation("serializable"), i + 3
             elif rest == ["repeatable", "read"]:
-                out["transaction_isolation"], i = "repeatable read", i + 4
+                out["transaction_isolation"], i = check_isolation("repeatable read"), i + 4
             elif rest == ["read", "committed"]:
                 out["transaction_isolation"], i = "read committed", i + 4
             elif rest == ["read", "uncommitted"]:
@@ -663,7 +677,12 @@ def _execute_set(toks: list[Tok], settings: SessionSettings, in_block: bool) -> 
         settings.set("search_path", toks[1].text, local=local, in_block=in_block)
         return SessionReply("SET", notices=notices)
     if first.text == "role" and first.kind == "word":
-        return SessionReply("SET", notices=notices)
+        # Only the session's own role can be "set": acting as another role is not modelled.
+        value = toks[1].text if len(toks) == 2 else ""
+        if value in ("none", "default", settings.get("session_authorization")):
+            return SessionReply("SET", notices=notices)
+        raise SqlError("0A000", "SET ROLE to another role is not supported",
+                       hint="Connect as that role instead.")
     if first.kind not in ("word", "qid"):
         raise SqlError("42601", f'syntax error at or near "{first.text}"')
     name = first.text

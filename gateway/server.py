@@ -17,12 +17,19 @@ from typing import Any
 
 from gateway import messages as m
 from gateway.auth import Authenticator
-from gateway.connection import Connection
+from gateway.connection import Connection, too_many_clients
 from gateway.dispatch import Backend
 from tidegate.config import Settings
 from tidegate.errors import SqlError
 
 log = logging.getLogger("tidegate.gateway")
+
+# Over max_connections, up to this many more sockets (and no more than max_connections more) are
+# read for their startup packet (Connection.over_capacity, REFUSAL_GRACE_S at most): a
+# CancelRequest still works when the server is full, and a client is told 53300 after its SSL
+# negotiation. Beyond that a socket is answered 53300 at once, unread, like PostgreSQL's postmaster
+# does when even its extra children are used up.
+MAX_REFUSING = 100
 
 
 def make_ssl_context(cert: str, key: str) -> ssl.SSLContext:
@@ -39,11 +46,14 @@ class Server:
                  authenticator: Authenticator | None = None) -> None:
         self.settings = settings
         self.backend = backend
-        self.authenticator = authenticator or Authenticator(settings.users)
+        self.authenticator = authenticator or Authenticator(
+            settings.users, role_verifier=getattr(backend, "role_verifier", None))
         self.ssl_context = (make_ssl_context(str(settings.tls_cert), str(settings.tls_key))
                             if settings.tls_cert and settings.tls_key else None)
         self.executor = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="tidegate-worker")
-        self.connections: dict[int, Connection] = {}
+        self.connections: dict[int, Connection] = {}  # authenticated, by pid (cancel keys)
+        self.open_clients = 0  # every admitted socket, authenticated or not: what max_connections caps
+        self.refusing = 0  # over-capacity sockets being read for a CancelRequest or told 53300
         self._tasks: set[asyncio.Task[Any]] = set()
         self._server: asyncio.AbstractServer | None = None
         self.address: tuple[str, int] | None = None
@@ -57,9 +67,19 @@ class Server:
         return self.address
 
     async def _on_client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        cap = self.settings.max_connections
+        over = self.open_clients >= cap
+        if over and self.refusing >= min(cap, MAX_REFUSING):
+            self._refuse(writer)
+            return
         task = asyncio.current_task()
         if task is not None:
             self._tasks.add(task)
+        # Counted here and released in the finally below: once per socket whatever way it ends.
+        if over:
+            self.refusing += 1
+        else:
+            self.open_clients += 1
         try:
             sock = writer.get_extra_info("socket")
             if sock is not None:
@@ -69,16 +89,26 @@ class Server:
                     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
                 except OSError:
                     pass
-            await Connection(self, reader, writer).run()
+            await Connection(self, reader, writer, over_capacity=over).run()
         finally:
+            if over:
+                self.refusing -= 1
+            else:
+                self.open_clients -= 1
             if task is not None:
                 self._tasks.discard(task)
 
+    @staticmethod
+    def _refuse(writer: asyncio.StreamWriter) -> None:
+        try:
+            writer.write(m.error_response(too_many_clients()))
+            writer.close()
+        except Exception:
+            pass
+
     # ------------------------------------------------------------------ sessions and cancel keys
-    def register(self, conn: Connection) -> bool:
-        """Give ``conn`` a unique pid and secret; False when max_connections is reached."""
-        if len(self.connections) >= self.settings.max_connections:
-            return False
+    def register(self, conn: Connection) -> None:
+        """Give an authenticated ``conn`` a unique pid and secret (max_connections is enforced at accept)."""
         while True:
             pid = secrets.randbelow(2 ** 31 - 2) + 1
             if pid not in self.connections:
@@ -86,7 +116,6 @@ class Server:
         conn.pid = pid
         conn.secret = secrets.randbits(32) - 2 ** 31
         self.connections[pid] = conn
-        return True
 
     def unregister(self, conn: Connection) -> None:
         if self.connections.get(conn.pid) is conn:

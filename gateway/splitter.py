@@ -3,6 +3,11 @@
 Semicolons inside '...' (with '' escapes), E'...' (backslash escapes), "..." identifiers,
 $tag$...$tag$ dollar quotes, -- line comments and nested /* */ comments do not end a statement.
 A regex jumps between the interesting characters so multi-megabyte INSERTs split quickly.
+
+Identifiers follow PostgreSQL's lexer rules here, once for every later reader of the text: a
+zero-length quoted identifier ("") is a syntax error (42601), and an identifier longer than
+NAMEDATALEN-1 = 63 bytes is truncated to 63 bytes (at a character boundary) with a NOTICE
+(42622), so ``CREATE TABLE <64 chars>`` and ``SELECT ... FROM <its first 63>`` meet.
 """
 
 from __future__ import annotations
@@ -19,6 +24,21 @@ _PARAM = re.compile(r"\$([0-9]+)")
 _BLOCK = re.compile(r"/\*|\*/")
 _IDENT_CHAR = re.compile(r"[A-Za-z0-9_$\u0080-\uffff]")
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_$]*|\"(?:[^\"]|\"\")*\"|\S")
+# Unquoted words that may exceed 63 bytes (21 characters of up to 3 bytes each, at the least).
+_LONG_WORD = re.compile(r"(?<![\w$])[A-Za-z_\u0080-\uffff][\w$\u0080-\uffff]{20,}")
+NAMEDATALEN = 64
+
+
+def truncate_identifier(name: str) -> str:
+    """``name`` cut to NAMEDATALEN-1 bytes of UTF-8, never inside a character."""
+    raw = name.encode("utf-8")
+    if len(raw) < NAMEDATALEN:
+        return name
+    return raw[:NAMEDATALEN - 1].decode("utf-8", errors="ignore")
+
+
+def _truncation_notice(original: str, truncated: str) -> str:
+    return f'identifier "{original}" will be truncated to "{truncated}"'
 
 
 @dataclass(frozen=True)
@@ -28,6 +48,7 @@ class Statement:
     text: str
     offset: int  # 0-based character offset of ``text`` in the original string
     max_param: int = 0  # highest $n referenced outside quotes/comments
+    notices: tuple[str, ...] = ()  # NOTICE texts of the lexer (42622 identifier truncation)
 
 
 def _skip_block_comment(sql: str, pos: int) -> int:
@@ -64,8 +85,20 @@ def _skip_quoted(sql: str, pos: int, quote: str, backslash: bool) -> int:
         return end + 1
 
 
-def _scan(sql: str) -> tuple[list[tuple[int, int]], list[int]]:
-    """Statement (start, end) spans and per-span max $n."""
+Edit = tuple[int, int, str, str]  # (start, end, replacement, NOTICE text)
+
+
+def _long_words(sql: str, lo: int, hi: int, edits: list[Edit]) -> None:
+    """Truncations of the unquoted identifiers between ``lo`` and ``hi`` (outside quotes)."""
+    for w in _LONG_WORD.finditer(sql, lo, hi):
+        word = w.group()
+        cut = truncate_identifier(word.lower())
+        if cut != word.lower():
+            edits.append((w.start(), w.end(), cut, _truncation_notice(word.lower(), cut)))
+
+
+def _scan(sql: str, edits: list[Edit] | None = None) -> tuple[list[tuple[int, int]], list[int]]:
+    """Statement (start, end) spans and per-span max $n; identifier truncations go to ``edits``."""
     spans: list[tuple[int, int]] = []
     params: list[int] = []
     start = 0
@@ -78,6 +111,8 @@ def _scan(sql: str) -> tuple[list[tuple[int, int]], list[int]]:
             break
         tok = m.group()
         i = m.start()
+        if edits is not None and i > pos:
+            _long_words(sql, pos, i, edits)
         if tok == ";":
             spans.append((start, i))
             params.append(cur_max)
@@ -88,6 +123,8 @@ def _scan(sql: str) -> tuple[list[tuple[int, int]], list[int]]:
             pos = _skip_quoted(sql, i + 1, "'", backslash)
         elif tok == '"':
             pos = _skip_quoted(sql, i + 1, '"', False)
+            if edits is not None:
+                _quoted_identifier(sql, i, pos, edits)
         elif tok == "--":
             nl = sql.find("\n", i)
             pos = n if nl < 0 else nl + 1
@@ -112,9 +149,20 @@ def _scan(sql: str) -> tuple[list[tuple[int, int]], list[int]]:
                 pos = end + len(delim)
             else:
                 pos = i + 1
+    if edits is not None and pos < n:
+        _long_words(sql, pos, n, edits)
     spans.append((start, n))
     params.append(cur_max)
     return spans, params
+
+
+def _quoted_identifier(sql: str, start: int, end: int, edits: list[Edit]) -> None:
+    name = sql[start + 1:end - 1].replace('""', '"')
+    if not name:
+        raise SqlError("42601", 'zero-length delimited identifier at or near """"', position=start + 1)
+    cut = truncate_identifier(name)
+    if cut != name:
+        edits.append((start, end, '"' + cut.replace('"', '""') + '"', _truncation_notice(name, cut)))
 
 
 def strip_leading(sql: str, pos: int = 0) -> int:
@@ -140,14 +188,18 @@ def _split_cached(sql: str) -> tuple[Statement, ...]:
 
 
 def _split(sql: str) -> list[Statement]:
-    spans, params = _scan(sql)
+    edits: list[Edit] = []
+    spans, params = _scan(sql, edits)
     out: list[Statement] = []
     for (s, e), mp in zip(spans, params):
         body_start = strip_leading(sql, s)
         if body_start >= e:
             continue  # empty or comment-only
         text = sql[body_start:e].rstrip()
-        out.append(Statement(text, body_start, mp))
+        mine = [ed for ed in edits if body_start <= ed[0] < e]
+        for ed_start, ed_end, replacement, _ in reversed(mine):
+            text = text[:ed_start - body_start] + replacement + text[ed_end - body_start:]
+        out.append(Statement(text, body_start, mp, tuple(ed[3] for ed in mine)))
     return out
 
 

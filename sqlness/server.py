@@ -26,6 +26,11 @@ DEFAULT_SERVER_CMD: list[str] = [
     "--data-dir", "{data_dir}",
 ]
 DEFAULT_SERVER_DSN = "host=127.0.0.1 port={port} user=tidegate dbname=tidegate"
+# Environment of a started server: the refresh cases load files kept in the case tree, which is
+# the one directory tidegate's file connector may read here.
+DEFAULT_SERVER_ENV: dict[str, str] = {
+    "TIDEGATE_FILE_CONNECTOR_ROOTS": str(Path(__file__).resolve().parent / "cases" / "standalone" / "refresh" / "data"),
+}
 DEFAULT_START_TIMEOUT = 120.0
 STOP_TIMEOUT = 60.0
 
@@ -71,8 +76,9 @@ class ManagedServer:
 
     def __init__(self, command: list[str], dsn_template: str = DEFAULT_SERVER_DSN,
                  start_timeout: float = DEFAULT_START_TIMEOUT, keep_data: bool = False,
-                 label: str = "server") -> None:
+                 label: str = "server", env: dict[str, str] | None = None) -> None:
         self.command = list(command)
+        self.env = dict(DEFAULT_SERVER_ENV if env is None else env)
         self.dsn_template = dsn_template
         self.start_timeout = start_timeout
         self.keep_data = keep_data
@@ -104,7 +110,8 @@ class ManagedServer:
             log.flush()
             # A new session, so stop() can reach helper processes (a JVM, a wrapped postgres).
             self.proc = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL, stdout=log,
-                                         stderr=subprocess.STDOUT, start_new_session=True)
+                                         stderr=subprocess.STDOUT, start_new_session=True,
+                                         env={**os.environ, **self.env})
         except OSError as exc:
             raise ServerError(f"{self.label}: cannot run {self.argv[0]!r}: {exc}") from None
         finally:

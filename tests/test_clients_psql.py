@@ -181,3 +181,30 @@ def test_copy_from_stdin_text(server: Target) -> None:
                           input=script, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == "1|f\n2|t\n"
+
+
+def test_privilege_meta_commands(request: pytest.FixtureRequest) -> None:
+    """\\dp and \\du print grants and roles exactly as PostgreSQL does (owner names aside)."""
+    import uuid
+
+    p = "ps" + uuid.uuid4().hex[:6]
+    outputs = {}
+    for name in ("postgres", "tidegate"):
+        target = _target(request, name)
+        with psycopg.connect(target.dsn, autocommit=True) as conn:
+            conn.execute(f"CREATE ROLE {p}_grp")
+            conn.execute(f"CREATE ROLE {p}_r LOGIN IN ROLE {p}_grp")
+            conn.execute(f"CREATE TABLE {p}_t (x int)")
+            conn.execute(f"GRANT SELECT, INSERT ON {p}_t TO {p}_r")
+            conn.execute(f"GRANT SELECT ON {p}_t TO PUBLIC")
+            conn.execute(f"GRANT UPDATE ON {p}_t TO {p}_grp")
+        try:
+            outputs[name] = [psql(target, "-c", cmd).stdout.replace(target.user, "OWNER")
+                             for cmd in (f"\\dp {p}_t", f"\\du {p}_*")]
+        finally:
+            with psycopg.connect(target.dsn, autocommit=True) as conn:
+                conn.execute(f"DROP TABLE {p}_t")
+                conn.execute(f"DROP ROLE {p}_r")
+                conn.execute(f"DROP ROLE {p}_grp")
+    assert f"{p}_r=ar/OWNER" in outputs["postgres"][0]
+    assert outputs["tidegate"] == outputs["postgres"]

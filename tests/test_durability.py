@@ -110,9 +110,15 @@ def test_catalog_survives_kill9(restarted: TidegateServer) -> None:
             conn.execute("CREATE TABLE dur_items (x int)")
 
 
+def delta_path(server: TidegateServer, data_dir: Path, table: str) -> Path:
+    """Where the gateway keeps ``table``'s Delta files (``warehouse/<schema oid>/<table oid>``)."""
+    with psycopg.connect(server.dsn, autocommit=True) as conn:
+        return data_dir / conn.execute("SELECT pg_relation_filepath(%s)", (table,)).fetchone()[0]
+
+
 def test_delta_table_readable_directly(restarted: TidegateServer, data_dir: Path,
                                        written: dict[str, list[tuple]]) -> None:
-    path = data_dir / "warehouse" / "public" / "dur_items"
+    path = delta_path(restarted, data_dir, "dur_items")
     table = DeltaTable(str(path)).to_pyarrow_table()
     assert table.column_names == ["id", "name", "price", "at"]
     rows = sorted(zip(*(table.column(c).to_pylist() for c in table.column_names)))
@@ -120,7 +126,7 @@ def test_delta_table_readable_directly(restarted: TidegateServer, data_dir: Path
 
 
 def test_delta_time_index_table_readable_directly(restarted: TidegateServer, data_dir: Path) -> None:
-    table = DeltaTable(str(data_dir / "warehouse" / "public" / "dur_metrics")).to_pyarrow_table()
+    table = DeltaTable(str(delta_path(restarted, data_dir, "dur_metrics"))).to_pyarrow_table()
     rows = sorted(zip(table.column("host").to_pylist(), table.column("ts").to_pylist(), table.column("cpu").to_pylist()))
     # Last write wins in storage too, not only in query results.
     assert ("a", dt.datetime(2024, 1, 1, 0, 0), 10.0) in rows
@@ -129,7 +135,7 @@ def test_delta_time_index_table_readable_directly(restarted: TidegateServer, dat
 
 
 def test_change_data_feed_enabled(restarted: TidegateServer, data_dir: Path) -> None:
-    dt_items = DeltaTable(str(data_dir / "warehouse" / "public" / "dur_items"))
+    dt_items = DeltaTable(str(delta_path(restarted, data_dir, "dur_items")))
     assert dt_items.metadata().configuration.get("delta.enableChangeDataFeed") == "true"
     changes = dt_items.load_cdf(starting_version=0).read_all()
     kinds = set(changes.column("_change_type").to_pylist())
@@ -142,6 +148,6 @@ def test_writes_after_restart_are_visible_to_delta(restarted: TidegateServer, da
     with psycopg.connect(restarted.dsn, autocommit=True) as conn:
         conn.execute("CREATE TABLE dur_after (id int, v text)")
         conn.execute("INSERT INTO dur_after VALUES (1, 'x'), (2, NULL)")
-    table = DeltaTable(str(data_dir / "warehouse" / "public" / "dur_after")).to_pyarrow_table()
+    table = DeltaTable(str(delta_path(restarted, data_dir, "dur_after"))).to_pyarrow_table()
     assert sorted(zip(table.column("id").to_pylist(), table.column("v").to_pylist()),
                   key=lambda r: r[0]) == [(1, "x"), (2, None)]

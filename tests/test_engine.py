@@ -262,9 +262,12 @@ def test_transaction_block_reads(engine, s):
     assert tuples(s.execute("SELECT id FROM tx1 ORDER BY id")) == [(1,), (2,)]  # the block reads its own rows
     assert tuples(other.execute("SELECT count(*) FROM tx1")) == [(1,)]  # others do not, until commit
     assert err(s, "INSERT INTO tx1 VALUES (2)").sqlstate == "23505"  # key checks include pending rows
-    assert err(s, "UPDATE tx1 SET id = 5").sqlstate == "0A000"
+    assert err(s, "UPDATE tx1 SET id = 5").sqlstate == "23505"  # every row to one key, as PostgreSQL says
+    s.execute("UPDATE tx1 SET id = id + 10 WHERE id = 2")  # a row the block itself inserted
+    assert tuples(s.execute("SELECT id FROM tx1 ORDER BY id")) == [(1,), (12,)]
+    assert tuples(other.execute("SELECT id FROM tx1 ORDER BY id")) == [(1,)]
     s.commit()
-    assert tuples(other.execute("SELECT count(*) FROM tx1")) == [(2,)]
+    assert tuples(other.execute("SELECT id FROM tx1 ORDER BY id")) == [(1,), (12,)]
     s.begin()
     s.execute("INSERT INTO tx1 VALUES (3)")
     s.rollback()
@@ -411,12 +414,23 @@ def _ids(batches) -> list[int]:
     return [v for b in batches for v in b.column(0).to_pylist()]
 
 
+def _sleep_at(row_id: int, seconds: float):
+    """A column that sleeps ``seconds`` in the task holding ``row_id`` (a Python UDF: Spark's
+    java_method is dropped from the function registry at start-up, see engine.pgfunctions)."""
+    from pyspark.sql import functions as F
+
+    def slow(i):  # noqa: ANN001 - no hints: they would make it a pandas UDF
+        if i == row_id:
+            time.sleep(seconds)
+
+    return F.udf(slow, "long")(F.col("id")).alias("slept")
+
+
 def test_streamed_collect_keeps_partition_order_when_tasks_finish_out_of_order(s):
     """Partition 0 finishes last; rows still come in collect()'s order, later ones held back meanwhile."""
     import engine.spark as sparkmod
 
-    df = s.spark.range(0, 40_000, 1, 4).selectExpr(
-        "id", "CASE WHEN id = 0 THEN java_method('java.lang.Thread', 'sleep', 1500L) END AS slept")
+    df = s.spark.range(0, 40_000, 1, 4).select("id", _sleep_at(0, 1.5))
     started = time.perf_counter()
     first_at = None
     batches = []
@@ -431,8 +445,7 @@ def test_streamed_collect_keeps_partition_order_when_tasks_finish_out_of_order(s
 def test_streamed_collect_hands_on_first_partition_before_the_job_ends(s):
     import engine.spark as sparkmod
 
-    df = s.spark.range(0, 40_000, 1, 4).selectExpr(
-        "id", "CASE WHEN id = 39999 THEN java_method('java.lang.Thread', 'sleep', 3000L) END AS slept")
+    df = s.spark.range(0, 40_000, 1, 4).select("id", _sleep_at(39999, 3.0))
     started = time.perf_counter()
     it = sparkmod.collect_arrow_streamed(df)
     first = next(it)
@@ -592,3 +605,17 @@ def test_execute_after_describe_sees_changes_made_in_between(engine, s):
         assert tuples(s.execute(sql, (), info)) == [(42,)]
     finally:
         other.close()
+
+
+def test_spark_registry_has_no_jvm_or_file_functions(s):
+    """Defence in depth behind the translator's allow-list (engine.pgfunctions): Spark itself
+    no longer resolves reflect & co., in this session or a new one, nor reads files by path."""
+    from pyspark.errors import AnalysisException
+
+    for spark in (s.spark, s.spark.newSession()):
+        for sql in ("SELECT reflect('java.lang.System', 'getenv', 'PATH')",
+                    "SELECT java_method('java.lang.System', 'exit', 3)", "SELECT input_file_name()",
+                    "SELECT * FROM python_worker_logs()", "SELECT * FROM csv.`/etc/hostname`"):
+            with pytest.raises(AnalysisException):
+                spark.sql(sql).collect()
+        assert spark.sql("SELECT upper('ok')").collect()[0][0] == "OK"

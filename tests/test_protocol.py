@@ -491,8 +491,10 @@ def test_transaction_status_bytes_and_aborted_block(port: int) -> None:
     assert kinds(msgs) == "NCZ" and fields_of(msgs[0][1])["C"] == "25P01"
     assert fields_of(msgs[0][1])["S"] == "WARNING"
     msgs = c.query("START TRANSACTION ISOLATION LEVEL SERIALIZABLE, READ ONLY")
+    assert fields_of(msgs[0][1])["C"] == "0A000" and msgs[-1] == (b"Z", b"I")  # refused, not run weaker
+    msgs = c.query("START TRANSACTION ISOLATION LEVEL READ COMMITTED, READ ONLY")
     assert msgs[-1] == (b"Z", b"T")
-    assert [datarow_values(b) for k, b in c.query("SHOW transaction_isolation") if k == b"D"] == [[b"serializable"]]
+    assert [datarow_values(b) for k, b in c.query("SHOW transaction_isolation") if k == b"D"] == [[b"read committed"]]
     msgs = c.query("INSERT INTO t VALUES (1, 'x')")
     assert fields_of(msgs[0][1])["C"] == "25006"
     assert tags(c.query("ROLLBACK")) == ["ROLLBACK"]

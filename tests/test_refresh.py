@@ -61,6 +61,15 @@ def write(path: Path, text: str) -> None:
     path.write_text(text)
 
 
+def table_location(conn: psycopg.Connection, data_dir: Path, name: str, schema: str = "public") -> Path:
+    """The Delta table of ``schema.name``: ``warehouse/<schema oid>/<table oid>`` (or, in data dirs
+    of the older layout, ``warehouse/<schema>/<name>``)."""
+    rel, nsp = conn.execute("SELECT c.oid, n.oid FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+                            "WHERE c.relname = %s AND n.nspname = %s", (name, schema)).fetchone()
+    by_oid = data_dir / "warehouse" / str(nsp) / str(rel)
+    return by_oid if by_oid.exists() else data_dir / "warehouse" / schema / name
+
+
 def cdf_of_last_commit(location: Path) -> list[tuple]:
     dt = DeltaTable(str(location))
     v = dt.version()
@@ -165,7 +174,7 @@ def test_change_feed_holds_only_the_diff(conn, tidegate: TidegateServer, tmp_pat
     write(src / "all.csv", "".join(f"{i},n{i},{i}\n" for i in range(1, 201)))
     file_table(conn, "f_cdf", src, enc_opts="without_header = 'true', delimiter = ','")
     conn.execute("REFRESH TABLE f_cdf WAIT")
-    location = tidegate.data_dir / "warehouse" / "public" / "f_cdf"
+    location = table_location(conn, tidegate.data_dir, "f_cdf")
     assert len(cdf_of_last_commit(location)) == 200
     lines = [f"{i},n{i},{i}\n" for i in range(1, 201) if i != 7]
     lines[0] = "1,changed,1\n"
@@ -205,7 +214,7 @@ def test_commit_rewrites_touched_files_or_adopts_the_load(conn, tidegate: Tidega
 
     write_files()
     file_table(conn, "f_files", src, enc_opts="without_header = 'true'", extra=", chunk_bytes = '1'")
-    location = tidegate.data_dir / "warehouse" / "public" / "f_files"
+    location = table_location(conn, tidegate.data_dir, "f_files")
 
     def contents() -> list[tuple]:
         return rows(conn, "SELECT id, name, v FROM f_files ORDER BY id")
@@ -433,8 +442,6 @@ def test_kill9_during_load_and_commit_then_schedule(tmp_path: Path) -> None:
     for i in range(4):
         write(src / f"{i}.csv", "".join(f"{i * 100 + j},n{j},{j}\n" for j in range(25)))
     write(src_b / "b.csv", "".join(f"{j},b{j},{j}\n" for j in range(10)))
-    loc_t = data / "warehouse" / "public" / "k_t"
-    loc_b = data / "warehouse" / "public" / "k_b"
     # boot 1: every staged chunk pauses 2 s and every commit waits 60 s before it starts.
     # kill -9 with k_t in its load (chunk 1 of 4 staged) and k_b loaded, its commit not yet made.
     gw = start_tidegate(data, env={"TIDEGATE_REFRESH_TEST_PAUSE": "chunk:2,commit:60"})
@@ -444,6 +451,7 @@ def test_kill9_during_load_and_commit_then_schedule(tmp_path: Path) -> None:
             file_table(c, "k_b", src_b, enc_opts="without_header = 'true'")
             # chunk_bytes = 1: each file is a chunk of its own, so the load has four steps.
             file_table(c, "k_t", src, enc_opts="without_header = 'true'", extra=", chunk_bytes = '1'")
+            loc_t, loc_b = table_location(c, data, "k_t"), table_location(c, data, "k_b")
             c.execute("REFRESH TABLE k_b")
             c.execute("REFRESH TABLE k_t")
             wait_until(lambda: _logged(gw, "public.k_t': loaded chunk 1/4")

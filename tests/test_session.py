@@ -125,13 +125,22 @@ def test_set_is_transactional_and_set_local_ends_with_block(port: int) -> None:
 def test_transaction_isolation_settings(port: int) -> None:
     with connect(port) as conn:
         assert conn.execute("SHOW TRANSACTION ISOLATION LEVEL").fetchone() == ("read committed",)
-        conn.execute("SET SESSION CHARACTERISTICS AS TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        # snapshot isolation levels are refused, never run as a weaker level
+        for stmt in ("SET SESSION CHARACTERISTICS AS TRANSACTION ISOLATION LEVEL REPEATABLE READ",
+                     "SET default_transaction_isolation = 'serializable'",
+                     "BEGIN ISOLATION LEVEL SERIALIZABLE"):
+            with pytest.raises(psycopg.errors.FeatureNotSupported):
+                conn.execute(stmt)
+        conn.execute("SET SESSION CHARACTERISTICS AS TRANSACTION ISOLATION LEVEL READ UNCOMMITTED")
         conn.execute("BEGIN")
-        assert conn.execute("SHOW transaction_isolation").fetchone() == ("repeatable read",)
-        conn.execute("SET TRANSACTION ISOLATION LEVEL SERIALIZABLE")
-        assert conn.execute("SHOW transaction_isolation").fetchone() == ("serializable",)
+        assert conn.execute("SHOW transaction_isolation").fetchone() == ("read uncommitted",)
+        with pytest.raises(psycopg.errors.FeatureNotSupported):
+            conn.execute("SET TRANSACTION ISOLATION LEVEL SERIALIZABLE")
+        conn.execute("ROLLBACK")
+        conn.execute("BEGIN ISOLATION LEVEL READ COMMITTED")
+        assert conn.execute("SHOW transaction_isolation").fetchone() == ("read committed",)
         conn.execute("COMMIT")
-        assert conn.execute("SHOW default_transaction_isolation").fetchone() == ("repeatable read",)
+        assert conn.execute("SHOW default_transaction_isolation").fetchone() == ("read uncommitted",)
 
 
 def test_psycopg_non_autocommit_transactions_and_status(port: int, backend: ProtoBackend) -> None:
@@ -406,7 +415,7 @@ ORACLE_SCRIPTS = [
     ["SET SESSION work_mem = '64MB'", "RESET work_mem", "SHOW work_mem"],
     ["BEGIN", "SET LOCAL search_path = x", "SHOW search_path", "COMMIT", "SHOW search_path"],
     ["BEGIN", "SET search_path = y", "ROLLBACK", "SHOW search_path"],
-    ["BEGIN ISOLATION LEVEL REPEATABLE READ", "SHOW transaction_isolation", "COMMIT"],
+    ["BEGIN ISOLATION LEVEL READ COMMITTED", "SHOW transaction_isolation", "COMMIT"],
     ["SET no_such_param = 1"], ["SHOW no_such_param"], ["SET extra_float_digits = 9"],
     ["SET TimeZone = 'Mars/Olympus'"], ["SET server_version_num = 1"], ["SET bytea_output = 'base64'"],
     ["RESET ALL", "DISCARD ALL", "SHOW search_path"],

@@ -7,6 +7,7 @@ row order where the query orders, and column names) must agree.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import math
 import re
@@ -96,6 +97,9 @@ class DictResolver:
             return ResolvedRelation("public", key, f"tv_{key}", [], view_sql=VIEWS[key])
         cols = [(c, _ctype(t, p)) for c, t, p in TABLES[key][0]]
         return ResolvedRelation("public", key, f"tv_{key}", cols)
+
+    def view_scope(self, rel: ResolvedRelation) -> contextlib.nullcontext[None]:
+        return contextlib.nullcontext()
 
 
 RESOLVER = DictResolver()

@@ -67,13 +67,29 @@ class TidegateServer:
 
 def start_tidegate(data_dir: Path | str | None = None, port: int | None = None,
                    extra_args: list[str] | None = None, env: dict[str, str] | None = None,
-                   timeout: float = 30.0) -> TidegateServer:
-    """Start the gateway and return once it accepts connections (Spark may still be starting)."""
-    data_dir = Path(data_dir or tempfile.mkdtemp(prefix="tidegate-test-"))
+                   timeout: float = 30.0, file_roots: list[Path | str] | None = None) -> TidegateServer:
+    """Start the gateway and return once it accepts connections (Spark may still be starting).
+
+    ``file_roots`` are the directories refreshable tables with ``connector = 'file'`` may read
+    (``TIDEGATE_FILE_CONNECTOR_ROOTS``; one given in ``env`` wins). By default, the folder holding
+    the data dir when it is a folder of its own (pytest's base temp dir for the shared gateway, a
+    test's tmp_path): source files sit beside the data dir, which the gateway never reads; never
+    '/', the system temp dir or the home dir. ``[]`` sets none (a config file may).
+    """
+    data_dir = Path(data_dir or Path(tempfile.mkdtemp(prefix="tidegate-test-")) / "data")
     port = port or free_port()
     argv = [sys.executable, "-m", "tidegate", "serve", "--host", "127.0.0.1", "--port", str(port),
             "--data-dir", str(data_dir), "--spark-conf", "spark.sql.shuffle.partitions=2"] + (extra_args or [])
     proc_env = {**os.environ, **(env or {})}
+    if "TIDEGATE_FILE_CONNECTOR_ROOTS" not in (env or {}):
+        if file_roots is None:
+            parent = data_dir.resolve().parent
+            too_broad = (Path("/"), Path(tempfile.gettempdir()).resolve(), Path.home().resolve())
+            file_roots = [] if parent in too_broad else [parent]
+        if file_roots:
+            proc_env["TIDEGATE_FILE_CONNECTOR_ROOTS"] = ",".join(str(r) for r in file_roots)
+        else:
+            proc_env.pop("TIDEGATE_FILE_CONNECTOR_ROOTS", None)
     proc = subprocess.Popen(argv, cwd=REPO_ROOT, env=proc_env, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
     server = TidegateServer(port, data_dir, proc)

@@ -2,7 +2,8 @@
 
 Settings come from built-in defaults < TOML (--config / TIDEGATE_CONFIG) < TIDEGATE_* environment
 < flags. The socket is bound (and "tidegate listening on HOST:PORT" printed) before Spark is
-ready; SIGTERM/SIGINT stop the server gracefully.
+ready; SIGTERM/SIGINT stop the server gracefully. One gateway per data dir: a second one exits with
+status 1 naming the holder (catalog.lock).
 """
 
 from __future__ import annotations
@@ -50,11 +51,19 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
     return settings
 
 
-def check_settings(settings: Settings) -> str | None:
-    """A reason to refuse to start, or None."""
+def binds_loopback_only(host: object) -> bool:
+    """True when binding ``host`` listens on loopback addresses only. Unlike an empty *peer* host
+    (a unix socket, see gateway.auth.is_loopback), an empty or "*" bind host makes asyncio listen on
+    every interface (getaddrinfo with AI_PASSIVE), and a list binds each of its addresses; anything
+    that is not provably loopback (a hostname other than localhost, "0", "127.1") counts as non-loopback."""
     from gateway.auth import is_loopback
 
-    if not settings.users and not is_loopback(settings.host):
+    return isinstance(host, str) and host not in ("", "*") and is_loopback(host)
+
+
+def check_settings(settings: Settings) -> str | None:
+    """A reason to refuse to start, or None."""
+    if not settings.users and not binds_loopback_only(settings.host):
         return (f"refusing to listen on non-loopback address {settings.host!r} without users: configure "
                 "[[users]] in the config file or TIDEGATE_USERS=name:password")
     if bool(settings.tls_cert) != bool(settings.tls_key):
@@ -67,9 +76,10 @@ async def _serve(settings: Settings) -> int:
     from gateway.server import Server
 
     loop = asyncio.get_running_loop()
-    backend = RoutedBackend(settings)
+    backend = RoutedBackend(settings)  # takes the data-dir lock first (catalog.lock), then opens the catalog
     server = Server(settings, backend)
     host, port = await server.start()
+    backend.data_dir_lock.update(listen=f"{host}:{port}")  # the bound port (--port 0)
     print(f"tidegate listening on {host}:{port}", flush=True)
     backend.start()  # returns at once; Spark starts in the background
     stop = asyncio.Event()
@@ -100,8 +110,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     logging.basicConfig(level=getattr(logging, str(settings.log_level).upper(), logging.INFO),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    from catalog.lock import DataDirLockError
+
     try:
         return asyncio.run(_serve(settings))
+    except DataDirLockError as e:  # another gateway holds the data dir (the message names it)
+        print(f"tidegate: {e}", file=sys.stderr)
+        return 1
     except OSError as e:
         print(f"tidegate: cannot listen on {settings.host}:{settings.port}: {e}", file=sys.stderr)
         return 1

@@ -13,6 +13,7 @@ from typing import Any
 class UserConfig:
     name: str
     password: str
+    superuser: bool = False  # ``superuser = true`` on a [[users]] entry; others are ordinary roles
 
 
 @dataclass
@@ -27,8 +28,12 @@ class Settings:
     users: list[UserConfig] = field(default_factory=list)
     spark_master: str = "local[*]"
     spark_conf: dict[str, str] = field(default_factory=dict)
-    max_message_bytes: int = 64 * 1024 * 1024
+    max_message_bytes: int = 64 * 1024 * 1024  # after authentication; before it, gateway.auth.MAX_AUTH_MESSAGE
+    # Every open client socket counts, including ones still in startup or authentication.
     max_connections: int = 1000
+    # Seconds a client has to finish startup (SSL negotiation, StartupMessage) and authentication,
+    # PostgreSQL's authentication_timeout; 0 or less: no limit.
+    authentication_timeout: float = 60.0
     log_level: str = "INFO"
     # Background maintenance of Delta tables: a compaction check every maintenance_interval_s
     # (cheap: the cached log's file list), a vacuum every vacuum_interval_s.
@@ -39,6 +44,12 @@ class Settings:
     # Flows: how often a flow without EVAL INTERVAL runs, and how many run at once.
     flow_default_interval_s: float = 5.0
     flow_workers: int = 2
+    # Directories refreshable tables with connector = 'file' may read (TOML list, or
+    # TIDEGATE_FILE_CONNECTOR_ROOTS="dir1,dir2" / "dir1:dir2"). Empty: the file connector is refused.
+    # The data dir and the config file are never readable, even under a root.
+    file_connector_roots: list[str] = field(default_factory=list)
+    # The TOML file these settings were read from (set by load_settings, never by a layer).
+    config_file: Path | None = None
 
     @property
     def warehouse_dir(self) -> Path:
@@ -59,13 +70,23 @@ def _coerce(name: str, value: Any) -> Any:
         return Path(value)
     if name in ("port", "max_message_bytes", "max_connections", "compact_min_files", "flow_workers"):
         return int(value)
-    if name in ("vacuum_retention_hours", "maintenance_interval_s", "vacuum_interval_s", "flow_default_interval_s"):
+    if name in ("vacuum_retention_hours", "maintenance_interval_s", "vacuum_interval_s", "flow_default_interval_s",
+                "authentication_timeout"):
         return float(value)
+    if name == "host" and not isinstance(value, str):
+        # asyncio binds every address of a list; one string keeps the loopback check meaningful.
+        raise ValueError(f"host must be one address, got {value!r}")
     if name == "users":
         if isinstance(value, str):
             pairs = [p.split(":", 1) for p in value.split(",") if p]
             return [UserConfig(n, pw) for n, pw in pairs]
         return [UserConfig(**u) if isinstance(u, dict) else u for u in value]
+    if name == "file_connector_roots":
+        if isinstance(value, str):
+            value = value.replace(os.pathsep, ",").split(",")
+        if not isinstance(value, (list, tuple)) or not all(isinstance(v, (str, os.PathLike)) for v in value):
+            raise ValueError("file_connector_roots must be a list of directories")
+        return [str(v).strip() for v in value if str(v).strip()]
     if name == "spark_conf" and isinstance(value, str):
         return dict(kv.split("=", 1) for kv in value.split(",") if kv)
     return value
@@ -87,6 +108,7 @@ def load_settings(config_file: str | Path | None = None, overrides: dict[str, An
     layers.append({k: v for k, v in (overrides or {}).items() if v is not None})
     for layer in layers:
         for key, value in layer.items():
-            if key in known:
+            if key in known and key != "config_file":
                 setattr(settings, key, _coerce(key, value))
+    settings.config_file = Path(config_file).resolve() if config_file else None
     return settings

@@ -20,6 +20,12 @@ class SessionInfo:
     # (e.g. "search_path" -> '"$user", public', "timezone" -> "UTC", "datestyle" -> "ISO, MDY").
     settings: dict[str, str] = field(default_factory=dict)
     in_transaction: bool = False
+    # Whether the session may act as a superuser when its user is no catalog role (a trusted
+    # loopback name); for a catalog role its current SUPERUSER attribute decides
+    # (catalog.roles.Roles.is_superuser). Set by the gateway at connection start.
+    superuser: bool = True
+    # Work the server does on its own behalf (flow runs, scheduled refreshes): no privilege checks.
+    internal: bool = False
     # Sends a NOTICE to the client while the statement still runs (thread-safe; None outside the
     # gateway). Long statements (REFRESH TABLE ... WAIT) report progress through it.
     notice: Callable[[str], None] | None = field(default=None, repr=False, compare=False)

@@ -72,7 +72,7 @@ class FlowPlan:
 
 
 def parse_query(query: str) -> exp.Expression:
-    from engine.translate import parse_postgres
+    from engine.translate import check_functions, parse_postgres
 
     trees = parse_postgres(query)
     if len(trees) != 1:
@@ -80,6 +80,8 @@ def parse_query(query: str) -> exp.Expression:
     tree = trees[0]
     if not isinstance(tree, exp.Query):
         raise SqlError("42601", "a flow's query must be a SELECT statement")
+    # Refused at CREATE FLOW even when the flow waits for its sources (not translated until then).
+    check_functions(tree)
     return tree
 
 

@@ -200,7 +200,8 @@ class FlowRuntime:
         return s
 
     def session_info(self, f: FlowDef) -> SessionInfo:
-        return SessionInfo(settings={"search_path": f.search_path})
+        # A flow runs on its own behalf: its owner's privileges were checked at CREATE FLOW.
+        return SessionInfo(settings={"search_path": f.search_path}, internal=True)
 
     # -- planning --------------------------------------------------------------------------------
 
@@ -219,7 +220,7 @@ class FlowRuntime:
             af.plan_key = key
         sink = self.catalog.get_table(f.sink_schema, f.sink_table)
         if sink is None:
-            sink = self.create_sink(sink_definition(af.plan, f.sink_schema, f.sink_table))
+            sink = self.create_sink(sink_definition(af.plan, f.sink_schema, f.sink_table), f.owner)
             af.force_full = True
         elif sink.kind != "table":
             raise SqlError("42809", f'sink "{sink.qualified_name}" is not a table')
@@ -234,8 +235,13 @@ class FlowRuntime:
         af.sink = sink
         return af.plan, sink
 
-    def create_sink(self, table: TableDef) -> TableDef:
-        table.location = self.store.location_for(table.schema, table.name)
+    def create_sink(self, table: TableDef, owner: str | None) -> TableDef:
+        schema = self.catalog.get_schema(table.schema)
+        if schema is None:
+            raise SqlError("3F000", f'schema "{table.schema}" does not exist')
+        table.oid = self.catalog.next_oid()
+        table.owner = owner
+        table.location = self.store.location_for(schema.oid, table.oid)
         self.store.create(table)
         try:
             stored = self.catalog.create_table(table)
@@ -424,7 +430,7 @@ class FlowRuntime:
                                             f'"{f.sink_schema}.{f.sink_table}"')
                 sink = self.catalog.get_table(*sink_name)
                 if sink is None:
-                    self.create_sink(sink_definition(plan, f.sink_schema, f.sink_table))
+                    self.create_sink(sink_definition(plan, f.sink_schema, f.sink_table), f.owner)
                 else:
                     check_sink(plan, sink)
             except Exception as exc:  # noqa: BLE001 - recorded; activation is retried at the next poll

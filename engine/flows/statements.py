@@ -37,6 +37,7 @@ def execute(session: EngineSession, sql: str, info: SessionInfo) -> RowStream | 
             if stmt.if_exists:
                 return CommandResult("DROP FLOW", notices=[f'flow "{stmt.name}" does not exist, skipping'])
             raise _unknown(stmt.name)
+        _check_flow_owner(session, info, f)
         rt.drop_flow(f)
         return CommandResult("DROP FLOW")
     if isinstance(stmt, syntax.ShowFlows):
@@ -54,6 +55,7 @@ def execute(session: EngineSession, sql: str, info: SessionInfo) -> RowStream | 
         f = rt.flows.get(stmt.name)
         if f is None:
             raise _unknown(stmt.name)
+        _check_flow_owner(session, info, f)
         rows = rt.flush(f)
         return RowStream.from_table([ResultField(stmt.call_text, ColumnType(INT8))],
                                     pa.table({stmt.call_text: pa.array([rows], pa.int64())}))
@@ -61,10 +63,15 @@ def execute(session: EngineSession, sql: str, info: SessionInfo) -> RowStream | 
         f = rt.flows.get(stmt.name)
         if f is None:
             raise _unknown(stmt.name)
+        _check_flow_owner(session, info, f)
         f.comment = stmt.comment
         rt.updated(rt.flows.update(f))
         return CommandResult("COMMENT")
     raise SqlError("0A000", "statement is not supported")
+
+
+def _check_flow_owner(session: EngineSession, info: SessionInfo, f: FlowDef) -> None:
+    session.catalog.roles.check_owner(info, "flow", f.name, f.owner)
 
 
 def _unknown(name: str) -> SqlError:
@@ -86,6 +93,8 @@ def _create(session: EngineSession, rt: FlowRuntime, stmt: syntax.CreateFlow, in
     if existing is not None and not stmt.or_replace:
         raise SqlError("42710", f'flow "{stmt.name}" already exists',
                        hint="Use CREATE OR REPLACE FLOW to replace it, or DROP FLOW first.")
+    if existing is not None:
+        _check_flow_owner(session, info, existing)
     schema = current_schema(session, info)
     sink_schema = stmt.sink_schema or schema
     if catalog.get_schema(sink_schema) is None:
@@ -104,13 +113,21 @@ def _create(session: EngineSession, rt: FlowRuntime, stmt: syntax.CreateFlow, in
         raise SqlError("42P01", f"source table(s) of flow \"{stmt.name}\" do not exist: {', '.join(missing)}",
                        hint="Create them first, or use WITH (defer_on_missing_source = true) to create the "
                             "flow pending until they exist.")
+    roles = catalog.roles
+    for t in sources:  # read on the owner's behalf at every run: checked now, as for a view
+        roles.check_table(info, t, "SELECT")
     f = FlowDef(stmt.name, schema, sink_schema, stmt.sink_table, stmt.query,
                 info.settings.get("search_path", '"$user", public'), flow_type, dict(stmt.options),
-                stmt.expire_after, stmt.eval_interval, stmt.comment)
+                stmt.expire_after, stmt.eval_interval, stmt.comment,
+                owner=None if info.internal else info.user)
     sink = catalog.get_table(sink_schema, stmt.sink_table)
     plan = None
     if sink is not None and sink.kind != "table":
         raise SqlError("42809", f'sink "{sink.qualified_name}" is not a table')
+    if sink is not None:
+        roles.check_table(info, sink, "INSERT", "UPDATE", "DELETE")
+    else:
+        roles.check_schema(info, sink_schema, "CREATE")
     if missing:
         f.sources = [t.qualified_name for t in sources] + missing
         f.missing_sources = missing
@@ -124,7 +141,7 @@ def _create(session: EngineSession, rt: FlowRuntime, stmt: syntax.CreateFlow, in
     if existing is not None:
         rt.remove(existing.flow_id)
     if plan is not None and sink is None:
-        rt.create_sink(sink_definition(plan, sink_schema, stmt.sink_table))
+        rt.create_sink(sink_definition(plan, sink_schema, stmt.sink_table), f.owner)
     stored = rt.flows.create(f, replace_existing=existing is not None)
     rt.add(stored)
     return CommandResult("CREATE FLOW")
@@ -169,7 +186,9 @@ def _filter(table: pa.Table, where: str) -> pa.Table:
     """Apply a SHOW ... WHERE condition (PostgreSQL syntax) to a small result."""
     import duckdb
 
-    con = duckdb.connect(":memory:")
+    # the condition is the client's text: no files, extensions or settings for it
+    con = duckdb.connect(":memory:", config={"enable_external_access": False, "autoinstall_known_extensions": False,
+                                             "autoload_known_extensions": False, "lock_configuration": True})
     try:
         con.register("tg_show", table)
         names = ", ".join('"' + n.replace('"', '""') + '"' for n in table.column_names)

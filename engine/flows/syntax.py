@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass, field
 
 from engine import ddl
-from engine.ddl import Tok
+from engine.ddl import Tok, TokenReader
 from engine.storage import parse_interval
 from tidegate.errors import SqlError
 
@@ -97,78 +97,7 @@ def is_flow_statement(sql: str) -> bool:
     return False
 
 
-class _Reader:
-    """A cursor over the statement's tokens with PostgreSQL-style syntax errors."""
-
-    def __init__(self, sql: str) -> None:
-        self.sql = sql
-        self.toks = [t for t in ddl.scan(sql)]
-        while self.toks and self.toks[-1].text == ";":
-            self.toks.pop()
-        self.i = 0
-
-    def peek(self, k: int = 0) -> Tok | None:
-        j = self.i + k
-        return self.toks[j] if j < len(self.toks) else None
-
-    def word(self, k: int = 0) -> str:
-        t = self.peek(k)
-        return t.upper if t is not None and t.kind == "word" else ""
-
-    def at_end(self) -> bool:
-        return self.i >= len(self.toks)
-
-    def error(self, tok: Tok | None = None) -> SqlError:
-        tok = tok if tok is not None else self.peek()
-        if tok is None:
-            return SqlError("42601", "syntax error at end of input", position=len(self.sql.rstrip().rstrip(";")) + 1)
-        return SqlError("42601", f'syntax error at or near "{tok.text}"', position=tok.start + 1)
-
-    def accept(self, *words: str) -> bool:
-        if all(self.word(k) == w for k, w in enumerate(words)):
-            self.i += len(words)
-            return True
-        return False
-
-    def expect(self, *words: str) -> None:
-        for w in words:
-            if self.word() != w:
-                raise self.error()
-            self.i += 1
-
-    def expect_text(self, text: str) -> None:
-        t = self.peek()
-        if t is None or t.text != text:
-            raise self.error()
-        self.i += 1
-
-    def ident(self) -> str:
-        t = self.peek()
-        if t is None or t.kind not in ("word", "qid"):
-            raise self.error()
-        self.i += 1
-        return ddl.ident_value(t)
-
-    def qualified(self) -> list[str]:
-        parts = [self.ident()]
-        while self.peek() is not None and self.peek().text == "." and self.i + 1 < len(self.toks):
-            self.i += 1
-            parts.append(self.ident())
-        return parts
-
-    def string(self) -> str:
-        t = self.peek()
-        if t is None or t.kind != "str":
-            raise self.error()
-        self.i += 1
-        return ddl.string_value(t)
-
-    def done(self) -> None:
-        if not self.at_end():
-            raise self.error()
-
-
-def _flow_name(r: _Reader) -> str:
+def _flow_name(r: TokenReader) -> str:
     parts = r.qualified()
     if len(parts) > 3:
         raise r.error()
@@ -178,7 +107,7 @@ def _flow_name(r: _Reader) -> str:
 
 def parse(sql: str) -> FlowStatement:
     """Parse one FLOW statement; 42601 (with a position) on a syntax error."""
-    r = _Reader(sql)
+    r = TokenReader(sql)
     head = r.word()
     if head == "CREATE":
         return _parse_create(r)
@@ -242,7 +171,7 @@ def parse(sql: str) -> FlowStatement:
     raise r.error(r.peek())
 
 
-def _parse_create(r: _Reader) -> CreateFlow:
+def _parse_create(r: TokenReader) -> CreateFlow:
     r.expect("CREATE")
     or_replace = r.accept("OR", "REPLACE")
     r.expect("FLOW")
@@ -278,7 +207,7 @@ def _parse_create(r: _Reader) -> CreateFlow:
     return stmt
 
 
-def _interval_clause(r: _Reader, clause: str) -> int:
+def _interval_clause(r: TokenReader, clause: str) -> int:
     r.accept("INTERVAL")
     t = r.peek()
     text = r.string()
@@ -311,7 +240,7 @@ def interval_seconds(text: str, clause: str = "interval", *, allow_months: bool 
     return int(round(total_us / 1_000_000))
 
 
-def _options(r: _Reader) -> dict[str, str]:
+def _options(r: TokenReader) -> dict[str, str]:
     r.expect_text("(")
     out: dict[str, str] = {}
     if r.peek() is not None and r.peek().text == ")":

@@ -38,17 +38,23 @@ REFRESH TABLE rf_view;
 REFRESH TABLE rf_plain EXTRA;
 
 -- The default mode, STREAMING, is not refreshable.
-CREATE TABLE rf_stream (id int PRIMARY KEY) WITH (connector = 'file', path = '/tmp', refresh_mode = 'STREAMING')
-FORMAT PLAIN ENCODE PARQUET;
+-- SQLNESS ENV PWD
+CREATE TABLE rf_stream (id int PRIMARY KEY) WITH (connector = 'file', path = '$PWD/sqlness/cases/standalone/refresh/data/users',
+  refresh_mode = 'STREAMING') FORMAT PLAIN ENCODE PARQUET;
 
 REFRESH TABLE rf_stream;
 
-CREATE TABLE rf_gone (id int PRIMARY KEY) WITH (connector = 'file', path = '/nonexistent/folder',
+-- A source folder (under file_connector_roots) that does not exist.
+-- SQLNESS ENV PWD
+CREATE TABLE rf_gone (id int PRIMARY KEY) WITH (connector = 'file', path = '$PWD/sqlness/cases/standalone/refresh/data/nonexistent',
   refresh_mode = 'FULL_RELOAD') FORMAT PLAIN ENCODE CSV;
 
+-- SQLNESS REPLACE /\S+/sqlness/ <repo>/sqlness/
 REFRESH TABLE rf_gone WAIT;
 
-SELECT table_name, current_status, last_error FROM information_schema.refresh_tables WHERE table_name = 'rf_gone';
+-- SQLNESS ENV PWD
+SELECT table_name, current_status, replace(last_error, '$PWD', '<repo>') AS last_error
+FROM information_schema.refresh_tables WHERE table_name = 'rf_gone';
 
 DROP VIEW rf_view;
 

@@ -1,0 +1,76 @@
+"""Table write locks held until a transaction ends: PostgreSQL's row locks, per table.
+
+An UPDATE, DELETE, TRUNCATE or INSERT ... ON CONFLICT DO UPDATE computes its new rows from what
+it reads, so two of them on one table must not interleave between read and commit (the later
+commit would overwrite the earlier: a lost update). Each takes its table's lock before reading and
+keeps it until its transaction commits or rolls back (outside a block: until the statement's own
+commit). A second writer waits, then reads what the first committed, as PostgreSQL's second
+updater waits for the row lock and re-reads the row. Plain INSERTs, reads, flows and compaction
+take no lock here.
+
+Waits form a graph; a wait that would close a cycle fails at once with 40P01 "deadlock detected",
+as PostgreSQL's detector does (after its deadlock_timeout). A cancelled statement stops waiting
+(57014).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+from tidegate.errors import SqlError
+
+_POLL_S = 0.1
+
+
+class TableLocks:
+    """Exclusive write locks on tables (by location), owned by engine sessions (by id)."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._holders: dict[str, int] = {}
+        self._waiting: dict[int, str] = {}  # owner -> the location it waits for
+
+    def acquire(self, owner: int, location: str, name: str, cancelled: Callable[[], bool]) -> None:
+        with self._cond:
+            while True:
+                holder = self._holders.get(location)
+                if holder is None or holder == owner:
+                    self._holders[location] = owner
+                    self._waiting.pop(owner, None)
+                    return
+                if self._closes_cycle(owner, holder):
+                    self._waiting.pop(owner, None)
+                    raise SqlError("40P01", "deadlock detected",
+                                   detail=f'Process {owner} waits for a write lock on table "{name}"; blocked '
+                                          f"by process {holder}, which waits for a table process {owner} holds.",
+                                   hint="Write tables in the same order in every transaction.")
+                self._waiting[owner] = location
+                self._cond.wait(_POLL_S)
+                if cancelled():
+                    self._waiting.pop(owner, None)
+                    raise SqlError("57014", "canceling statement due to user request")
+
+    def _closes_cycle(self, owner: int, holder: int) -> bool:
+        seen = set()
+        current: int | None = holder
+        while current is not None and current not in seen:
+            if current == owner:
+                return True
+            seen.add(current)
+            waits_for = self._waiting.get(current)
+            current = self._holders.get(waits_for) if waits_for is not None else None
+        return False
+
+    def release_all(self, owner: int) -> None:
+        with self._cond:
+            mine = [loc for loc, h in self._holders.items() if h == owner]
+            for loc in mine:
+                del self._holders[loc]
+            self._waiting.pop(owner, None)
+            if mine:
+                self._cond.notify_all()
+
+    def holds(self, owner: int, location: str) -> bool:
+        with self._cond:
+            return self._holders.get(location) == owner

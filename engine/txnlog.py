@@ -1,0 +1,159 @@
+"""The commit journal: a transaction that writes several Delta commits is all there or not at all.
+
+Delta commits one table version at a time, so a transaction touching two tables (or writing a
+table twice in ways that cannot be one commit) is several commits. Its COMMIT therefore runs in
+three steps, under the locks of every table it writes (``TableStore.commit_all``):
+
+1. every write is checked against what others committed since it was computed (23505, 40001):
+   a failure here writes nothing;
+2. the journal record is made durable: one Parquet file per write and then ``<id>.json`` listing
+   them (written to a temporary name, fsync'd, renamed, directory fsync'd). This is the commit
+   point;
+3. the writes are applied in order, each as a Delta commit carrying the application transaction
+   ``tidegate-txn`` = ``id * 10000 + position``; then the record is removed.
+
+After a crash, :func:`recover` (run when the engine starts, before any statement) finds the
+records left behind and applies each write whose application transaction the table does not show
+yet, so a transaction whose record was made durable ends complete, and one whose record was not
+has written nothing. Ids only grow: ``sequence`` keeps the last one.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from catalog.store import _table_from_json, _table_to_json
+
+if TYPE_CHECKING:
+    from engine.storage import TableStore, WriteOp
+
+log = logging.getLogger("tidegate.txnlog")
+
+APP_ID = "tidegate-txn"
+_PER_TXN = 10_000  # app versions per transaction: id * _PER_TXN + position
+
+
+def app_version(txid: int, position: int) -> int:
+    return txid * _PER_TXN + position
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class Journal:
+    """The records of transactions being committed, under ``<data dir>/txn``."""
+
+    def __init__(self, root: Path | str) -> None:
+        self.root = Path(root)
+        self.root.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        seq = self.root / "sequence"
+        self._last = int(seq.read_text()) if seq.exists() else 0
+
+    def _next_id(self) -> int:
+        with self._lock:
+            self._last += 1
+            tmp = self.root / "sequence.tmp"
+            with open(tmp, "w") as fh:
+                fh.write(str(self._last))
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, self.root / "sequence")
+            return self._last
+
+    def begin(self, ops: list[WriteOp]) -> int:
+        """Make the transaction's writes durable; returns its id (the commit point)."""
+        txid = self._next_id()
+        entries = []
+        for i, op in enumerate(ops):
+            data_file = None
+            if isinstance(op.data, pa.Table):
+                data_file = f"{txid}-{i}.parquet"
+                pq.write_table(op.data, self.root / data_file)
+                with open(self.root / data_file, "rb+") as fh:
+                    os.fsync(fh.fileno())
+            entries.append({"table": json.loads(_table_to_json(op.table)), "kind": op.kind, "keys": op.keys,
+                            "updates": op.updates, "null_safe": op.null_safe, "schema_change": op.schema_change,
+                            "data": data_file})
+        tmp = self.root / f"{txid}.json.tmp"
+        with open(tmp, "w") as fh:
+            json.dump({"id": txid, "writes": entries}, fh)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, self.root / f"{txid}.json")
+        _fsync_dir(self.root)
+        return txid
+
+    def finish(self, txid: int) -> None:
+        """The transaction's writes all landed: forget its record."""
+        record = self.root / f"{txid}.json"
+        doc = json.loads(record.read_text())
+        record.unlink()
+        for entry in doc["writes"]:
+            if entry["data"]:
+                (self.root / entry["data"]).unlink(missing_ok=True)
+
+    def pending(self) -> list[tuple[int, list[WriteOp]]]:
+        """Records of transactions whose writes may not all have landed, oldest first."""
+        from engine.storage import WriteOp
+
+        out = []
+        for record in sorted(self.root.glob("*.json"), key=lambda p: int(p.stem)):
+            doc = json.loads(record.read_text())
+            ops = []
+            for entry in doc["writes"]:
+                table = _table_from_json(json.dumps(entry["table"]))
+                data = pq.read_table(self.root / entry["data"]) if entry["data"] else None
+                ops.append(WriteOp(table, entry["kind"], data, keys=entry["keys"], updates=entry["updates"],
+                                   null_safe=entry["null_safe"], schema_change=entry["schema_change"]))
+            out.append((doc["id"], ops))
+        for tmp in self.root.glob("*.tmp"):  # a record never made durable: its transaction wrote nothing
+            tmp.unlink()
+        return out
+
+
+def apply_all(store: TableStore, journal: Journal, txid: int, ops: list[WriteOp]) -> None:
+    """Step 3: apply the journaled writes in order, skipping those already in their tables."""
+    pause = float(os.environ.get("TIDEGATE_TXN_TEST_PAUSE", "0") or 0)  # lets crash tests kill -9 mid-commit
+    for i, op in enumerate(ops):
+        if pause and i:
+            import time
+
+            time.sleep(pause)
+        version = app_version(txid, i)
+        location = op.table.location or ""
+        if not os.path.exists(location):
+            log.warning("transaction %s: table %s is gone; its write is dropped", txid, op.table.qualified_name)
+            continue
+        if (store.app_version(location, APP_ID) or 0) >= version:
+            continue
+        store.apply(replace(op, app_id=APP_ID, app_version=version, base_version=None, unique=False,
+                            skip_existing=False))
+    journal.finish(txid)
+
+
+def recover(store: TableStore, journal: Journal) -> int:
+    """Complete the transactions a crash interrupted after their commit point; returns how many."""
+    done = 0
+    for txid, ops in journal.pending():
+        log.info("completing transaction %s interrupted during COMMIT (%d writes)", txid, len(ops))
+        apply_all(store, journal, txid, ops)
+        done += 1
+    return done
+
+
+__all__ = ["APP_ID", "Journal", "app_version", "apply_all", "recover"]

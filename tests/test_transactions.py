@@ -1,0 +1,112 @@
+"""A transaction block reads its own writes, with PostgreSQL 15 as the oracle.
+
+The same script of statements runs inside BEGIN ... COMMIT / ROLLBACK on both servers; every
+SELECT in it, and the table afterwards, must answer the same: inserts, UPDATEs and DELETEs of
+rows the block itself inserted, key-less tables with duplicate rows, a key deleted and inserted
+again. Time-series upserts (a tidegate feature) are checked on their own.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+import psycopg
+import pytest
+from tests.targets import Target, target_for
+
+
+def _script(t: str, k: str, end: str) -> tuple[list[str], list[str]]:
+    setup = [f"DROP TABLE IF EXISTS {t}", f"DROP TABLE IF EXISTS {k}",
+             f"CREATE TABLE {t} (id int PRIMARY KEY, v text, n int)",
+             f"INSERT INTO {t} VALUES (1, 'a', 1), (2, 'b', 2), (3, 'c', 3)",
+             f"CREATE TABLE {k} (x int, y text)",
+             f"INSERT INTO {k} VALUES (1, 'a'), (1, 'a'), (2, 'b'), (NULL, 'n')"]
+    block = [
+        f"INSERT INTO {t} VALUES (4, 'd', 4)",
+        f"UPDATE {t} SET n = n * 10 WHERE id >= 3",
+        f"SELECT id, v, n FROM {t} ORDER BY id",
+        f"DELETE FROM {t} WHERE id = 1",
+        f"SELECT id, v, n FROM {t} ORDER BY id",
+        f"UPDATE {t} SET v = v || '!'",
+        f"SELECT id, v, n FROM {t} ORDER BY id",
+        f"INSERT INTO {t} VALUES (1, 'again', 0)",
+        f"SELECT count(*), sum(n) FROM {t}",
+        f"UPDATE {t} SET id = id + 100 WHERE id = 4",
+        f"SELECT id FROM {t} ORDER BY id",
+        f"INSERT INTO {t} VALUES (4, 'four', 44)",
+        f"SELECT id, v FROM {t} WHERE id IN (4, 104) ORDER BY id",
+        f"UPDATE {k} SET y = 'z' WHERE x = 1",
+        f"SELECT x, y FROM {k} ORDER BY x NULLS LAST, y",
+        f"DELETE FROM {k} WHERE x IS NULL",
+        f"INSERT INTO {k} VALUES (3, 'c')",
+        f"UPDATE {k} SET x = x + 1 WHERE y = 'c'",
+        f"SELECT x, y FROM {k} ORDER BY x NULLS LAST, y",
+        f"SELECT a.id, b.y FROM {t} a JOIN {k} b ON b.x = a.id ORDER BY 1, 2",
+        end,
+    ]
+    after = [f"SELECT id, v, n FROM {t} ORDER BY id", f"SELECT x, y FROM {k} ORDER BY x NULLS LAST, y"]
+    return setup, block + after
+
+
+def _play(target: Target, setup: list[str], steps: list[str]) -> list[object]:
+    with psycopg.connect(target.dsn, autocommit=True) as conn:
+        for s in setup:
+            conn.execute(s)
+    out: list[object] = []
+    with psycopg.connect(target.dsn) as conn:  # psycopg opens the block at the first statement
+        for s in steps:
+            if s in ("COMMIT", "ROLLBACK"):
+                conn.commit() if s == "COMMIT" else conn.rollback()
+                out.append(s)
+                continue
+            try:
+                cur = conn.execute(s)
+                out.append(cur.fetchall() if cur.description else cur.statusmessage)
+            except psycopg.Error as e:
+                out.append(("error", e.sqlstate))
+                conn.rollback()
+    return out
+
+
+@pytest.mark.parametrize("end", ["COMMIT", "ROLLBACK"])
+def test_block_reads_its_own_writes_like_postgres(request: pytest.FixtureRequest, end: str) -> None:
+    t, k = "ryw_" + uuid.uuid4().hex[:6], "rywk_" + uuid.uuid4().hex[:6]
+    setup, steps = _script(t, k, end)
+    expected = _play(target_for(request, "postgres"), setup, steps)
+    got = _play(target_for(request, "tidegate"), setup, steps)
+    diffs = [(s, e, g) for s, e, g in zip(steps, expected, got) if e != g]
+    assert not diffs, "\n".join(f"{s}\n  postgres {e}\n  tidegate {g}" for s, e, g in diffs)
+    assert not any(isinstance(e, tuple) and e and e[0] == "error" for e in expected)
+
+
+def test_time_series_upserts_in_a_block(tidegate) -> None:
+    t = "tsb_" + uuid.uuid4().hex[:6]
+    with psycopg.connect(tidegate.dsn, autocommit=True) as conn:
+        conn.execute(f"CREATE TABLE {t} (host text, ts timestamp NOT NULL, v double precision, "
+                     "TIME INDEX (ts), PRIMARY KEY (host))")
+        conn.execute(f"INSERT INTO {t} VALUES ('a', '2024-01-01 00:00', 1), ('b', '2024-01-01 00:00', 1)")
+    with psycopg.connect(tidegate.dsn) as conn:
+        conn.execute(f"INSERT INTO {t} VALUES ('a', '2024-01-01 00:00', 2), ('c', '2024-01-01 00:00', 3)")
+        assert conn.execute(f"SELECT host, v FROM {t} ORDER BY host").fetchall() == [("a", 2.0), ("b", 1.0), ("c", 3.0)]
+        conn.execute(f"DELETE FROM {t} WHERE host = 'b'")
+        conn.execute(f"INSERT INTO {t} VALUES ('c', '2024-01-01 00:00', 4)")
+        assert conn.execute(f"SELECT host, v FROM {t} ORDER BY host").fetchall() == [("a", 2.0), ("c", 4.0)]
+        conn.commit()
+    with psycopg.connect(tidegate.dsn, autocommit=True) as conn:
+        assert conn.execute(f"SELECT host, v FROM {t} ORDER BY host").fetchall() == [("a", 2.0), ("c", 4.0)]
+
+
+def test_upsert_then_read_in_a_block_is_refused_not_misread(tidegate) -> None:
+    t = "ocb_" + uuid.uuid4().hex[:6]
+    with psycopg.connect(tidegate.dsn, autocommit=True) as conn:
+        conn.execute(f"CREATE TABLE {t} (id int PRIMARY KEY, n int)")
+        conn.execute(f"INSERT INTO {t} VALUES (1, 1)")
+    with psycopg.connect(tidegate.dsn) as conn:
+        conn.execute(f"INSERT INTO {t} VALUES (1, 5) ON CONFLICT (id) DO UPDATE SET n = {t}.n + EXCLUDED.n")
+        with pytest.raises(psycopg.errors.FeatureNotSupported):
+            conn.execute(f"SELECT n FROM {t}")
+        conn.rollback()
+        conn.execute(f"INSERT INTO {t} VALUES (1, 5) ON CONFLICT (id) DO UPDATE SET n = {t}.n + EXCLUDED.n")
+        conn.commit()
+    with psycopg.connect(tidegate.dsn, autocommit=True) as conn:
+        assert conn.execute(f"SELECT n FROM {t}").fetchone() == (6,)
