@@ -955,7 +955,10 @@ class EngineSession:
                 return CommandResult("ALTER TABLE", notices=[f'relation "{tree.this.name}" does not exist, skipping'])
             raise
         self.catalog.roles.check_owner(info, "table", t.name, t.owner)
-        if self._pending_ops(t):
+        actions = tree.args.get("actions") or []
+        if self._pending_ops(t) and not all(isinstance(a, exp.AlterRename) for a in actions):
+            # a rename changes only the catalog (storage is by oid); column changes would rewrite
+            # the table under the block's pending rows
             raise SqlError("0A000", f'ALTER TABLE of "{t.name}" after writing it in the same transaction block is '
                                     "not supported", hint="COMMIT first.")
         for action in tree.args.get("actions") or []:

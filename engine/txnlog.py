@@ -15,7 +15,8 @@ three steps, under the locks of every table it writes (``TableStore.commit_all``
 After a crash, :func:`recover` (run when the engine starts, before any statement) finds the
 records left behind and applies each write whose application transaction the table does not show
 yet, so a transaction whose record was made durable ends complete, and one whose record was not
-has written nothing. Ids only grow: ``sequence`` keeps the last one.
+has written nothing. Ids only grow: ``sequence`` keeps the end of the block of ids being handed
+out (reserved a thousand at a time), so a restart never reuses one.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ log = logging.getLogger("tidegate.txnlog")
 
 APP_ID = "tidegate-txn"
 _PER_TXN = 10_000  # app versions per transaction: id * _PER_TXN + position
+_ID_BLOCK = 1000  # transaction ids reserved per write of ``sequence``
 
 
 def app_version(txid: int, position: int) -> int:
@@ -62,17 +64,20 @@ class Journal:
         self.root.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
         seq = self.root / "sequence"
-        self._last = int(seq.read_text()) if seq.exists() else 0
+        # ids are handed out from blocks reserved on disk, so a restart never reuses one
+        self._last = self._reserved = int(seq.read_text()) if seq.exists() else 0
 
     def _next_id(self) -> int:
         with self._lock:
             self._last += 1
-            tmp = self.root / "sequence.tmp"
-            with open(tmp, "w") as fh:
-                fh.write(str(self._last))
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, self.root / "sequence")
+            if self._last > self._reserved:
+                self._reserved = self._last + _ID_BLOCK - 1
+                tmp = self.root / "sequence.tmp"
+                with open(tmp, "w") as fh:
+                    fh.write(str(self._reserved))
+                    fh.flush()
+                    os.fsync(fh.fileno())
+                os.replace(tmp, self.root / "sequence")
             return self._last
 
     def begin(self, ops: list[WriteOp]) -> int:

@@ -110,3 +110,22 @@ def test_upsert_then_read_in_a_block_is_refused_not_misread(tidegate) -> None:
         conn.commit()
     with psycopg.connect(tidegate.dsn, autocommit=True) as conn:
         assert conn.execute(f"SELECT n FROM {t}").fetchone() == (6,)
+
+
+def test_create_load_swap_keeps_every_row(tidegate) -> None:
+    """The sequence dbt and loaders use: build a new table, fill it, swap it in by name."""
+    p = "cls_" + uuid.uuid4().hex[:6]
+    with psycopg.connect(tidegate.dsn, autocommit=True) as conn:
+        conn.execute(f"CREATE TABLE {p}_src (id int, v text)")
+        conn.execute(f"INSERT INTO {p}_src VALUES (1, 'a'), (2, 'b'), (3, 'c')")
+        conn.execute(f"CREATE TABLE {p} (id int, v text)")
+        conn.execute(f"INSERT INTO {p} VALUES (9, 'old')")
+    with psycopg.connect(tidegate.dsn) as tx:
+        tx.execute(f"CREATE TABLE {p}_tmp (id int, v text)")
+        tx.execute(f"INSERT INTO {p}_tmp SELECT * FROM {p}_src")
+        tx.execute(f"DROP TABLE IF EXISTS {p}")
+        tx.execute(f"ALTER TABLE {p}_tmp RENAME TO {p}")
+        assert tx.execute(f"SELECT count(*) FROM {p}").fetchone() == (3,)
+        tx.commit()
+    with psycopg.connect(tidegate.dsn, autocommit=True) as conn:
+        assert conn.execute(f"SELECT id, v FROM {p} ORDER BY id").fetchall() == [(1, "a"), (2, "b"), (3, "c")]
