@@ -477,6 +477,10 @@ _SESSION_FUNCTIONS = {
     "pg_table_is_visible", "pg_type_is_visible", "array_to_string", "string_agg", "coalesce", "lower", "upper",
     "inet_server_addr", "inet_server_port", "inet_client_addr", "pg_get_keywords", "pg_sleep",
     "now", "statement_timestamp", "transaction_timestamp", "clock_timestamp",
+    "has_table_privilege", "has_any_column_privilege", "has_column_privilege", "has_schema_privilege",
+    "has_database_privilege", "pg_has_role", "has_function_privilege", "has_sequence_privilege",
+    "has_type_privilege", "has_language_privilege", "has_tablespace_privilege", "has_server_privilege",
+    "has_foreign_data_wrapper_privilege", "has_parameter_privilege",
 }
 _SESSION_CASTS = {"text", "name", "oid", "regclass", "regtype", "regproc", "regprocedure", "regnamespace",
                   "regrole", "varchar", "bool", "boolean"}
@@ -1039,11 +1043,13 @@ def _rows_table(rel: rels.Relation, data: list[dict[str, Any]]) -> pa.Table:
                      for c, t in rel.columns})
 
 
-_PRIVILEGE_FUNCS = ("has_table_privilege", "has_schema_privilege", "has_database_privilege",
-                    "has_column_privilege", "has_function_privilege", "has_sequence_privilege",
-                    "has_any_column_privilege", "has_foreign_data_wrapper_privilege", "has_server_privilege",
-                    "has_tablespace_privilege", "has_language_privilege", "has_type_privilege",
-                    "has_parameter_privilege", "pg_has_role")
+# Privilege inquiry functions answered from catalog.roles (tg_has_privilege): kind per function.
+_CHECKED_PRIVILEGE_FUNCS = {"has_table_privilege": "r", "has_any_column_privilege": "r", "has_schema_privilege": "n",
+                            "has_database_privilege": "d", "pg_has_role": "role"}
+# On objects tidegate has only as PostgreSQL's builtins, which PUBLIC may use: always true.
+_PRIVILEGE_FUNCS = ("has_function_privilege", "has_sequence_privilege", "has_foreign_data_wrapper_privilege",
+                    "has_server_privilege", "has_tablespace_privilege", "has_language_privilege",
+                    "has_type_privilege", "has_parameter_privilege")
 
 _MACROS = [
     "CREATE MACRO tg_regclass(x) AS tg_regclass_in(CAST(x AS VARCHAR))",
@@ -1119,7 +1125,12 @@ _MACROS = [
     "CREATE MACRO pg_stat_get_numscans(o) AS CAST(0 AS BIGINT)",
     "CREATE MACRO isx._pg_expandarray(a) AS unnest(list_transform(range(1, len(a) + 1), lambda i: {'x': a[i], 'n': CAST(i AS INTEGER)}))",
     "CREATE MACRO _pg_expandarray(a) AS unnest(list_transform(range(1, len(a) + 1), lambda i: {'x': a[i], 'n': CAST(i AS INTEGER)}))",
-] + [f"CREATE MACRO {f}(a) AS true, (a, b) AS true, (a, b, c) AS true, (a, b, c, d) AS true" for f in _PRIVILEGE_FUNCS]
+] + [f"CREATE MACRO {f}(a) AS true, (a, b) AS true, (a, b, c) AS true, (a, b, c, d) AS true" for f in _PRIVILEGE_FUNCS] + [
+    f"CREATE MACRO {f}(a, b) AS tg_has_privilege('{k}', NULL, CAST(a AS VARCHAR), CAST(b AS VARCHAR)), "
+    f"(a, b, c) AS tg_has_privilege('{k}', CAST(a AS VARCHAR), CAST(b AS VARCHAR), CAST(c AS VARCHAR))"
+    for f, k in _CHECKED_PRIVILEGE_FUNCS.items()] + [
+    "CREATE MACRO has_column_privilege(a, b, c) AS tg_has_privilege('r', NULL, CAST(a AS VARCHAR), CAST(c AS VARCHAR)), "
+    "(a, b, c, d) AS tg_has_privilege('r', CAST(a AS VARCHAR), CAST(b AS VARCHAR), CAST(d AS VARCHAR))"]
 
 
 _INSTANCES: "weakref.WeakSet[CatalogQueries]" = weakref.WeakSet()
@@ -1657,6 +1668,59 @@ class CatalogQueries:
             inside = os.path.commonpath([data_dir, os.path.abspath(t.location)]) == data_dir
             return os.path.relpath(t.location, data_dir) if inside else t.location
 
+        def has_privilege(kind: str, who: str | None, obj: str | None, privs: str | None) -> bool | None:
+            # has_table_privilege & co. from catalog.roles (PostgreSQL's answer, never a blanket true)
+            if obj is None or privs is None:
+                return None
+            from catalog.roles import DATABASE_OID, PRIVILEGES
+
+            info = this._info()
+            roles = this._catalog.roles
+            if who is not None:
+                name = this._mirror_now().role_names.get(int(who)) if who.strip().isdigit() else who
+                if name is None or (roles.get(name) is None and name != info.user):
+                    raise _UdfError("42704", f'role "{who}" does not exist')
+                if name != info.user:
+                    info = SessionInfo(user=name, superuser=False)
+            asked = [p.strip().upper() for p in privs.split(",")]
+            # only owners (and superusers) hold grant options: tidegate grants none to others
+            grant_option = [p.endswith(" WITH GRANT OPTION") for p in asked]
+            wanted = [p.removesuffix(" WITH GRANT OPTION").strip() for p in asked]
+            if kind == "role":
+                target = this._mirror_now().role_names.get(int(obj)) if obj.strip().isdigit() else obj
+                if target is None or (roles.get(target) is None and target not in this._mirror_now().role_oids):
+                    raise _UdfError("42704", f'role "{obj}" does not exist')
+                for p in wanted:
+                    if p not in ("MEMBER", "USAGE", "SET"):
+                        raise _UdfError("22023", f"unrecognized privilege type: \"{p.lower()}\"")
+                return roles.is_member(info, target)
+            allowed = PRIVILEGES[kind]
+            for p in wanted:
+                if p not in allowed and not (kind == "d" and p == "TEMP"):
+                    raise _UdfError("22023", f"unrecognized privilege type: \"{p.lower()}\"")
+            wanted = ["TEMPORARY" if p == "TEMP" else p for p in wanted]
+
+            def holds(kind: str, oid: int, owner: str | None) -> bool:
+                return any(roles.has(info, kind, oid, owner, p) and (not g or roles.is_member(info, owner))
+                           for p, g in zip(wanted, grant_option))
+
+            if kind == "d":
+                return holds("d", DATABASE_OID, None)
+            if kind == "n":
+                s = this._catalog.get_schema(obj)
+                if s is None and obj.strip().isdigit():
+                    s = next((x for x in this._catalog.list_schemas() if x.oid == int(obj)), None)
+                if s is None:
+                    if obj in ("pg_catalog", "information_schema"):
+                        return "USAGE" in wanted
+                    raise _UdfError("3F000", f'schema "{obj}" does not exist')
+                return holds("n", s.oid, s.owner)
+            oid = int(obj) if obj.strip().isdigit() else this._resolve_relation(obj, soft=False)
+            t = this._mirror_now().tables.get(oid)
+            if t is None:  # a system catalog: PUBLIC may read them
+                return "SELECT" in wanted
+            return holds("r", t.oid, t.owner)
+
         def regclass_in(text: str) -> int:
             # regclass input accepts a name or a numeric OID, like PostgreSQL's regclassin
             if text.strip().isdigit():
@@ -1740,6 +1804,7 @@ class CatalogQueries:
         udf("tg_quote_ident", rels.quote_ident, [T.VARCHAR], T.VARCHAR)
         udf("tg_viewdef", viewdef, [T.BIGINT], T.VARCHAR)
         udf("tg_relation_filepath", relation_filepath, [T.VARCHAR], T.VARCHAR)
+        udf("tg_has_privilege", has_privilege, [T.VARCHAR, T.VARCHAR, T.VARCHAR, T.VARCHAR], T.BOOLEAN, special=True)
         udf("tg_regclass_in", regclass_in, [T.VARCHAR], T.BIGINT)
         udf("tg_regrole_in", regrole_in, [T.VARCHAR], T.BIGINT)
         udf("tg_to_regclass", to_regclass, [T.VARCHAR], T.BIGINT)

@@ -44,6 +44,14 @@ def _scenario(p: str) -> list[tuple[str, str]]:
         # table privileges one by one
         (ADMIN, f"GRANT SELECT ON {t} TO {alice}"),
         (alice, f"SELECT id, v FROM {t} ORDER BY id"),
+        # the privilege inquiry functions answer from the same grants
+        (ADMIN, f"SELECT has_table_privilege('{alice}', '{t}', 'SELECT'), has_table_privilege('{alice}', '{t}', "
+                f"'INSERT'), has_schema_privilege('{alice}', 'public', 'CREATE'), "
+                f"has_schema_privilege('{alice}', 'public', 'USAGE')"),
+        (alice, f"SELECT has_table_privilege('{t}', 'SELECT'), has_table_privilege('{t}', 'INSERT, UPDATE'), "
+                f"has_table_privilege('{t}', 'SELECT WITH GRANT OPTION')"),
+        (alice, f"SELECT has_table_privilege('{t}', 'FLY')"),
+        (alice, f"SELECT has_table_privilege('{p}_none', 'SELECT')"),
         (alice, f"INSERT INTO {t} VALUES (3, 'c')"),
         (ADMIN, f"GRANT INSERT, UPDATE ON TABLE {t} TO {alice}"),
         (alice, f"INSERT INTO {t} VALUES (3, 'c')"),
@@ -58,6 +66,8 @@ def _scenario(p: str) -> list[tuple[str, str]]:
         (bob, f"SELECT * FROM {t}"),
         (ADMIN, f"GRANT SELECT ON {t} TO {readers}"),
         (bob, f"SELECT id FROM {t} ORDER BY id"),
+        (bob, f"SELECT pg_has_role('{readers}', 'MEMBER'), pg_has_role('{bob}', '{readers}', 'USAGE'), "
+              f"has_table_privilege('{t}', 'SELECT'), has_database_privilege('{bob}', current_database(), 'CREATE')"),
         (ADMIN, f"REVOKE {readers} FROM {bob}"),
         (bob, f"SELECT id FROM {t} ORDER BY id"),
         (ADMIN, f"GRANT SELECT ON {t} TO PUBLIC"),
