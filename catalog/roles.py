@@ -40,7 +40,6 @@ PRIVILEGES: dict[str, dict[str, str]] = {
     "n": {"USAGE": "U", "CREATE": "C"},
     "d": {"CREATE": "C", "TEMPORARY": "T", "CONNECT": "c"},
 }
-KIND_WORDS = {"r": "table", "n": "schema", "d": "database"}
 RESERVED_ROLE_NAMES = ("public", "none", "current_user", "session_user", "current_role")
 
 _SCHEMA_SQL = """
@@ -141,7 +140,7 @@ class Roles:
         snap = self._snapshot()
         return sorted((role, member) for member, rs in snap.members.items() for role in rs)
 
-    def create(self, role: RoleDef, *, if_configured: bool = False) -> RoleDef:
+    def create(self, role: RoleDef) -> RoleDef:
         name = role.name
         if not name:
             raise SqlError("42601", "zero-length delimited identifier")
@@ -154,7 +153,7 @@ class Roles:
             oid = self._catalog.next_oid()
             self._conn.execute("INSERT INTO roles VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                                (name, oid, role.superuser, role.login, role.inherit, role.createrole,
-                                role.createdb, role.verifier, if_configured or role.configured))
+                                role.createdb, role.verifier, role.configured))
             self._catalog._bump()
         return self.get(name) or role
 
@@ -332,10 +331,6 @@ class Roles:
         if self.is_member(info, owner):
             return
         raise SqlError("42501", f"must be owner of {kind} {name}")
-
-    def check_superuser(self, info: SessionInfo, action: str) -> None:
-        if not self.is_superuser(info):
-            raise SqlError("42501", f"must be superuser to {action}")
 
 
 # -- SCRAM verifiers (PostgreSQL's rolpassword form) ------------------------------------------------

@@ -1373,8 +1373,8 @@ class EngineSession:
         ``committed`` ones it has not deleted or updated away, and those its own writes added."""
         ops = self._pending_ops(t)
         present = {tuple(r.values()) for r in committed.select(keys).to_pylist()}
+        wanted = {tuple(r.values()) for r in candidates.select(keys).to_pylist()}
         if ops:
-            wanted = {tuple(r.values()) for r in candidates.select(keys).to_pylist()}
             for op in ops:
                 data = op.data if isinstance(op.data, pa.Table) else None
                 if data is None:
@@ -1387,8 +1387,7 @@ class EngineSession:
                 if op.kind in ("append", "upsert", "update", "merge", "overwrite"):
                     added = {tuple(r.values()) for r in data.select(keys).to_pylist()}
                     present |= added & wanted
-        return sorted(present & {tuple(r.values()) for r in candidates.select(keys).to_pylist()},
-                      key=lambda k: [str(v) for v in k])
+        return sorted(present & wanted, key=lambda k: [str(v) for v in k])
 
     def _unique_error(self, t: TableDef, row: dict[str, Any]) -> SqlError:
         return SqlError("23505", f'duplicate key value violates unique constraint "{t.name}_pkey"',

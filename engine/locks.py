@@ -70,7 +70,3 @@ class TableLocks:
             self._waiting.pop(owner, None)
             if mine:
                 self._cond.notify_all()
-
-    def holds(self, owner: int, location: str) -> bool:
-        with self._cond:
-            return self._holders.get(location) == owner
