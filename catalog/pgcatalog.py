@@ -1147,8 +1147,8 @@ def _close_all() -> None:
 class CatalogQueries:
     """Answers catalog and constant queries from an in-memory mirror of the catalog (thread-safe)."""
 
-    def __init__(self, catalog: Catalog) -> None:
-        self._catalog = catalog
+    def __init__(self, catalog: Catalog | Any, warm: bool = True) -> None:
+        self._catalog = catalog  # the catalog, or a transaction block's view of it (catalog.txn)
         self._lock = threading.Lock()
         self._mirror: _Mirror | None = None
         self._db: duckdb.DuckDBPyConnection | None = None
@@ -1162,7 +1162,8 @@ class CatalogQueries:
         self._started = _dt.datetime.now(_dt.timezone.utc)
         _INSTANCES.add(self)
         # Build the mirror in the background so the first client query does not pay for it.
-        threading.Thread(target=self._warm, name="pgcatalog-warm", daemon=True).start()
+        if warm:
+            threading.Thread(target=self._warm, name="pgcatalog-warm", daemon=True).start()
         self._txid = 1000
         self._column_types = rels.column_pg_types()
 

@@ -10,6 +10,8 @@ under concurrent sessions.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -109,7 +111,50 @@ CREATE TABLE IF NOT EXISTS relations (
 """
 
 
-class Catalog(SqliteStore):
+class RelationReads:
+    """Lookups over a name -> definition map (``_all``) and ``get_schema``: shared by the catalog
+    and by a transaction's view of it (:class:`catalog.txn.CatalogTxn`)."""
+
+    def _all(self) -> dict[tuple[str, str], TableDef]:
+        raise NotImplementedError
+
+    def get_schema(self, name: str) -> SchemaDef | None:
+        raise NotImplementedError
+
+    def get_table(self, schema: str, name: str) -> TableDef | None:
+        t = self._all().get((schema, name))
+        return replace(t, columns=list(t.columns)) if t else None
+
+    def list_tables(self, schema: str | None = None, kind: str | None = None) -> list[TableDef]:
+        return [replace(t, columns=list(t.columns)) for (s, _), t in self._all().items()
+                if (schema is None or s == schema) and (kind is None or t.kind == kind)]
+
+    def resolve_table(self, name: str, schema: str | None, search_path: list[str]) -> TableDef:
+        """Find a relation as PostgreSQL does: qualified, or the first search_path schema holding it."""
+        if schema is not None:
+            t = self.get_table(schema, name)
+            if t is None:
+                raise SqlError("42P01", f'relation "{schema}.{name}" does not exist')
+            return t
+        for s in search_path:
+            t = self.get_table(s, name)
+            if t is not None:
+                return t
+        raise SqlError("42P01", f'relation "{name}" does not exist')
+
+    def check_new_relation(self, table: TableDef) -> None:
+        """42P07/3F000/42701 for a definition that cannot be created under this view."""
+        if self.get_schema(table.schema) is None:
+            raise SqlError("3F000", f'schema "{table.schema}" does not exist')
+        if self.get_table(table.schema, table.name) is not None:
+            raise SqlError("42P07", f'relation "{table.name}" already exists')
+        names = [c.name for c in table.columns]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise SqlError("42701", f'column "{dupes[0]}" specified more than once')
+
+
+class Catalog(SqliteStore, RelationReads):
     """Thread-safe metadata store. Every mutation bumps :attr:`version`.
 
     One SQLite connection guarded by a lock: metadata operations are tiny, and a single writer
@@ -161,11 +206,22 @@ class Catalog(SqliteStore):
             row = self._conn.execute("SELECT name, oid, owner, comment FROM schemas WHERE name=?", (name,)).fetchone()
         return SchemaDef(*row) if row else None
 
-    def create_schema(self, name: str, if_not_exists: bool = False, owner: str = "tidegate") -> bool:
-        """Create a schema; returns False when it existed and ``if_not_exists`` was given."""
+    @staticmethod
+    def check_schema_name(name: str) -> None:
         if name in SYSTEM_SCHEMAS or name.startswith("pg_"):
             raise SqlError("42939", f'unacceptable schema name "{name}"',
                            detail='The prefix "pg_" is reserved for system schemas.')
+
+    @staticmethod
+    def refuse_schema_drop(name: str, members: list[TableDef]) -> None:
+        raise SqlError("2BP01", f"cannot drop schema {name} because other objects depend on it",
+                       detail="\n".join(f"{'view' if t.kind == 'view' else 'table'} {t.qualified_name} depends on schema {name}"
+                                        for t in members),
+                       hint="Use DROP ... CASCADE to drop the dependent objects too.")
+
+    def create_schema(self, name: str, if_not_exists: bool = False, owner: str = "tidegate") -> bool:
+        """Create a schema; returns False when it existed and ``if_not_exists`` was given."""
+        self.check_schema_name(name)
         with self.transaction():
             if self.get_schema(name) is not None:
                 if if_not_exists:
@@ -184,10 +240,7 @@ class Catalog(SqliteStore):
                 raise SqlError("3F000", f'schema "{name}" does not exist')
             members = self.list_tables(name)
             if members and not cascade:
-                raise SqlError("2BP01", f"cannot drop schema {name} because other objects depend on it",
-                               detail="\n".join(f"{'view' if t.kind == 'view' else 'table'} {t.qualified_name} depends on schema {name}"
-                                                for t in members),
-                               hint="Use DROP ... CASCADE to drop the dependent objects too.")
+                self.refuse_schema_drop(name, members)
             self._conn.execute("DELETE FROM relations WHERE schema=?", (name,))
             self._conn.execute("DELETE FROM schemas WHERE name=?", (name,))
             self._bump()
@@ -219,41 +272,14 @@ class Catalog(SqliteStore):
                 self._cache, self._cache_version = cache, version
             return self._cache
 
-    def get_table(self, schema: str, name: str) -> TableDef | None:
-        t = self._all().get((schema, name))
-        return replace(t, columns=list(t.columns)) if t else None
-
-    def list_tables(self, schema: str | None = None, kind: str | None = None) -> list[TableDef]:
-        return [replace(t, columns=list(t.columns)) for (s, _), t in self._all().items()
-                if (schema is None or s == schema) and (kind is None or t.kind == kind)]
-
-    def resolve_table(self, name: str, schema: str | None, search_path: list[str]) -> TableDef:
-        """Find a relation as PostgreSQL does: qualified, or the first search_path schema holding it."""
-        if schema is not None:
-            t = self.get_table(schema, name)
-            if t is None:
-                raise SqlError("42P01", f'relation "{schema}.{name}" does not exist')
-            return t
-        for s in search_path:
-            t = self.get_table(s, name)
-            if t is not None:
-                return t
-        raise SqlError("42P01", f'relation "{name}" does not exist')
-
     def create_table(self, table: TableDef, if_not_exists: bool = False) -> TableDef | None:
         """Store a new table or view; returns it with oid and times set, or None if it existed
         and ``if_not_exists`` was given."""
         with self.transaction():
-            if self.get_schema(table.schema) is None:
-                raise SqlError("3F000", f'schema "{table.schema}" does not exist')
-            if self.get_table(table.schema, table.name) is not None:
-                if if_not_exists:
-                    return None
-                raise SqlError("42P07", f'relation "{table.name}" already exists')
-            names = [c.name for c in table.columns]
-            dupes = sorted({n for n in names if names.count(n) > 1})
-            if dupes:
-                raise SqlError("42701", f'column "{dupes[0]}" specified more than once')
+            if if_not_exists and self.get_schema(table.schema) is not None \
+                    and self.get_table(table.schema, table.name) is not None:
+                return None
+            self.check_new_relation(table)
             now = _now()
             stored = replace(table, oid=table.oid or self.next_oid(), created_at=now, updated_at=now)
             self._conn.execute("INSERT INTO relations VALUES (?, ?, ?, ?, ?)",
@@ -292,3 +318,96 @@ class Catalog(SqliteStore):
             if cur.rowcount == 0:
                 raise SqlError("42P01", f'relation "{name}" does not exist')
             self._bump()
+
+    # -- a transaction's changes ---------------------------------------------------------------
+
+    @contextmanager
+    def exclusive(self) -> Iterator[None]:
+        """Hold the catalog: no other thread reads or changes it until the block ends."""
+        with self._lock:
+            yield
+
+    def verify_changes(self, changes: CatalogChanges) -> None:
+        with self._lock:
+            self._verify(changes)
+
+    def relation_by_oid(self, oid: int) -> TableDef | None:
+        with self._lock:
+            row = self._conn.execute("SELECT definition FROM relations WHERE oid=?", (oid,)).fetchone()
+        return _table_from_json(row[0]) if row else None
+
+    def apply_changes(self, changes: CatalogChanges, *, verify: bool = True) -> None:
+        """Apply a transaction's catalog changes in one SQLite transaction (one version bump).
+
+        ``verify``: first check that nothing the transaction changed was changed by another one
+        since it read it (40001), and that no name it creates was taken meanwhile (42P07 / 42P06).
+        Recovery applies a record made durable before a crash without checking: the changes are
+        final states (by oid, by schema name), so applying them twice is applying them once."""
+        with self.transaction():
+            if verify:
+                self._verify(changes)
+            for name, s in changes.schemas.items():
+                if s is not None:
+                    self._conn.execute("INSERT INTO schemas VALUES (?, ?, ?, ?) ON CONFLICT(name) DO UPDATE SET "
+                                       "oid=excluded.oid, owner=excluded.owner, comment=excluded.comment",
+                                       (s.name, s.oid, s.owner, s.comment))
+            for oid in changes.relations:
+                self._conn.execute("DELETE FROM relations WHERE oid=?", (oid,))
+            for t in changes.relations.values():
+                if t is not None:
+                    self._conn.execute("INSERT INTO relations VALUES (?, ?, ?, ?, ?)",
+                                       (t.schema, t.name, t.oid, t.kind, _table_to_json(t)))
+            for name, s in changes.schemas.items():
+                if s is None:
+                    self._conn.execute("DELETE FROM relations WHERE schema=?", (name,))
+                    self._conn.execute("DELETE FROM schemas WHERE name=?", (name,))
+            self._bump()
+
+    def _verify(self, changes: CatalogChanges) -> None:
+        for oid, seen in changes.seen.items():
+            now = self.relation_by_oid(oid)
+            if (None if now is None else _table_to_json(now)) != seen:
+                t = now or changes.relations.get(oid)
+                name = t.name if t else str(oid)
+                raise SqlError("40001", "could not serialize access due to concurrent update",
+                               detail=f'relation "{name}" was changed by another transaction after this one read it',
+                               hint="Run the transaction again.")
+        for name, seen_oid in changes.schema_seen.items():
+            s = self.get_schema(name)
+            if (s.oid if s else None) != seen_oid:
+                if s is not None and seen_oid is None:
+                    raise SqlError("42P06", f'schema "{name}" already exists')
+                raise SqlError("40001", "could not serialize access due to concurrent update",
+                               detail=f'schema "{name}" was changed by another transaction after this one read it')
+        for oid, t in changes.relations.items():
+            if t is None:
+                continue
+            other = self.get_table(t.schema, t.name)
+            if other is not None and other.oid != oid and other.oid not in changes.relations:
+                raise SqlError("42P07", f'relation "{t.name}" already exists')
+
+
+@dataclass
+class CatalogChanges:
+    """What a transaction does to the catalog, as final states: each relation it touched (by oid)
+    as it leaves it (None: dropped), each schema (by name) likewise, and what it saw of them
+    first (``seen``: the stored definition's JSON, None for one it created; ``schema_seen``: the
+    oid, None) so that COMMIT can tell whether another transaction changed them meanwhile."""
+
+    relations: dict[int, TableDef | None] = field(default_factory=dict)
+    seen: dict[int, str | None] = field(default_factory=dict)
+    schemas: dict[str, SchemaDef | None] = field(default_factory=dict)
+    schema_seen: dict[str, int | None] = field(default_factory=dict)
+
+    def __bool__(self) -> bool:
+        return bool(self.relations or self.schemas)
+
+    def to_json(self) -> dict:
+        return {"relations": {str(o): (json.loads(_table_to_json(t)) if t else None) for o, t in self.relations.items()},
+                "schemas": {n: (asdict(s) if s else None) for n, s in self.schemas.items()}}
+
+    @classmethod
+    def from_json(cls, doc: dict) -> CatalogChanges:
+        return cls(relations={int(o): (_table_from_json(json.dumps(t)) if t else None)
+                              for o, t in doc.get("relations", {}).items()},
+                   schemas={n: (SchemaDef(**s) if s else None) for n, s in doc.get("schemas", {}).items()})

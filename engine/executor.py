@@ -36,7 +36,9 @@ import sqlglot
 from sqlglot import exp
 
 from catalog.store import Catalog, ColumnDef, TableDef
+from catalog.txn import CatalogTxn
 from engine import ddl, privileges, txnlog
+from engine.blockddl import BlockDdl
 from engine.locks import TableLocks
 from engine.flows import statements as flow_statements
 from engine import spark as sparkmod
@@ -87,7 +89,7 @@ class Engine:
         self.locks = TableLocks()  # UPDATE/DELETE/upsert write locks, held to transaction end
         # Transactions interrupted during COMMIT are completed before anything else runs.
         self.journal = txnlog.Journal(settings.data_dir / "txn")
-        recovered = txnlog.recover(self.store, self.journal)
+        recovered = txnlog.recover(self.store, self.journal, catalog)
         if recovered:
             log.info("completed %d transaction(s) interrupted during COMMIT", recovered)
         self.maintenance: Maintenance = Maintenance(self.store, catalog, settings)
@@ -223,15 +225,12 @@ class EngineSession:
 
     @property
     def reads_own_writes(self) -> bool:
-        """Whether a read now would see this transaction's pending writes (``_with_pending``), so
-        the gateway may keep a multi-statement batch in one transaction, as PostgreSQL does. Not
-        after an INSERT ... ON CONFLICT DO UPDATE, whose rows the merge computes at commit: the
-        gateway then commits an implicit batch before the read."""
-        return not any(op.kind == "merge" for op in self._pending or [])
+        """Whether a read now sees this transaction's pending writes (``_with_pending``), so the
+        gateway may keep a multi-statement batch in one transaction, as PostgreSQL does."""
+        return True
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
-        self.catalog = engine.catalog
         self.store = engine.store
         self.id = next(_session_ids)
         self._spark: SparkSession | None = None
@@ -243,7 +242,22 @@ class EngineSession:
         self._cancelled = False
         self._interrupt = threading.Event()  # set by cancel(): also stops a wait for a table lock
         self._pending: list[WriteOp] | None = None
+        self._ddl: BlockDdl | None = None  # the open block's catalog changes and storage
         self._closed = False
+
+    @property
+    def catalog(self) -> Catalog | CatalogTxn:
+        """The catalog as this session sees it: inside a block, with the block's own DDL."""
+        return self._ddl.catalog if self._ddl is not None else self.engine.catalog
+
+    @property
+    def catalog_in_block(self) -> CatalogTxn | None:
+        """The open block's view of the catalog when it ran DDL (catalog queries answer from it)."""
+        return self._ddl.catalog if self._ddl is not None and self._ddl.catalog.changes else None
+
+    @property
+    def in_block(self) -> bool:
+        return self._pending is not None
 
     # -- Spark plumbing ---------------------------------------------------------------------
 
@@ -267,7 +281,7 @@ class EngineSession:
             return entry.view_name
         df = self.snapshot_frame(t, snap)
         if pending:
-            df = self._with_pending(t, df, pending)
+            df = self._with_pending(t, df, pending, snap.version)
         view_name = f"tg_{re.sub(r'[^a-z0-9_]', '_', t.name.lower())[:40]}_{t.oid}_{next(_view_ids)}"
         df.createOrReplaceTempView(view_name)
         if entry is not None:
@@ -279,12 +293,13 @@ class EngineSession:
         """This session's transaction's writes to ``t``, in order ([] outside a block)."""
         return [op for op in self._pending or [] if op.table.location == t.location and op.kind != "none"]
 
-    def _with_pending(self, t: TableDef, df: DataFrame, ops: list[WriteOp]) -> DataFrame:
+    def _with_pending(self, t: TableDef, df: DataFrame, ops: list[WriteOp], snap_version: int) -> DataFrame:
         """``df`` (the committed snapshot) as this transaction has changed it: a block reads its own
         writes. Each pending write is replayed in order as the commit will apply it: appends are
         added, upserts replace their keys, UPDATEs replace the rows they matched (a left join on the
         match columns, null-safe for key-less tables, so every copy of a duplicated row changes as
-        the merge changes it), DELETEs remove them, an overwrite is the new content."""
+        the merge changes it), DELETEs remove them, an overwrite is the new content, an INSERT ...
+        ON CONFLICT DO UPDATE is computed here once (``_materialize_merge``)."""
         from pyspark.sql.types import _parse_datatype_string
 
         spark = self.spark
@@ -292,6 +307,9 @@ class EngineSession:
         names = [c.name for c in t.columns]
 
         def frame(data: pa.Table) -> DataFrame:
+            for c in t.columns:  # rows written before an ADD COLUMN in this block: NULL there
+                if c.name not in data.column_names and not any(n.startswith("__tg_") for n in data.column_names):
+                    data = data.append_column(c.name, pa.nulls(data.num_rows, storage_type(c.type)))
             cols = [(n, types[n[len("__tg_old_"):]] if n.startswith("__tg_old_") else types[n]) for n in data.column_names]
             return spark.createDataFrame(data, schema=_parse_datatype_string(sparkmod.spark_schema_ddl(cols)))
 
@@ -302,23 +320,28 @@ class EngineSession:
                 cond = cond & c
             return cond
 
+        def merged(before: DataFrame, op: WriteOp) -> WriteOp:
+            # An upsert's rows, computed on first read: from then on the block commits exactly them.
+            upsert = self._materialize_merge(t, op, before, snap_version)
+            self._pending[:] = [upsert if p is op else p for p in self._pending or []]
+            return upsert
+
         try:
-            return self._replay(df, ops, frame, match, names)
+            return self._replay(df, ops, frame, match, names, merged)
         except KeyError:
             raise SqlError("0A000", f'table "{t.name}" changed its columns after this transaction wrote to it',
                            hint="COMMIT or ROLLBACK the transaction first.") from None
 
     @staticmethod
-    def _replay(df: DataFrame, ops: list[WriteOp], frame: Any, match: Any, names: list[str]) -> DataFrame:
+    def _replay(df: DataFrame, ops: list[WriteOp], frame: Any, match: Any, names: list[str], merged: Any) -> DataFrame:
         from pyspark.sql import functions as F
 
         for op in ops:
-            t = op.table
-            data = op.data if isinstance(op.data, pa.Table) else None
             if op.kind == "merge":
-                raise SqlError("0A000", f'reading table "{t.name}" after INSERT ... ON CONFLICT DO UPDATE in the same '
-                                        "transaction block is not supported",
-                               hint="COMMIT first, or read before the upsert.")
+                op = merged(df, op)
+            data = op.data if isinstance(op.data, pa.Table) else None
+            if op.kind == "add_columns":
+                continue  # the frame is read with the new columns already (as NULLs)
             if data is None:
                 raise SqlError("XX000", f"pending write of kind {op.kind} has no rows")
             if op.kind == "overwrite":
@@ -343,6 +366,54 @@ class EngineSession:
             else:
                 raise SqlError("XX000", f"pending write of kind {op.kind} cannot be read")
         return df
+
+    def _materialize_merge(self, t: TableDef, op: WriteOp, before: DataFrame, base_version: int) -> WriteOp:
+        """An INSERT ... ON CONFLICT DO UPDATE of the block as the upsert of the rows it leaves:
+        each proposed row whose key ``before`` holds (the table as the block saw it just before
+        the statement's effect) becomes that row with the SET expressions applied, evaluated by
+        the same translator as every query; the others are inserted as proposed. COMMIT checks
+        that no other transaction wrote one of these keys after ``base_version`` (else 40001)."""
+        from pyspark.sql.types import _parse_datatype_string
+
+        from engine.translate import ResolvedRelation
+
+        data = op.data if isinstance(op.data, pa.Table) else op.data.read_all() if op.data is not None else None
+        if data is None or not data.num_rows:
+            return replace(op, kind="upsert", updates={}, base_version=base_version)
+        if any(k in op.updates for k in op.keys):
+            raise SqlError("0A000", "ON CONFLICT DO UPDATE SET of a key column inside a transaction block is not supported",
+                           hint="Update the key with UPDATE, or run the upsert outside a block.")
+        cols = [(c.name, c.type) for c in t.columns]
+        target_view = f"tg_upsert_t_{self.id}_{next(_view_ids)}"
+        source_view = f"tg_upsert_s_{self.id}_{next(_view_ids)}"
+        spark = self.spark
+        before.select([c.name for c in t.columns]).createOrReplaceTempView(target_view)
+        spark.createDataFrame(data.select([c.name for c in t.columns]),
+                              schema=_parse_datatype_string(sparkmod.spark_schema_ddl(cols))).createOrReplaceTempView(source_view)
+        try:
+            overrides = {"__tg_target": ResolvedRelation(t.schema, t.name, target_view, cols),
+                         "__tg_excluded": ResolvedRelation(t.schema, "excluded", source_view, cols)}
+            items = ", ".join(f"{op.updates[c.name]} AS {ddl.quote_ident(c.name)}" if c.name in op.updates
+                              else f"t.{ddl.quote_ident(c.name)}" for c in t.columns)
+            on = " AND ".join(f"t.{ddl.quote_ident(k)} = s.{ddl.quote_ident(k)}" for k in op.keys)
+            sql = f"SELECT {items} FROM __tg_target AS t JOIN __tg_excluded AS s ON {on}"
+            resolver = StatementResolver(self, SessionInfo(), overrides=overrides)
+            tq, _ = self._translate(self._parse_one(sql), [], SessionInfo(), resolver)
+            updated = sparkmod.collect_arrow(spark.sql(tq.spark_sql))
+        finally:
+            spark.catalog.dropTempView(target_view)
+            spark.catalog.dropTempView(source_view)
+        types = list(tq.output_types or [None] * len(cols))
+        arrays = [coerce_array(storage_to_result(updated.column(i), typ or c.type), c.type, c.name)
+                  for i, (c, typ) in enumerate(zip(t.columns, types))]
+        updated = pa.Table.from_arrays(arrays, schema=storage_schema(t.columns))
+        self._check_not_null(t, updated)
+        hits = updated.select(op.keys).append_column("__tg_hit", pa.repeat(True, updated.num_rows))
+        joined = data.select(op.keys).append_column("__tg_i", pa.array(range(data.num_rows), pa.int64())).join(
+            hits, keys=op.keys, join_type="left outer")
+        fresh = pc.filter(joined.column("__tg_i"), pc.is_null(joined.column("__tg_hit"))).combine_chunks()
+        rows = pa.concat_tables([updated, data.select(updated.column_names).cast(updated.schema).take(fresh.sort())])
+        return WriteOp(t, "upsert", rows, keys=op.keys, base_version=base_version)
 
     def snapshot_frame(self, t: TableDef, snap: Snapshot) -> DataFrame:
         schema = sparkmod.spark_schema_ddl([(c.name, c.type) for c in t.columns])
@@ -407,7 +478,8 @@ class EngineSession:
             log.debug("cancel of %s found nothing to interrupt", tag)
 
     def close(self) -> None:
-        self._pending = None
+        if self._pending is not None:
+            self.rollback()
         self._closed = True
         self.engine.locks.release_all(self.id)
         self._analyzed = None
@@ -433,18 +505,40 @@ class EngineSession:
     def begin(self) -> None:
         if self._pending is None:
             self._pending = []
+            self._ddl = BlockDdl(CatalogTxn(self.engine.catalog))
 
     def commit(self) -> None:
+        """One commit for the block: its writes and its DDL become visible together, or (on a
+        conflict: 23505, 40001, 42P07) nothing does."""
         pending, self._pending = self._pending, None
+        block, self._ddl = self._ddl, None
         try:
-            if pending:
-                self.store.commit_all(pending, self.engine.journal)
+            record = block.record() if block is not None else None
+            if pending or record is not None:
+                self.store.commit_all(pending or [], self.engine.journal, record, self.engine.catalog)
+        except BaseException:
+            if block is not None:
+                block.discard(self.store, self.engine.journal)
+            raise
         finally:
             self.engine.locks.release_all(self.id)
+        if block is not None:
+            block.committed()
 
     def rollback(self) -> None:
         self._pending = None
-        self.engine.locks.release_all(self.id)
+        block, self._ddl = self._ddl, None
+        try:
+            if block is not None:
+                block.discard(self.store, self.engine.journal)
+        finally:
+            self.engine.locks.release_all(self.id)
+
+    def _lock_for_ddl(self, t: TableDef) -> None:
+        """DROP/ALTER of a table inside a block: its write lock until the block ends, so no
+        UPDATE/DELETE/upsert of another session interleaves (PostgreSQL's ACCESS EXCLUSIVE)."""
+        if self.in_block and t.kind == "table" and t.location:
+            self.engine.locks.acquire(self.id, t.location, t.name, self._interrupt.is_set)
 
     def _write(self, op: WriteOp) -> int | None:
         """Apply ``op`` now, or at COMMIT inside a transaction; returns the rows an applied
@@ -501,6 +595,9 @@ class EngineSession:
         if privileges.handles(w) or (first == "ALTER" and privileges.is_owner_change(ddl.scan(sql))):
             return privileges.execute(self, sql, info)
         if first in ("CREATE", "DROP", "SHOW", "ADMIN", "COMMENT") and flow_statements.is_flow_statement(sql):
+            if self.in_block and first in ("CREATE", "DROP", "COMMENT"):
+                raise SqlError("25001", f"{first} FLOW cannot run inside a transaction block",
+                               hint="Flows are not transactional: run it outside BEGIN ... COMMIT (autocommit).")
             return flow_statements.execute(self, sql, info)
         if first == "CREATE" and (w[1] == "TABLE" or w[1] in ("TEMP", "TEMPORARY", "UNLOGGED")):
             result = self._create_table(sql, params, info)
@@ -561,7 +658,8 @@ class EngineSession:
         from engine.translate import translate_query
 
         resolver = resolver or StatementResolver(self, info)
-        tq = translate_query(tree, resolver, list(params))
+        with self.store.gate.reading():  # the relations and snapshots of one moment
+            tq = translate_query(tree, resolver, list(params))
         return tq, resolver
 
     def _query(self, tree: exp.Expression, sql: str, params: list[Any], info: SessionInfo) -> RowStream:
@@ -753,6 +851,8 @@ class EngineSession:
         return replace(table, oid=oid, owner=owner, location=self.store.location_for(schema.oid, oid))
 
     def _create_storage_and_entry(self, table: TableDef, if_not_exists: bool) -> TableDef:
+        if self._ddl is not None:  # ROLLBACK, or a crash before COMMIT, removes it
+            self._ddl.created.append((table.location or "", self.engine.journal.note_created(table.location or "")))
         self.store.create(table)
         try:
             stored = self.catalog.create_table(table, if_not_exists=if_not_exists)
@@ -893,17 +993,20 @@ class EngineSession:
                     continue
                 if s is not None:
                     self.catalog.roles.check_owner(info, "schema", name, s.owner)
+                if s is not None and cascade:
+                    self._refuse_flow_cascade_in_block(self.catalog.list_tables(name))
                 dropped = self.catalog.drop_schema(name, if_exists=if_exists, cascade=cascade)
                 if dropped:
                     notices.append(f"drop cascades to {len(dropped)} other object{'s' if len(dropped) != 1 else ''}")
                     notices += flow_statements.drop_dependent_flows(self, [t for t in dropped if t.kind == "table"], True)
                 for t in dropped:
-                    self.catalog.roles.forget_object("r", t.oid)
-                    if t.kind == "table":
-                        self.store.drop(t.location)
+                    self._forget_relation(t)
                 if s is not None:
-                    self.catalog.roles.forget_object("n", s.oid)
-                    self.store.drop_schema_dir(s.oid)
+                    self._after_ddl(lambda oid=s.oid: self.catalog.roles.forget_object("n", oid))
+                    if self._ddl is not None:
+                        self._ddl.drop_schema_dirs.append(s.oid)
+                    else:
+                        self.store.drop_schema_dir(s.oid)
             return CommandResult("DROP SCHEMA", notices=notices)
         if kind not in ("TABLE", "VIEW"):
             raise SqlError("0A000", f"DROP {kind} is not supported")
@@ -934,36 +1037,71 @@ class EngineSession:
                 dropping.add((v.schema, v.name))
                 targets.append(v)
         # Flows reading a dropped table: 2BP01, or dropped with it under CASCADE.
+        if cascade:
+            self._refuse_flow_cascade_in_block(targets)
         notices += flow_statements.drop_dependent_flows(self, [t for t in targets if t.kind == "table"], cascade)
+        for t in targets:
+            self._lock_for_ddl(t)
         for t in targets:
             if self.catalog.get_table(t.schema, t.name) is None:
                 continue
             self.catalog.drop_table(t.schema, t.name)
-            self.catalog.roles.forget_object("r", t.oid)
-            if t.kind == "table":
-                self.store.drop(t.location)
-                self._forget_view(t.location)
+            self._forget_relation(t)
         return CommandResult(f"DROP {kind}", notices=notices)
 
+    def _after_ddl(self, fn: Any) -> None:
+        """Run ``fn`` now, or after the block commits."""
+        if self._ddl is not None:
+            self._ddl.after_commit.append(fn)
+        else:
+            fn()
+
+    def _forget_relation(self, t: TableDef) -> None:
+        """A dropped relation's grants and storage: removed now, or once the block commits."""
+        self._after_ddl(lambda: self.engine.catalog.roles.forget_object("r", t.oid))
+        if t.kind != "table":
+            return
+        self._forget_view(t.location)
+        if self._ddl is not None:
+            self._ddl.drop_locations.append(t.location or "")
+        else:
+            self.store.drop(t.location)
+
+    def _refuse_flow_cascade_in_block(self, tables: list[TableDef]) -> None:
+        """Flows are not transactional: dropping them with a table waits for autocommit."""
+        if self.in_block and flow_statements.dependent_flows(self, [t for t in tables if t.kind == "table"]):
+            raise SqlError("25001", "DROP ... CASCADE of a table that flows read cannot run inside a transaction block",
+                           hint="Run it outside a transaction block, or DROP FLOW first.")
+
     def _alter(self, tree: exp.Alter, info: SessionInfo) -> CommandResult:
-        if (tree.args.get("kind") or "TABLE").upper() not in ("TABLE",):
+        kind = (tree.args.get("kind") or "TABLE").upper()
+        if kind not in ("TABLE", "VIEW"):
             raise SqlError("0A000", f"ALTER {tree.args.get('kind')} is not supported")
+        actions = tree.args.get("actions") or []
+        renaming = bool(actions) and all(isinstance(a, exp.AlterRename) for a in actions)
         try:
-            t = self._resolve_target(tree.this, info)
+            # As in PostgreSQL, ALTER TABLE ... RENAME TO also renames a view.
+            t = self._resolve_target(tree.this, info, allow_view=kind == "VIEW" or renaming)
         except SqlError:
             if tree.args.get("exists"):
-                return CommandResult("ALTER TABLE", notices=[f'relation "{tree.this.name}" does not exist, skipping'])
+                return CommandResult(f"ALTER {kind}", notices=[f'relation "{tree.this.name}" does not exist, skipping'])
             raise
-        self.catalog.roles.check_owner(info, "table", t.name, t.owner)
-        actions = tree.args.get("actions") or []
-        if self._pending_ops(t) and not all(isinstance(a, exp.AlterRename) for a in actions):
-            # a rename changes only the catalog (storage is by oid); column changes would rewrite
-            # the table under the block's pending rows
-            raise SqlError("0A000", f'ALTER TABLE of "{t.name}" after writing it in the same transaction block is '
-                                    "not supported", hint="COMMIT first.")
-        for action in tree.args.get("actions") or []:
+        if kind == "VIEW" and t.kind != "view":
+            raise SqlError("42809", f'"{t.name}" is not a view', hint="Use ALTER TABLE instead.")
+        if kind == "VIEW" and not renaming:
+            raise SqlError("0A000", "ALTER VIEW supports RENAME TO only",
+                           hint="Use CREATE OR REPLACE VIEW to change the query.")
+        self.catalog.roles.check_owner(info, t.kind, t.name, t.owner)
+        self._lock_for_ddl(t)
+        if any(op.kind != "add_columns" for op in self._pending_ops(t)) and any(map(_reads_rows, actions)):
+            # these read or rewrite the stored rows, which would miss the block's pending ones;
+            # catalog-only changes (renames, defaults, comments, a new nullable column) are fine
+            raise SqlError("0A000", f'ALTER TABLE "{t.name}" that fills a default, checks NOT NULL, drops or renames '
+                                    "a column, after writing the table in the same transaction block, is not supported",
+                           hint="COMMIT the writes first, or run the ALTER before them.")
+        for action in actions:
             t = self._alter_action(t, action, info)
-        return CommandResult("ALTER TABLE")
+        return CommandResult(f"ALTER {kind}")
 
     def _alter_action(self, t: TableDef, action: exp.Expression, info: SessionInfo) -> TableDef:
         if isinstance(action, exp.ColumnDef):
@@ -987,7 +1125,7 @@ class EngineSession:
             if fill is not None and has_rows:
                 self._rewrite(t, new, {col.name: fill})
             else:
-                self.store.add_columns(t.location, [col])
+                self._write(WriteOp(new, "add_columns"))
             return self.catalog.replace_table(new)
         if isinstance(action, exp.Drop) and (action.args.get("kind") or "").upper() == "COLUMN":
             new = t
@@ -1075,7 +1213,7 @@ class EngineSession:
                 value = python_value(fills.get(c.name), c.type, c.name)
                 arrays.append(pa.array([value] * data.num_rows, type=storage_type(c.type)))
         table = pa.Table.from_arrays(arrays, schema=storage_schema(new.columns))
-        self.store.apply(WriteOp(replace(new, location=old.location), "overwrite", table, base_version=base, schema_change=True))
+        self._write(WriteOp(replace(new, location=old.location), "overwrite", table, base_version=base, schema_change=True))
 
     def _truncate(self, tree: exp.TruncateTable, info: SessionInfo) -> CommandResult:
         tables = [self._resolve_target(node, info) for node in tree.expressions]
@@ -1445,6 +1583,12 @@ class EngineSession:
             affected = op.data
             if op.kind == "merge" and self._pending is None and isinstance(op.data, pa.Table) and op.data.num_rows:
                 affected = self.store.rows_with_keys(t.location, op.keys, op.data)
+            elif op.kind == "merge" and self._pending:
+                # the rows the upsert leaves: computed now (reading the table does it)
+                position = len(self._pending) - 1
+                self.engine.runtime.wait()
+                self._run(lambda: self.table_view(t, StatementResolver(self, info)))
+                affected = self._pending[position].data
             result_rows = self._returning(t, affected, returning, params, info)
         return CommandResult(f"INSERT 0 {rows_written}", rows=result_rows)
 
@@ -1527,11 +1671,6 @@ class EngineSession:
 
     # -- UPDATE / DELETE ---------------------------------------------------------------------
 
-    def _check_no_pending(self, t: TableDef, verb: str) -> None:
-        if any(op.kind == "merge" for op in self._pending_ops(t)):
-            raise SqlError("0A000", f"{verb} of a table after INSERT ... ON CONFLICT DO UPDATE in the same "
-                                    "transaction block is not supported", hint="COMMIT first.")
-
     def _scan_with_flag(self, t: TableDef, alias: str, where: exp.Expression | None, extra: list[exp.Expression],
                         params: list[Any], info: SessionInfo, matched_only: bool) -> tuple[pa.Table, int]:
         """Rows of ``t`` (storage form) + ``__tg_m`` (the WHERE holds) + ``extra`` values, from one
@@ -1590,7 +1729,6 @@ class EngineSession:
         reads = tree.args.get("where") is not None or tree.args.get("returning") is not None or any(
             eq.expression.find(exp.Column) is not None for eq in tree.expressions)
         self.catalog.roles.check_table(info, t, "UPDATE", *(["SELECT"] if reads else []))
-        self._check_no_pending(t, "UPDATE")
         with self._rewriting(t):
             return self._retrying(self._update_rows, tree, t, params, info)
 
@@ -1675,7 +1813,6 @@ class EngineSession:
         t = self._resolve_target(target, info)
         reads = tree.args.get("where") is not None or tree.args.get("returning") is not None
         self.catalog.roles.check_table(info, t, "DELETE", *(["SELECT"] if reads else []))
-        self._check_no_pending(t, "DELETE")
         with self._rewriting(t):
             return self._retrying(self._delete_rows, tree, t, params, info)
 
@@ -1933,6 +2070,17 @@ class EngineSession:
 
 
 # -- helpers ------------------------------------------------------------------------------------
+
+def _reads_rows(action: exp.Expression) -> bool:
+    """Whether an ALTER TABLE action reads or rewrites the table's rows (fills a DEFAULT,
+    checks NOT NULL, drops or renames a column)."""
+    if isinstance(action, exp.ColumnDef):
+        return any(isinstance(c.kind, (exp.DefaultColumnConstraint, exp.NotNullColumnConstraint))
+                   for c in action.args.get("constraints") or [])
+    if isinstance(action, exp.AlterColumn):
+        return action.args.get("allow_null") is False
+    return not isinstance(action, exp.AlterRename)
+
 
 def _ident(node: Any) -> str:
     if node is None:

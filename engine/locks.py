@@ -16,7 +16,8 @@ as PostgreSQL's detector does (after its deadlock_timeout). A cancelled statemen
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 from tidegate.errors import SqlError
 
@@ -69,4 +70,61 @@ class TableLocks:
                 del self._holders[loc]
             self._waiting.pop(owner, None)
             if mine:
+                self._cond.notify_all()
+
+
+class VisibilityGate:
+    """Makes a transaction that spans several commits visible to readers all at once.
+
+    Delta commits one table at a time, so a reader resolving tables t1 and t2 while a transaction
+    commits to both could see its t1 write and not its t2 write; the catalog changes of a
+    transaction's DDL come after its data commits. A statement takes the gate shared while it
+    resolves its relations and pins their snapshots (:meth:`reading`); a commit of several writes
+    or with DDL takes it exclusively from its first commit to its last (:meth:`committing`).
+    Waiting committers go first (new readers wait), so a stream of readers cannot starve them.
+    Reading is re-entrant within a thread (a view's query is resolved inside its statement's).
+    """
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._readers = 0
+        self._writer = False
+        self._waiting_writers = 0
+        self._local = threading.local()
+
+    @contextmanager
+    def reading(self) -> Iterator[None]:
+        depth = getattr(self._local, "depth", 0)
+        if depth == 0:
+            with self._cond:
+                while self._writer or self._waiting_writers:
+                    self._cond.wait()
+                self._readers += 1
+        self._local.depth = depth + 1
+        try:
+            yield
+        finally:
+            self._local.depth = depth
+            if depth == 0:
+                with self._cond:
+                    self._readers -= 1
+                    if not self._readers:
+                        self._cond.notify_all()
+
+    @contextmanager
+    def committing(self) -> Iterator[None]:
+        assert not getattr(self._local, "depth", 0), "a commit inside a read of the same thread would wait for itself"
+        with self._cond:
+            self._waiting_writers += 1
+            try:
+                while self._writer or self._readers:
+                    self._cond.wait()
+            finally:
+                self._waiting_writers -= 1
+            self._writer = True
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._writer = False
                 self._cond.notify_all()

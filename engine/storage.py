@@ -57,11 +57,12 @@ import pyarrow.compute as pc
 import pyarrow.dataset as pads
 from deltalake import CommitProperties, DeltaTable, Transaction, WriterProperties, write_deltalake
 
-from catalog.store import ColumnDef, TableDef
+from catalog.store import Catalog, ColumnDef, TableDef
 from tidegate.errors import SqlError
 from tidegate.pgtypes import ColumnType
 from engine import functions, txnlog
-from engine.txnlog import Journal
+from engine.locks import VisibilityGate
+from engine.txnlog import DdlRecord, Journal
 
 log = logging.getLogger("tidegate.storage")
 
@@ -542,7 +543,8 @@ class WriteOp:
     CONFLICT DO UPDATE: ``updates`` are DataFusion SQL expressions over t./s.), "update" (``data``
     holds every column's new value plus ``__tg_old_<k>`` for each match column ``keys``),
     "delete" (``data`` holds the ``keys`` of the rows to remove), "overwrite" (the whole new
-    content, computed from ``base_version``), "none".
+    content, computed from ``base_version``), "add_columns" (the columns of ``table`` the stored
+    table lacks, added as nullable), "none".
     """
 
     table: TableDef
@@ -588,6 +590,7 @@ class TableStore:
         self._tables: dict[str, DeltaTable] = {}
         self._locks: dict[str, threading.RLock] = {}
         self._guard = threading.Lock()
+        self.gate = VisibilityGate()  # a multi-commit transaction becomes visible at once
 
     def location_for(self, schema_oid: int, table_oid: int) -> str:
         return str(self.warehouse.resolve() / str(int(schema_oid)) / str(int(table_oid)))
@@ -774,6 +777,12 @@ class TableStore:
             dt = self._table(location)
             if op.kind == "none":
                 return dt.version(), op
+            if op.kind == "add_columns":  # ALTER TABLE ADD COLUMN: the columns the table lacks
+                have = {f.name for f in dt.schema().fields}
+                missing = [c for c in op.table.columns if c.name not in have]
+                if missing:
+                    self.add_columns(location, missing)
+                return self._table(location).version(), op
             op = self.verified(dt, op)
             if op.skip_existing and isinstance(op.data, pa.Table) and not op.data.num_rows:
                 return dt.version(), op
@@ -823,31 +832,45 @@ class TableStore:
             # its log here cost ~50 ms per INSERT.
             return dt.version(), op
 
-    def commit_all(self, ops: list[WriteOp], journal: Journal) -> None:
-        """A transaction's writes, all or none: checked together under every written table's lock
-        (taken in location order), then journaled and applied (see :mod:`engine.txnlog`). Writes
-        that can share a Delta commit are merged first, so a transaction of inserts into one table
-        (an executemany) is one commit and needs no journal."""
+    def commit_all(self, ops: list[WriteOp], journal: Journal, ddl: DdlRecord | None = None,
+                   catalog: Catalog | None = None) -> None:
+        """A transaction's writes (and DDL), all or none: checked together under every written
+        table's lock (taken in location order), then journaled and applied (see
+        :mod:`engine.txnlog`), visible to readers at once (:attr:`gate`). Writes that can share a
+        Delta commit are merged first, so a transaction of inserts into one table (an
+        executemany) is one commit and needs no journal.
+
+        With ``ddl`` the catalog is held from the check of its changes until they are applied,
+        so nothing changes a relation in between and recovery never replays over a newer change."""
+        if ddl is not None:
+            gone = {oid for oid, t in ddl.changes.relations.items() if t is None}
+            ops = [op for op in ops if op.table.oid not in gone]  # writes to a table dropped with them
         ops = coalesce(ops)
-        if not ops:
+        if not ops and ddl is None:
             return
-        if len(ops) == 1:
+        if len(ops) == 1 and ddl is None:
             self.apply(ops[0])
             return
         locations = sorted({op.table.location or "" for op in ops})
         with ExitStack() as held:
+            held.enter_context(self.gate.committing())
             for location in locations:
                 held.enter_context(self.lock(location))
+            if ddl is not None:
+                assert catalog is not None
+                held.enter_context(catalog.exclusive())
             checked: list[WriteOp] = []
             freed: dict[str, pa.Table] = {}
             for op in ops:
                 location = op.table.location or ""
                 checked.append(self.verified(self._table(location), op, freed.get(location)))
-                gone = _removed_keys(op)
-                if gone is not None:
-                    freed[location] = pa.concat_tables([freed[location], gone]) if location in freed else gone
-            txid = journal.begin(checked)  # the commit point
-            txnlog.apply_all(self, journal, txid, checked)
+                removed = _removed_keys(op)
+                if removed is not None:
+                    freed[location] = pa.concat_tables([freed[location], removed]) if location in freed else removed
+            if ddl is not None:
+                catalog.verify_changes(ddl.changes)
+            txid = journal.begin(checked, ddl)  # the commit point
+            txnlog.apply_all(self, journal, txid, checked, ddl, catalog)
 
     def verified(self, dt: DeltaTable, op: WriteOp, freed: pa.Table | None = None) -> WriteOp:
         """``op`` checked against what was committed since its statement read the table (the
@@ -859,7 +882,7 @@ class TableStore:
         if op.kind == "overwrite" and op.base_version is not None and dt.version() != op.base_version:
             raise SqlError("40001", "could not serialize access due to concurrent update",
                            detail=f'table "{op.table.name}" changed while the statement ran')
-        if op.kind in ("update", "delete") and op.base_version is not None and dt.version() != op.base_version:
+        if op.kind in ("update", "delete", "upsert") and op.base_version is not None and dt.version() != op.base_version:
             if self._rows_changed(dt, op):
                 raise SqlError("40001", "could not serialize access due to concurrent update",
                                detail=f'rows of table "{op.table.name}" were changed by another transaction '
@@ -891,7 +914,14 @@ class TableStore:
         feed = pa.table(dt.load_cdf(starting_version=op.base_version + 1, ending_version=dt.version()).read_all())
         if feed.num_rows == 0:
             return False
-        gone = feed.filter(pc.is_in(feed.column("_change_type"), pa.array(["update_preimage", "delete"])))
+        # the feed comes with view types (string_view), which Arrow's filter and join do not take
+        feed = feed.cast(pa.schema([pa.field(f.name, pa.string() if f.type == pa.string_view() else
+                                             pa.binary() if f.type == pa.binary_view() else f.type)
+                                    for f in feed.schema]))
+        # an upsert computed from what it read (ON CONFLICT DO UPDATE in a block) also conflicts
+        # with a row another transaction inserted under one of its keys
+        kinds = ["update_preimage", "delete"] + (["insert"] if op.kind == "upsert" else [])
+        gone = feed.filter(pc.is_in(feed.column("_change_type"), pa.array(kinds)))
         if gone.num_rows == 0 or op.null_safe:
             return gone.num_rows > 0
         data = op.data if isinstance(op.data, pa.Table) else None

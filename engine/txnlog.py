@@ -25,16 +25,17 @@ import json
 import logging
 import os
 import threading
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from catalog.store import _table_from_json, _table_to_json
+from catalog.store import CatalogChanges, _table_from_json, _table_to_json
 
 if TYPE_CHECKING:
+    from catalog.store import Catalog
     from engine.storage import TableStore, WriteOp
 
 log = logging.getLogger("tidegate.txnlog")
@@ -66,6 +67,7 @@ class Journal:
         seq = self.root / "sequence"
         # ids are handed out from blocks reserved on disk, so a restart never reuses one
         self._last = self._reserved = int(seq.read_text()) if seq.exists() else 0
+        self._notes = 0
 
     def _next_id(self) -> int:
         with self._lock:
@@ -80,8 +82,9 @@ class Journal:
                 os.replace(tmp, self.root / "sequence")
             return self._last
 
-    def begin(self, ops: list[WriteOp]) -> int:
-        """Make the transaction's writes durable; returns its id (the commit point)."""
+    def begin(self, ops: list[WriteOp], ddl: DdlRecord | None = None) -> int:
+        """Make the transaction's writes (and catalog changes) durable; returns its id (the
+        commit point)."""
         txid = self._next_id()
         entries = []
         for i, op in enumerate(ops):
@@ -96,11 +99,13 @@ class Journal:
                             "data": data_file})
         tmp = self.root / f"{txid}.json.tmp"
         with open(tmp, "w") as fh:
-            json.dump({"id": txid, "writes": entries}, fh)
+            json.dump({"id": txid, "writes": entries, "ddl": ddl.to_json() if ddl else None}, fh)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, self.root / f"{txid}.json")
         _fsync_dir(self.root)
+        if ddl is not None:
+            ddl.durable = True
         return txid
 
     def finish(self, txid: int) -> None:
@@ -112,7 +117,7 @@ class Journal:
             if entry["data"]:
                 (self.root / entry["data"]).unlink(missing_ok=True)
 
-    def pending(self) -> list[tuple[int, list[WriteOp]]]:
+    def pending(self) -> list[tuple[int, list[WriteOp], DdlRecord | None]]:
         """Records of transactions whose writes may not all have landed, oldest first."""
         from engine.storage import WriteOp
 
@@ -125,14 +130,71 @@ class Journal:
                 data = pq.read_table(self.root / entry["data"]) if entry["data"] else None
                 ops.append(WriteOp(table, entry["kind"], data, keys=entry["keys"], updates=entry["updates"],
                                    null_safe=entry["null_safe"], schema_change=entry["schema_change"]))
-            out.append((doc["id"], ops))
+            out.append((doc["id"], ops, DdlRecord.from_json(doc["ddl"]) if doc.get("ddl") else None))
         for tmp in self.root.glob("*.tmp"):  # a record never made durable: its transaction wrote nothing
             tmp.unlink()
         return out
 
 
-def apply_all(store: TableStore, journal: Journal, txid: int, ops: list[WriteOp]) -> None:
-    """Step 3: apply the journaled writes in order, skipping those already in their tables."""
+    # -- storage a transaction created before its COMMIT -------------------------------------
+
+    def note_created(self, location: str) -> str:
+        """Record (durably) that an open transaction created table storage at ``location``, so
+        that a crash before its COMMIT does not leave the directory behind; returns the note."""
+        notes = self.root / "created"
+        notes.mkdir(exist_ok=True)
+        with self._lock:
+            self._notes += 1
+            name = f"{os.getpid()}-{self._notes}-{threading.get_ident()}"
+        tmp = notes / f"{name}.tmp"
+        with open(tmp, "w") as fh:
+            fh.write(location)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, notes / name)
+        _fsync_dir(notes)
+        return name
+
+    def forget_created(self, notes: list[str]) -> None:
+        for name in notes:
+            (self.root / "created" / name).unlink(missing_ok=True)
+
+    def created(self) -> list[tuple[str, str]]:
+        """Notes left by transactions that never committed nor rolled back: (note, location)."""
+        notes = self.root / "created"
+        if not notes.is_dir():
+            return []
+        for tmp in notes.glob("*.tmp"):
+            tmp.unlink()
+        return [(p.name, p.read_text()) for p in sorted(notes.iterdir())]
+
+
+@dataclass
+class DdlRecord:
+    """A transaction's DDL in its journal record: the catalog changes, applied after its data
+    writes, then the storage of the tables it dropped removed, then its notes of created
+    storage forgotten (the tables are in the catalog now)."""
+
+    changes: CatalogChanges
+    drop_locations: list[str] = field(default_factory=list)
+    drop_schema_dirs: list[int] = field(default_factory=list)
+    created_notes: list[str] = field(default_factory=list)
+    durable: bool = field(default=False, compare=False)  # set once the record is the commit point
+
+    def to_json(self) -> dict:
+        return {"catalog": self.changes.to_json(), "drop_locations": self.drop_locations,
+                "drop_schema_dirs": self.drop_schema_dirs, "created_notes": self.created_notes}
+
+    @classmethod
+    def from_json(cls, doc: dict) -> DdlRecord:
+        return cls(CatalogChanges.from_json(doc["catalog"]), list(doc.get("drop_locations") or []),
+                   list(doc.get("drop_schema_dirs") or []), list(doc.get("created_notes") or []))
+
+
+def apply_all(store: TableStore, journal: Journal, txid: int, ops: list[WriteOp],
+              ddl: DdlRecord | None = None, catalog: Catalog | None = None) -> None:
+    """Step 3: apply the journaled writes in order, skipping those already in their tables; then
+    the catalog changes (already verified, or being recovered) and the storage they free."""
     pause = float(os.environ.get("TIDEGATE_TXN_TEST_PAUSE", "0") or 0)  # lets crash tests kill -9 mid-commit
     for i, op in enumerate(ops):
         if pause and i:
@@ -148,17 +210,37 @@ def apply_all(store: TableStore, journal: Journal, txid: int, ops: list[WriteOp]
             continue
         store.apply(replace(op, app_id=APP_ID, app_version=version, base_version=None, unique=False,
                             skip_existing=False))
+    if ddl is not None:
+        assert catalog is not None, "a transaction with DDL needs the catalog to commit"
+        if pause:
+            import time
+
+            time.sleep(pause)
+        catalog.apply_changes(ddl.changes, verify=False)
+        for location in ddl.drop_locations:
+            store.drop(location)
+        for schema_oid in ddl.drop_schema_dirs:
+            store.drop_schema_dir(schema_oid)
+        journal.forget_created(ddl.created_notes)
     journal.finish(txid)
 
 
-def recover(store: TableStore, journal: Journal) -> int:
-    """Complete the transactions a crash interrupted after their commit point; returns how many."""
+def recover(store: TableStore, journal: Journal, catalog: Catalog) -> int:
+    """Complete the transactions a crash interrupted after their commit point; then remove the
+    storage that transactions which never committed had created. Returns how many were completed."""
     done = 0
-    for txid, ops in journal.pending():
-        log.info("completing transaction %s interrupted during COMMIT (%d writes)", txid, len(ops))
-        apply_all(store, journal, txid, ops)
+    for txid, ops, ddl in journal.pending():
+        log.info("completing transaction %s interrupted during COMMIT (%d writes%s)", txid, len(ops),
+                 ", with DDL" if ddl else "")
+        apply_all(store, journal, txid, ops, ddl, catalog)
         done += 1
+    live = {t.location for t in catalog.list_tables(kind="table")}
+    for note, location in journal.created():
+        if location not in live:
+            log.info("removing table storage %s of a transaction that never committed", location)
+            store.drop(location)
+        journal.forget_created([note])
     return done
 
 
-__all__ = ["APP_ID", "Journal", "app_version", "apply_all", "recover"]
+__all__ = ["APP_ID", "DdlRecord", "Journal", "app_version", "apply_all", "recover"]

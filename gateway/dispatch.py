@@ -457,6 +457,7 @@ class RoutedSession:
         self._lock = threading.Lock()
         self._tx_wanted = False
         self._tx_open = False
+        self._block_queries: tuple[Any, Any] | None = None  # (block's catalog view, its CatalogQueries)
 
     @property
     def engine(self) -> Any:
@@ -482,15 +483,28 @@ class RoutedSession:
         transactions span reads too, as in PostgreSQL)."""
         return bool(getattr(self.engine, "reads_own_writes", False))
 
+    def _catalog_queries(self) -> Any:
+        """Catalog queries answer from the catalog as this session sees it: inside a block that
+        ran DDL, with that DDL (a mirror of its own, built when first asked)."""
+        view = getattr(self._engine_session, "catalog_in_block", None) if self._tx_open else None
+        if view is None:
+            self._block_queries = None
+            return self._backend.queries
+        if self._block_queries is None or self._block_queries[0] is not view:
+            from catalog.pgcatalog import CatalogQueries
+
+            self._block_queries = (view, CatalogQueries(view, warm=False))
+        return self._block_queries[1]
+
     def execute(self, sql: str, params: Sequence[Any], info: SessionInfo) -> Result:
         if self._backend.catalog_handles(sql):
-            return self._backend.queries.execute(sql, params, info)
+            return self._catalog_queries().execute(sql, params, info)
         return self._engine_for_statement().execute(sql, params, info)
 
     def describe(self, sql: str, param_types: Sequence[ColumnType | None],
                  info: SessionInfo) -> tuple[list[ColumnType], list[ResultField] | None]:
         if self._backend.catalog_handles(sql):
-            return self._backend.queries.describe(sql, param_types, info)
+            return self._catalog_queries().describe(sql, param_types, info)
         return self.engine.describe(sql, param_types, info)
 
     def copy_target(self, sql: str, info: SessionInfo) -> CopyTarget:

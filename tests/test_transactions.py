@@ -96,20 +96,48 @@ def test_time_series_upserts_in_a_block(tidegate) -> None:
         assert conn.execute(f"SELECT host, v FROM {t} ORDER BY host").fetchall() == [("a", 2.0), ("c", 4.0)]
 
 
-def test_upsert_then_read_in_a_block_is_refused_not_misread(tidegate) -> None:
+@pytest.mark.parametrize("end", ["COMMIT", "ROLLBACK"])
+def test_upserts_then_reads_in_a_block_like_postgres(request: pytest.FixtureRequest, end: str) -> None:
+    """INSERT ... ON CONFLICT DO UPDATE inside a block: later reads, UPDATEs, DELETEs and
+    RETURNING see the rows it leaves, and COMMIT stores exactly those."""
     t = "ocb_" + uuid.uuid4().hex[:6]
+    setup = [f"DROP TABLE IF EXISTS {t}", f"CREATE TABLE {t} (id int PRIMARY KEY, n int, note text)",
+             f"INSERT INTO {t} VALUES (1, 1, 'one'), (2, 2, NULL)"]
+    block = [
+        f"INSERT INTO {t} VALUES (1, 5, 'x'), (3, 3, 'three') ON CONFLICT (id) DO UPDATE SET n = {t}.n + EXCLUDED.n",
+        f"SELECT id, n, note FROM {t} ORDER BY id",
+        f"INSERT INTO {t} AS z VALUES (2, 7, 'b') ON CONFLICT (id) DO UPDATE SET note = coalesce(z.note, '') || EXCLUDED.note, "
+        f"n = z.n * 10 RETURNING id, n, note",
+        f"UPDATE {t} SET n = n + 1 WHERE id >= 2",
+        f"INSERT INTO {t} VALUES (3, 0, 'again') ON CONFLICT (id) DO UPDATE SET n = EXCLUDED.n, note = EXCLUDED.note",
+        f"INSERT INTO {t} VALUES (4, 4, 'four') ON CONFLICT (id) DO NOTHING",
+        f"DELETE FROM {t} WHERE id = 1",
+        f"SELECT id, n, note FROM {t} ORDER BY id",
+        f"SELECT count(*), sum(n) FROM {t}",
+        end,
+    ]
+    after = [f"SELECT id, n, note FROM {t} ORDER BY id"]
+    expected = _play(target_for(request, "postgres"), setup, block + after)
+    got = _play(target_for(request, "tidegate"), setup, block + after)
+    diffs = [(s, e, g) for s, e, g in zip(block + after, expected, got) if e != g]
+    assert not diffs, "\n".join(f"{s}\n  postgres {e}\n  tidegate {g}" for s, e, g in diffs)
+    assert not any(isinstance(e, tuple) and e and e[0] == "error" for e in expected)
+
+
+def test_upsert_in_a_block_conflicts_with_a_concurrent_insert(tidegate) -> None:
+    """The rows an upsert in a block computed are not committed over a row another transaction
+    stored under one of its keys meanwhile: COMMIT fails with 40001 and stores nothing."""
+    t = "occ_" + uuid.uuid4().hex[:6]
     with psycopg.connect(tidegate.dsn, autocommit=True) as conn:
         conn.execute(f"CREATE TABLE {t} (id int PRIMARY KEY, n int)")
         conn.execute(f"INSERT INTO {t} VALUES (1, 1)")
-    with psycopg.connect(tidegate.dsn) as conn:
-        conn.execute(f"INSERT INTO {t} VALUES (1, 5) ON CONFLICT (id) DO UPDATE SET n = {t}.n + EXCLUDED.n")
-        with pytest.raises(psycopg.errors.FeatureNotSupported):
-            conn.execute(f"SELECT n FROM {t}")
-        conn.rollback()
-        conn.execute(f"INSERT INTO {t} VALUES (1, 5) ON CONFLICT (id) DO UPDATE SET n = {t}.n + EXCLUDED.n")
-        conn.commit()
-    with psycopg.connect(tidegate.dsn, autocommit=True) as conn:
-        assert conn.execute(f"SELECT n FROM {t}").fetchone() == (6,)
+    with psycopg.connect(tidegate.dsn) as tx, psycopg.connect(tidegate.dsn, autocommit=True) as other:
+        tx.execute(f"INSERT INTO {t} VALUES (1, 10), (2, 20) ON CONFLICT (id) DO UPDATE SET n = {t}.n + EXCLUDED.n")
+        assert tx.execute(f"SELECT id, n FROM {t} ORDER BY id").fetchall() == [(1, 11), (2, 20)]
+        other.execute(f"INSERT INTO {t} VALUES (2, 99)")
+        with pytest.raises(psycopg.errors.SerializationFailure):
+            tx.commit()
+        assert other.execute(f"SELECT id, n FROM {t} ORDER BY id").fetchall() == [(1, 1), (2, 99)]
 
 
 def test_create_load_swap_keeps_every_row(tidegate) -> None:
