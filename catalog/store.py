@@ -382,6 +382,9 @@ class Catalog(SqliteStore, RelationReads):
         for oid, t in changes.relations.items():
             if t is None:
                 continue
+            if changes.schemas.get(t.schema) is None and self.get_schema(t.schema) is None:
+                raise SqlError("3F000", f'schema "{t.schema}" does not exist',
+                               detail="Another transaction dropped it after this one used it.")
             other = self.get_table(t.schema, t.name)
             if other is not None and other.oid != oid and other.oid not in changes.relations:
                 raise SqlError("42P07", f'relation "{t.name}" already exists')

@@ -9,12 +9,12 @@ Writes (see :mod:`engine.storage`): every statement is validated in full (types,
 lengths, keys) before its single Delta commit. ``INSERT ... VALUES`` of constants is evaluated
 in Python (no Spark round trip); other sources run on Spark and are written from Arrow.
 
-Transaction blocks (begin/commit/rollback): DML is validated at once and its commits are queued;
-commit() applies them in order (one Delta commit per statement, not atomic across statements),
-rollback() drops them. A read inside the block sees the committed data as of that statement
-plus the rows the block itself inserted (INSERT/COPY; key checks include them), but not its
-pending ON CONFLICT DO UPDATE / UPDATE / DELETE effects; UPDATE/DELETE of a table the block
-already wrote is refused (0A000). DDL inside a block takes effect at once.
+Transaction blocks (begin/commit/rollback): DML is validated at once and its writes are queued;
+commit() applies them as one transaction (``TableStore.commit_all``: checked, journaled, visible to
+readers at once), rollback() drops them. A read inside the block sees the block's own writes
+(``_with_pending``), an INSERT ... ON CONFLICT DO UPDATE included (computed once, on first read).
+DDL inside a block changes the session's view of the catalog (``catalog.txn.CatalogTxn``, see
+``engine.blockddl``): published with the block's writes at COMMIT, forgotten at ROLLBACK.
 """
 
 from __future__ import annotations
@@ -663,6 +663,8 @@ class EngineSession:
         return tq, resolver
 
     def _query(self, tree: exp.Expression, sql: str, params: list[Any], info: SessionInfo) -> RowStream:
+        if tree.args.get("locks"):
+            self._lock_rows(tree, info)
         self.engine.runtime.wait()
 
         def work() -> RowStream:
@@ -675,6 +677,36 @@ class EngineSession:
             return self._rowstream(df, tq.output_names, tq.output_types, tq.spark_sql, small=_small_result(tree))
 
         return self._run(work, sql)
+
+    def _lock_rows(self, tree: exp.Expression, info: SessionInfo) -> None:
+        """SELECT ... FOR UPDATE / NO KEY UPDATE / SHARE / KEY SHARE: the write lock of each table
+        it locks (those after OF, else every table it reads), taken before it reads and held until
+        the block ends (outside a block: released at once, after waiting for other holders), as
+        UPDATE takes it. Table granularity: rows of a locked table that the query does not return
+        are locked too. NOWAIT fails with 55P03 when another transaction holds one."""
+        locks = tree.args.get("locks") or []
+        if any(lock.args.get("wait") is False for lock in locks):
+            raise SqlError("0A000", "SELECT ... SKIP LOCKED is not supported (locks here are per table)",
+                           hint="Use NOWAIT, or plain FOR UPDATE to wait.")
+        nowait = any(lock.args.get("wait") is True for lock in locks)
+        ctes = {cte.alias_or_name for cte in tree.find_all(exp.CTE)}
+        nodes: list[exp.Table] = []
+        for lock in locks:
+            named = {_ident(e.this if isinstance(e, exp.Table) else e) for e in lock.expressions or []}
+            for node in tree.find_all(exp.Table):
+                if node.name in ctes or not node.name:
+                    continue
+                if not named or node.name in named or node.alias_or_name in named:
+                    nodes.append(node)
+        try:
+            for node in nodes:
+                t = self._resolve_target(node, info, allow_view=True)
+                if t.kind == "table" and t.location:
+                    self.catalog.roles.check_table(info, t, "UPDATE")
+                    self.engine.locks.acquire(self.id, t.location, t.name, self._interrupt.is_set, nowait=nowait)
+        finally:
+            if not self.in_block:
+                self.engine.locks.release_all(self.id)
 
     def _analysis_context(self, info: SessionInfo) -> tuple:
         pending = self._pending

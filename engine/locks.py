@@ -32,7 +32,8 @@ class TableLocks:
         self._holders: dict[str, int] = {}
         self._waiting: dict[int, str] = {}  # owner -> the location it waits for
 
-    def acquire(self, owner: int, location: str, name: str, cancelled: Callable[[], bool]) -> None:
+    def acquire(self, owner: int, location: str, name: str, cancelled: Callable[[], bool],
+                nowait: bool = False) -> None:
         with self._cond:
             while True:
                 holder = self._holders.get(location)
@@ -40,6 +41,8 @@ class TableLocks:
                     self._holders[location] = owner
                     self._waiting.pop(owner, None)
                     return
+                if nowait:
+                    raise SqlError("55P03", f'could not obtain lock on row in relation "{name}"')
                 if self._closes_cycle(owner, holder):
                     self._waiting.pop(owner, None)
                     raise SqlError("40P01", "deadlock detected",

@@ -12,6 +12,12 @@ three steps, under the locks of every table it writes (``TableStore.commit_all``
 3. the writes are applied in order, each as a Delta commit carrying the application transaction
    ``tidegate-txn`` = ``id * 10000 + position``; then the record is removed.
 
+A transaction that ran DDL also records its catalog changes (final states by oid and schema
+name), applied after its writes, then the storage of the tables it dropped is removed; the catalog
+is held from the check of those changes to the end, so recovery never replays over a newer change.
+Storage a block creates before COMMIT is noted in ``created/`` (:meth:`Journal.note_created`);
+recovery removes what such notes name unless the catalog has the table.
+
 After a crash, :func:`recover` (run when the engine starts, before any statement) finds the
 records left behind and applies each write whose application transaction the table does not show
 yet, so a transaction whose record was made durable ends complete, and one whose record was not
@@ -232,7 +238,15 @@ def recover(store: TableStore, journal: Journal, catalog: Catalog) -> int:
     for txid, ops, ddl in journal.pending():
         log.info("completing transaction %s interrupted during COMMIT (%d writes%s)", txid, len(ops),
                  ", with DDL" if ddl else "")
-        apply_all(store, journal, txid, ops, ddl, catalog)
+        try:
+            apply_all(store, journal, txid, ops, ddl, catalog)
+        except Exception:
+            # never expected; a record that cannot be completed must not keep the gateway down
+            log.exception("transaction %s could not be completed; its record is kept as %s.json.failed",
+                          txid, txid)
+            record = journal.root / f"{txid}.json"
+            record.rename(record.with_name(f"{txid}.json.failed"))
+            continue
         done += 1
     live = {t.location for t in catalog.list_tables(kind="table")}
     for note, location in journal.created():

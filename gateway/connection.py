@@ -878,14 +878,20 @@ class Connection:
             await self._copy_to(portal)
         else:
             self._check_read_only(cls)
-            if cls.is_dml and cls.command in _ROW_REWRITING:
-                # UPDATE/DELETE evaluate over committed data: commit the batch's pending inserts
-                # first, then run the statement on its own (each is one Delta commit).
+            if cls.is_dml and cls.command in _ROW_REWRITING and not simple:
+                # In an extended-protocol batch (an executemany of UPDATEs, a pipeline) each UPDATE
+                # or DELETE commits what came before and runs on its own: reading N pending writes
+                # N times would cost O(N^2). A simple Query's statements (a script) stay one
+                # implicit transaction, as in PostgreSQL: one failing leaves none of them.
                 await self._end_implicit_before_read(force=True)
+            elif cls.is_dml and cls.command in _ROW_REWRITING:
+                await self._begin_implicit(cls, batch)
             elif cls.is_dml:
                 await self._begin_implicit(cls, batch)
             else:
-                await self._end_implicit_before_read()
+                # a read in the batch sees its pending writes; DDL after DML in a batch commits
+                # them first and runs on its own (CREATE FLOW and the like cannot run in a block)
+                await self._end_implicit_before_read(force=cls.is_write)
             await self._backend_execute(portal)
             if cls.is_write:
                 self.writes += 1

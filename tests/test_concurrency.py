@@ -315,3 +315,74 @@ def test_kill_during_commit_leaves_whole_transactions(tmp_path: Path) -> None:
     finally:
         server.stop()
     assert not list((data / "txn").glob("*.json"))
+
+
+def test_select_for_update_waits_then_reads_the_new_row(tidegate) -> None:
+    """Read-modify-write through SELECT ... FOR UPDATE in two blocks: the second waits for the
+    first to end and then reads its row (no lost update); NOWAIT fails at once with 55P03."""
+    t = _name("sfu")
+    with _connect(tidegate) as conn:
+        conn.execute(f"CREATE TABLE {t} (id int PRIMARY KEY, n int)")
+        conn.execute(f"INSERT INTO {t} VALUES (1, 0)")
+    first = psycopg.connect(tidegate.dsn)
+    seen: list[int] = []
+
+    def second() -> None:
+        with psycopg.connect(tidegate.dsn) as conn:
+            n = conn.execute(f"SELECT n FROM {t} WHERE id = 1 FOR UPDATE").fetchone()[0]
+            seen.append(n)
+            conn.execute(f"UPDATE {t} SET n = %s WHERE id = 1", (n + 1,))
+            conn.commit()
+
+    try:
+        n = first.execute(f"SELECT n FROM {t} WHERE id = 1 FOR UPDATE").fetchone()[0]
+        waiter = threading.Thread(target=second, daemon=True)
+        waiter.start()
+        time.sleep(1.5)
+        assert waiter.is_alive() and not seen, "FOR UPDATE did not wait for the lock holder"
+        with psycopg.connect(tidegate.dsn) as other:
+            with pytest.raises(psycopg.errors.LockNotAvailable):
+                other.execute(f"SELECT n FROM {t} FOR UPDATE NOWAIT")
+        first.execute(f"UPDATE {t} SET n = %s WHERE id = 1", (n + 1,))
+        first.commit()
+        waiter.join(60)
+        assert seen == [1]
+    finally:
+        first.close()
+    with _connect(tidegate) as conn:
+        assert conn.execute(f"SELECT n FROM {t}").fetchone() == (2,)
+
+
+def test_readers_see_a_multi_table_commit_at_once(tidegate) -> None:
+    """Transfers between two tables, each one transaction, while other sessions read the total:
+    no reader ever sees one table's side of a transfer without the other's."""
+    a, b = _name("tra"), _name("trb")
+    with _connect(tidegate) as conn:
+        conn.execute(f"CREATE TABLE {a} (id int PRIMARY KEY, n int)")
+        conn.execute(f"CREATE TABLE {b} (id int PRIMARY KEY, n int)")
+        conn.execute(f"INSERT INTO {a} VALUES (1, 100)")
+        conn.execute(f"INSERT INTO {b} VALUES (1, 0)")
+    done = threading.Event()
+    totals: list[int] = []
+
+    def read() -> None:
+        with _connect(tidegate) as conn:
+            while not done.is_set():
+                totals.append(conn.execute(f"SELECT (SELECT sum(n) FROM {a}) + (SELECT sum(n) FROM {b})").fetchone()[0])
+
+    readers = [threading.Thread(target=read, daemon=True) for _ in range(2)]
+    for r in readers:
+        r.start()
+    try:
+        for _ in range(8):
+            with psycopg.connect(tidegate.dsn) as tx:
+                tx.execute(f"UPDATE {a} SET n = n - 1 WHERE id = 1")
+                tx.execute(f"UPDATE {b} SET n = n + 1 WHERE id = 1")
+                tx.commit()
+    finally:
+        done.set()
+        for r in readers:
+            r.join(60)
+    assert totals and set(totals) == {100}, sorted(set(totals))
+    with _connect(tidegate) as conn:
+        assert conn.execute(f"SELECT n FROM {b}").fetchone() == (8,)

@@ -157,3 +157,30 @@ def test_create_load_swap_keeps_every_row(tidegate) -> None:
         tx.commit()
     with psycopg.connect(tidegate.dsn, autocommit=True) as conn:
         assert conn.execute(f"SELECT id, v FROM {p} ORDER BY id").fetchall() == [(1, "a"), (2, "b"), (3, "c")]
+
+
+def test_a_multi_statement_query_is_one_transaction(request: pytest.FixtureRequest) -> None:
+    """Statements sent in one simple Query run as one implicit transaction, as in PostgreSQL:
+    a failing UPDATE leaves none of the batch's writes, and a batch reads its own writes."""
+    t = "msq_" + uuid.uuid4().hex[:6]
+    answers = []
+    for name in ("postgres", "tidegate"):
+        target = target_for(request, name)
+        with psycopg.connect(target.dsn, autocommit=True) as conn:
+            conn.execute(f"DROP TABLE IF EXISTS {t}")
+            conn.execute(f"CREATE TABLE {t} (id int PRIMARY KEY, n int)")
+            conn.execute(f"INSERT INTO {t} VALUES (1, 1)")
+            with pytest.raises(psycopg.errors.DivisionByZero):
+                conn.execute(f"INSERT INTO {t} VALUES (2, 2); UPDATE {t} SET n = n + 10; "
+                             f"UPDATE {t} SET n = 1 / (n - 12) WHERE id = 2")
+            after_failure = conn.execute(f"SELECT id, n FROM {t} ORDER BY id").fetchall()
+            cur = conn.execute(f"INSERT INTO {t} VALUES (3, 3); UPDATE {t} SET n = n * 2 WHERE id >= 3; "
+                               f"DELETE FROM {t} WHERE id = 1; SELECT id, n FROM {t} ORDER BY id")
+            seen = []
+            while True:
+                seen.append(cur.fetchall() if cur.description else cur.statusmessage)
+                if not cur.nextset():
+                    break
+            answers.append((after_failure, seen, conn.execute(f"SELECT id, n FROM {t} ORDER BY id").fetchall()))
+    assert answers[0] == answers[1], answers
+    assert answers[0][0] == [(1, 1)]
