@@ -1456,6 +1456,13 @@ _PG_PROC = """
 #   oid typname typinput typoutput typreceive typsend typmodin typmodout typanalyze typsubscript
 # (PostgreSQL 15's, '-' for none).
 _TYPE_IO = """
+269 table_am_handler table_am_handler_in table_am_handler_out - - - - - -
+325 index_am_handler index_am_handler_in index_am_handler_out - - - - - -
+2279 trigger trigger_in trigger_out - - - - - -
+2280 language_handler language_handler_in language_handler_out - - - - - -
+3115 fdw_handler fdw_handler_in fdw_handler_out - - - - - -
+3310 tsm_handler tsm_handler_in tsm_handler_out - - - - - -
+3838 event_trigger event_trigger_in event_trigger_out - - - - - -
 16 bool boolin boolout boolrecv boolsend - - - -
 17 bytea byteain byteaout bytearecv byteasend - - - -
 18 char charin charout charrecv charsend - - - -
@@ -1530,9 +1537,17 @@ _TYPE_IO = """
 5078 anycompatiblearray anycompatiblearray_in anycompatiblearray_out anycompatiblearray_recv anycompatiblearray_send - - - -
 """
 
-# Pseudo-types and a few others pg_proc's signatures use, not in tidegate.pgtypes:
+# Pseudo-types and a few others pg_proc's signatures (and clients: 'trigger'::regtype) use, not in
+# tidegate.pgtypes:
 #   oid typname typlen typbyval typtype typcategory typelem typarray typalign typstorage typcollation
 _EXTRA_TYPES = """
+269 table_am_handler 4 True p P 0 0 i p 0
+325 index_am_handler 4 True p P 0 0 i p 0
+2279 trigger 4 True p P 0 0 i p 0
+2280 language_handler 4 True p P 0 0 i p 0
+3115 fdw_handler 4 True p P 0 0 i p 0
+3310 tsm_handler 4 True p P 0 0 i p 0
+3838 event_trigger 4 True p P 0 0 i p 0
 194 pg_node_tree -1 False b Z 0 0 i x 100
 869 inet -1 False b I 0 1041 i m 0
 1263 _cstring -1 False b A 2275 0 i x 0
@@ -1548,6 +1563,10 @@ _EXTRA_TYPES = """
 5077 anycompatible 4 True p P 0 0 i p 0
 5078 anycompatiblearray -1 False p P 0 0 d x 0
 """
+
+
+# The DEFAULT expressions of built-in functions' trailing arguments (pg_get_expr(proargdefaults)).
+PROC_ARG_DEFAULTS: dict[int, list[str]] = {3464: ["0"] * 6 + ["0.0"]}  # make_interval
 
 
 @functools.cache
@@ -1572,6 +1591,7 @@ def proc_rows() -> tuple[dict[str, Any], ...]:
             "pronargdefaults": int(ndef), "prorettype": int(ret), "proargtypes": argtypes,
             "proallargtypes": allargs, "proargmodes": modes, "proargnames": argnames,
             "prosrc": name if src == "=" else ("" if src == "-" else src),
+            "proargdefaults": ", ".join(PROC_ARG_DEFAULTS[int(oid)]) if int(oid) in PROC_ARG_DEFAULTS else None,
         })
     return tuple(rows)
 
@@ -1606,4 +1626,12 @@ def extra_type_name(oid: int) -> str | None:
     t = extra_types().get(oid)
     if t is None:
         return None
+    if t[0] == "any":
+        return '"any"'  # a keyword: PostgreSQL's format_type quotes it
     return t[0][1:] + "[]" if t[0].startswith("_") else t[0]
+
+
+@functools.cache
+def extra_type_oids() -> dict[str, int]:
+    """typname -> oid of :func:`extra_types` (regtype input: ``'trigger'::regtype``)."""
+    return {t[0]: oid for oid, t in extra_types().items()}

@@ -92,7 +92,7 @@ _FUNCTION_TYPES: dict[str, int] = {
     "to_regclass": 26, "to_regtype": 26, "to_regnamespace": 26, "inet_server_port": 23,
     "array_length": 23, "array_upper": 23, "array_lower": 23, "generate_subscripts": 23, "length": 23,
     "char_length": 23, "octet_length": 23, "strpos": 23, "position": 23, "array_ndims": 23,
-    "row_number": 20, "rank": 20, "dense_rank": 20, "json_build_object": 114, "jsonb_build_object": 114,
+    "row_number": 20, "rank": 20, "dense_rank": 20, "unnest_name": 19, "json_build_object": 114, "jsonb_build_object": 114,
 }
 # Cast targets (canonical names) -> reported type OID.
 _CAST_TYPES: dict[str, int] = {
@@ -100,7 +100,7 @@ _CAST_TYPES: dict[str, int] = {
     "regnamespace": 25, "regrole": 25, "text": 25, "varchar": 1043, "bpchar": 1042, "int2": 21, "int4": 23,
     "int8": 20, "bool": 16, "float4": 700, "float8": 701, "numeric": 1700, "xid": 20, "_text": 1009,
     "_name": 1003, "_oid": 1028, "_int2": 1005, "_int4": 1007, "int2vector": 1005, "oidvector": 1028,
-    "_char": 1002, "date": 1082, "timestamp": 1114, "timestamptz": 1184, "json": 114, "jsonb": 3802,
+    "_char": 1002, "_regtype": 1009, "date": 1082, "timestamp": 1114, "timestamptz": 1184, "json": 114, "jsonb": 3802,
 }
 # Scalar functions a query may call in FROM (as a one-row relation).
 _SCALAR_IN_FROM = {"current_schemas", "current_schema", "current_database", "current_setting", "version",
@@ -440,6 +440,9 @@ def rewrite(sql: str) -> str:
                 emit(f"tg_relname(tg_regclass({operand}))" if to_text else f"tg_regclass({operand})", "expr")
             elif key == "regtype":
                 emit(f"format_type(tg_regtype({operand}), NULL)" if to_text else f"tg_regtype({operand})", "expr")
+            elif key == "_regtype":
+                # oidvector / oid[] -> the types' names (pgcli: proargtypes::regtype[]::text[])
+                emit(f"list_transform(CAST({operand} AS BIGINT[]), lambda tg_t: format_type(tg_t, NULL))", "expr")
             elif key in ("regproc", "regprocedure"):
                 # regproc columns hold function names; 'pg_catalog.f'::regproc names the same one
                 emit(f"regexp_replace(CAST({operand} AS VARCHAR), '^pg_catalog\\.', '')", "expr")
@@ -580,6 +583,8 @@ def _session_constant_query(toks: list[Token], names: frozenset[str] = frozenset
     for k, t in enumerate(toks):
         if t.kind in ("word", "qid") and t.ident in names and not (k + 1 < len(toks) and toks[k + 1].text == "("):
             continue
+        if t.is_word("unnest") and _unnests_current_schemas(toks, k):
+            continue  # pgcli: SELECT * FROM unnest(current_schemas(true))
         nxt = toks[k + 1] if k + 1 < len(toks) else None
         if t.kind == "word":
             if nxt is not None and nxt.text == "(":
@@ -715,6 +720,9 @@ def analyze(sql: str) -> Analysis:
                         catalog_only = False
     from_functions = {_from_function_column(toks, k)[0]: toks[k].lower
                       for k in range(1, len(toks) - 1) if _scalar_in_from(toks, k)}
+    for k in range(1, len(toks) - 1):
+        if toks[k].is_word("unnest") and toks[k - 1].is_word("from") and _unnests_current_schemas(toks, k):
+            from_functions[_from_function_column(toks, k)[0]] = "unnest_name"  # a name per row
     if catalog_only and not _references_catalog(toks) and not _session_constant_query(toks, frozenset(from_functions)):
         catalog_only = False  # a relation-free query with real computation: PostgreSQL semantics live in the engine
     items = _select_items(toks)
@@ -725,6 +733,15 @@ def analyze(sql: str) -> Analysis:
     array_params = frozenset(_quantified_arrays(toks)[1])
     return Analysis(catalog_only, items, mentions_settings, inner, volatile, array_params, _database_refs(toks),
                     from_functions)
+
+
+def _unnests_current_schemas(toks: list[Token], k: int) -> bool:
+    """``unnest([pg_catalog.]current_schemas(`` at ``k``."""
+    j = k + 2
+    if j + 1 < len(toks) and toks[j].ident == "pg_catalog" and toks[j + 1].text == ".":
+        j += 2
+    return k + 1 < len(toks) and toks[k + 1].text == "(" and j + 1 < len(toks) \
+        and toks[j].is_word("current_schemas") and toks[j + 1].text == "("
 
 
 def _from_function_column(toks: list[Token], k: int) -> tuple[str, str | None]:
@@ -1270,9 +1287,6 @@ _MACROS = [
     "(a, b, c, d) AS tg_has_privilege('r', CAST(a AS VARCHAR), CAST(b AS VARCHAR), CAST(d AS VARCHAR))"]
 
 
-# The DEFAULT expressions of built-in functions' arguments: (function oid, argument number) -> text.
-_PROC_DEFAULTS = {(3464, k): "0" for k in range(1, 7)} | {(3464, 7): "0.0"}  # make_interval
-
 _INSTANCES: "weakref.WeakSet[CatalogQueries]" = weakref.WeakSet()
 
 
@@ -1597,7 +1611,7 @@ class CatalogQueries:
                 out.append(None)
             elif kind == "regtype":
                 pg = TYPES_BY_OID.get(o)
-                out.append(pg.sql_name if pg else str(o))
+                out.append(pg.sql_name if pg else (rels.extra_type_name(o) or str(o)))
             elif kind == "regnamespace":
                 out.append(mirror.ns_names.get(o, str(o)))
             elif kind == "regrole":
@@ -1750,8 +1764,7 @@ class CatalogQueries:
                 return "-"
             pg = TYPES_BY_OID.get(oid)
             if pg is None:
-                extra = rels.extra_type_name(oid)
-                return ('"any"' if extra == "any" else extra) if extra else "???"
+                return rels.extra_type_name(oid) or "???"
             if typmod is None or typmod < 0:
                 return pg.sql_name
             base = TYPES_BY_OID[pg.element_oid] if pg.element_oid else pg
@@ -1911,6 +1924,8 @@ class CatalogQueries:
                 pg = TYPES_BY_OID.get(base.array_oid) if base else None
             if pg is None and name.lower() in ('"char"', "char"):
                 pg = TYPES_BY_NAME["char"]
+            if pg is None and name in rels.extra_type_oids():
+                return rels.extra_type_oids()[name]
             if pg is None:
                 if soft:
                     return None
@@ -1972,8 +1987,11 @@ class CatalogQueries:
                 text = prefix + (f"{rels.quote_ident(nm)} " if nm else "") + format_type(t, None)
                 if m in ("i", "b", "v"):
                     seen_in += 1
-                    if defaults and seen_in > inputs - p["pronargdefaults"]:
-                        text += " DEFAULT " + _PROC_DEFAULTS.get((oid, seen_in), "NULL")
+                    first_default = inputs - p["pronargdefaults"]
+                    if defaults and seen_in > first_default:
+                        given = rels.PROC_ARG_DEFAULTS.get(oid, [])
+                        k = seen_in - first_default - 1
+                        text += " DEFAULT " + (given[k] if k < len(given) else "NULL")
                 out.append(text)
             return ", ".join(out)
 

@@ -306,3 +306,35 @@ def test_sqlalchemy_limit(servers):
             engine.dispose()
     assert results["tidegate"] == results["postgres"]
     assert results["tidegate"][0] == [(1, "a"), (2, "b")]
+
+
+# -- pgcli's completion queries ------------------------------------------------------------------------
+
+PGCLI_FUNCTIONS = (
+    "SELECT n.nspname schema_name, p.proname func_name, p.proargnames,"
+    " COALESCE(proallargtypes::regtype[], proargtypes::regtype[])::text[], p.proargmodes,"
+    " prorettype::regtype::text return_type, p.prokind = 'a' is_aggregate, p.prokind = 'w' is_window,"
+    " p.proretset is_set_returning, d.deptype = 'e' is_extension, pg_get_expr(proargdefaults, 0) AS arg_defaults"
+    " FROM pg_catalog.pg_proc p INNER JOIN pg_catalog.pg_namespace n ON n.oid = p.pronamespace"
+    " LEFT JOIN pg_depend d ON d.objid = p.oid and d.deptype = 'e'"
+    " WHERE p.prorettype::regtype != 'trigger'::regtype AND p.proname = ANY(%s) ORDER BY 1, 2, 4")
+
+
+@pytest.mark.parametrize("sql,params", [
+    (PGCLI_FUNCTIONS, [["abs", "concat", "pg_get_keywords", "current_schemas", "make_interval"]]),
+    ("SELECT nsp.nspname schema_name, cls.relname table_name, att.attname column_name,"
+     " att.atttypid::regtype::text type_name, att.atthasdef AS has_default"
+     " FROM pg_catalog.pg_attribute att INNER JOIN pg_catalog.pg_class cls ON att.attrelid = cls.oid"
+     " INNER JOIN pg_catalog.pg_namespace nsp ON cls.relnamespace = nsp.oid"
+     " WHERE cls.relkind = ANY(%s) AND NOT att.attisdropped AND att.attnum > 0 AND cls.relname LIKE 'tools%%'"
+     " ORDER BY 1, 2, att.attnum", [["r", "p", "f", "v", "m"]]),
+    ("SELECT n.nspname schema_name, t.typname type_name FROM pg_catalog.pg_type t"
+     " INNER JOIN pg_catalog.pg_namespace n ON n.oid = t.typnamespace"
+     " WHERE (t.typrelid = 0 OR (SELECT c.relkind = 'c' FROM pg_catalog.pg_class c WHERE c.oid = t.typrelid))"
+     " AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_type el WHERE el.oid = t.typelem AND el.typarray = t.oid)"
+     " AND n.nspname <> 'pg_catalog' AND n.nspname <> 'information_schema' ORDER BY 1, 2", None),
+    ("SELECT * FROM unnest(current_schemas(true))", None),
+    ("SELECT 'trigger'::regtype, 'trigger'::regtype::oid, 'int4'::regtype", None),
+])
+def test_pgcli_completion_queries(servers, sql, params):
+    _same(servers, sql, params)
