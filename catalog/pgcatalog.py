@@ -443,6 +443,12 @@ def rewrite(sql: str) -> str:
             elif key == "_regtype":
                 # oidvector / oid[] -> the types' names (pgcli: proargtypes::regtype[]::text[])
                 emit(f"list_transform(CAST({operand} AS BIGINT[]), lambda tg_t: format_type(tg_t, NULL))", "expr")
+            elif key in ("regproc", "regprocedure") and k + 1 < n and sig[k].kind == "cast" \
+                    and _type_after_cast(sig, k + 1)[0] in ("oid", "int4", "int8"):
+                # 'int4recv'::regproc::oid: the function's OID
+                emit(f"tg_regproc_oid(CAST({operand} AS VARCHAR))", "expr")
+                i = _type_after_cast(sig, k + 1)[2]
+                continue
             elif key in ("regproc", "regprocedure"):
                 # regproc columns hold function names; 'pg_catalog.f'::regproc names the same one
                 emit(f"regexp_replace(CAST({operand} AS VARCHAR), '^pg_catalog\\.', '')", "expr")

@@ -335,6 +335,38 @@ PGCLI_FUNCTIONS = (
      " AND n.nspname <> 'pg_catalog' AND n.nspname <> 'information_schema' ORDER BY 1, 2", None),
     ("SELECT * FROM unnest(current_schemas(true))", None),
     ("SELECT 'trigger'::regtype, 'trigger'::regtype::oid, 'int4'::regtype", None),
+    ("SELECT 'int4recv'::regproc::oid, typname FROM pg_type WHERE typreceive = 'int4recv'::regproc", None),
 ])
 def test_pgcli_completion_queries(servers, sql, params):
     _same(servers, sql, params)
+
+
+# -- asyncpg: parameters encoded by the types the server describes ------------------------------------
+
+
+@pytest.mark.parametrize("sql,args", [
+    ("SELECT id FROM tools_t WHERE id = ANY($1) ORDER BY id", ([1, 3, 9],)),
+    ("SELECT id, name FROM tools_t WHERE name = ANY($1) ORDER BY id", (["a", "c"],)),
+    ("SELECT id FROM tools_t WHERE id <> ALL($1) ORDER BY id", ([1],)),
+    ("SELECT id FROM tools_t ORDER BY id LIMIT $1", (2,)),
+    ("SELECT id FROM tools_t ORDER BY id LIMIT $1 OFFSET $2", (2, 1)),
+    ("SELECT id FROM tools_t ORDER BY id FETCH FIRST $1 ROWS ONLY", (3,)),
+    ("SELECT relname FROM pg_class WHERE relname = ANY($1) ORDER BY 1", (["tools_t", "pg_type"],)),
+])
+def test_asyncpg_parameter_types(servers, sql, args):
+    """asyncpg encodes by the described parameter types: LIMIT $1 is bigint, id = ANY($1) int4[]."""
+    import asyncio
+
+    asyncpg = pytest.importorskip("asyncpg")
+
+    async def run(target: Target):
+        conn = await asyncpg.connect(host=target.host, port=target.port, user=target.user, database=target.dbname)
+        try:
+            stmt = await conn.prepare(sql)
+            return [t.name for t in stmt.get_parameters()], [tuple(r) for r in await stmt.fetch(*args)]
+        finally:
+            await conn.close()
+
+    want = asyncio.run(run(servers["postgres"]))
+    got = asyncio.run(run(servers["tidegate"]))
+    assert got == want
