@@ -1530,7 +1530,9 @@ class CatalogQueries:
                 raise SqlError("0A000", f"cross-database references are not implemented: {name}")
         if analysis.array_params and params:
             # = ANY($1) with the array sent as text (an unknown-typed or text-format parameter)
-            params = [_pg_array_values(v) if isinstance(v, str) and k + 1 in analysis.array_params else v
+            # and with a NULL array, which is NULL in PostgreSQL (DuckDB: false; [NULL] gives NULL)
+            params = [v if k + 1 not in analysis.array_params else
+                      _pg_array_values(v) if isinstance(v, str) else [None] if v is None else v
                       for k, v in enumerate(params)]
         cur = self._cursor()
         self._tls.info = info

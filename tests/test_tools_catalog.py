@@ -204,6 +204,9 @@ def test_any_array_parameter_catalog(servers, binary):
           [["tools_t", "pg_class", "nope"]], binary)
     _same(servers, "SELECT relname FROM pg_class WHERE relname <> ALL(%s) AND relname LIKE 'tools%%' ORDER BY 1",
           [["tools_t"]], binary)
+    _same(servers, "SELECT relname FROM pg_class WHERE NOT (relname = ANY(%s::name[])) AND relname LIKE 'tools%%'",
+          [None], binary)
+    _same(servers, "SELECT relname FROM pg_class WHERE relname = ANY(%s) AND relname LIKE 'tools%%'", [[]], binary)
 
 
 def test_any_untyped_array_literal_catalog(servers):
@@ -223,6 +226,7 @@ def test_any_array_parameter_table(servers, binary):
     _same(servers, "SELECT id, name FROM tools_t WHERE name = ANY(%s) ORDER BY id", [["a", "c", "zz"]], binary)
     _same(servers, "SELECT id FROM tools_t WHERE id <> ALL(%s) ORDER BY id", [[1, 2]], binary)
     _same(servers, "SELECT id FROM tools_t WHERE id = ANY(%s) ORDER BY id", [[]], binary)
+    _same(servers, "SELECT id FROM tools_t WHERE NOT (id = ANY(%s)) ORDER BY id", [None], binary)
 
 
 def test_any_untyped_array_literal_table(servers):
