@@ -93,7 +93,8 @@ def test_pg_type_regproc_columns_are_postgres_functions(servers):
 
 
 def _adbc_connect(target: Target):
-    dbapi = pytest.importorskip("adbc_driver_postgresql.dbapi")
+    import adbc_driver_postgresql.dbapi as dbapi  # pinned in the test extras: a missing driver fails
+
     return dbapi.connect(f"postgresql://{target.user}@{target.host}:{target.port}/{target.dbname}")
 
 
@@ -126,8 +127,15 @@ def test_adbc_ingest(servers):
             with conn.cursor() as cur:
                 cur.execute("SELECT * FROM tools_ingested ORDER BY k")
                 read[name] = cur.fetch_arrow_table()
+                assert cur.adbc_ingest("tools_ingested", data, mode="append") == 3
+            conn.commit()
+            with conn.cursor() as cur:
+                cur.execute("SELECT k, v FROM tools_ingested WHERE k = ANY($1) ORDER BY k", ([1, 3],))
+                read[name + "_appended"] = cur.fetch_arrow_table()
     assert read["tidegate"].equals(read["postgres"])
     assert read["tidegate"].to_pydict() == data.to_pydict()
+    assert read["tidegate_appended"].equals(read["postgres_appended"])
+    assert read["tidegate_appended"].to_pydict() == {"k": [1, 1, 3, 3], "v": ["x", "x", "z", "z"]}
     sql = ("SELECT column_name, data_type::text FROM information_schema.columns"
            " WHERE table_name = 'tools_ingested' ORDER BY ordinal_position")
     assert _run(servers["tidegate"], sql)[1] == _run(servers["postgres"], sql)[1] == [
@@ -361,7 +369,7 @@ def test_asyncpg_parameter_types(servers, sql, args):
     """asyncpg encodes by the described parameter types: LIMIT $1 is bigint, id = ANY($1) int4[]."""
     import asyncio
 
-    asyncpg = pytest.importorskip("asyncpg")
+    import asyncpg
 
     async def run(target: Target):
         conn = await asyncpg.connect(host=target.host, port=target.port, user=target.user, database=target.dbname)
