@@ -20,6 +20,7 @@ import re
 import threading
 import time
 import weakref
+import zlib
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -84,13 +85,14 @@ _FUNCTION_TYPES: dict[str, int] = {
     "pg_get_indexdef": 25, "pg_get_constraintdef": 25, "pg_get_viewdef": 25, "pg_get_partkeydef": 25,
     "pg_get_serial_sequence": 25, "pg_size_pretty": 25, "quote_ident": 25, "array_to_string": 25,
     "pg_get_function_result": 25, "pg_get_function_arguments": 25, "pg_get_triggerdef": 25,
+    "pg_get_function_identity_arguments": 25,
     "pg_backend_pid": 23, "pg_is_in_recovery": 16, "pg_table_is_visible": 16, "pg_type_is_visible": 16,
     "pg_postmaster_start_time": 1184, "txid_current": 20, "count": 20, "pg_total_relation_size": 20,
     "pg_relation_size": 20, "pg_relation_filepath": 25, "pg_table_size": 20, "pg_indexes_size": 20, "pg_database_size": 20,
     "to_regclass": 26, "to_regtype": 26, "to_regnamespace": 26, "inet_server_port": 23,
     "array_length": 23, "array_upper": 23, "array_lower": 23, "generate_subscripts": 23, "length": 23,
     "char_length": 23, "octet_length": 23, "strpos": 23, "position": 23, "array_ndims": 23,
-    "row_number": 20, "rank": 20, "dense_rank": 20, "json_build_object": 114, "jsonb_build_object": 114,
+    "row_number": 20, "rank": 20, "dense_rank": 20, "unnest_name": 19, "json_build_object": 114, "jsonb_build_object": 114,
 }
 # Cast targets (canonical names) -> reported type OID.
 _CAST_TYPES: dict[str, int] = {
@@ -98,11 +100,19 @@ _CAST_TYPES: dict[str, int] = {
     "regnamespace": 25, "regrole": 25, "text": 25, "varchar": 1043, "bpchar": 1042, "int2": 21, "int4": 23,
     "int8": 20, "bool": 16, "float4": 700, "float8": 701, "numeric": 1700, "xid": 20, "_text": 1009,
     "_name": 1003, "_oid": 1028, "_int2": 1005, "_int4": 1007, "int2vector": 1005, "oidvector": 1028,
-    "_char": 1002, "date": 1082, "timestamp": 1114, "timestamptz": 1184, "json": 114, "jsonb": 3802,
+    "_char": 1002, "_regtype": 1009, "date": 1082, "timestamp": 1114, "timestamptz": 1184, "json": 114, "jsonb": 3802,
 }
+# Scalar functions a query may call in FROM (as a one-row relation).
+_SCALAR_IN_FROM = {"current_schemas", "current_schema", "current_database", "current_setting", "version",
+                   "current_user", "session_user", "pg_backend_pid", "format_type", "pg_get_userbyid",
+                   "to_regclass", "to_regtype", "pg_is_in_recovery", "pg_postmaster_start_time", "txid_current"}
 _KEYWORD_FUNCS = {"current_user", "session_user", "user", "current_role", "current_catalog", "current_schema"}
 
 _CATALOG_COLUMN_TYPES = rels.column_pg_types()
+# regproc columns hold function names in the mirror; compared with a number (ADBC: ``typreceive != 0``)
+# or cast to oid they are the function's OID (tg_regproc_oid), as PostgreSQL's regproc is an OID.
+_REGPROC_COLUMNS = {c for rel in rels.RELATIONS.values() for c, t in rel.columns if t == "regproc"}
+_COMPARISONS = {"=", "<>", "!=", "<", ">", "<=", ">="}
 _VECTOR_COLUMNS = {c for rel in rels.RELATIONS.values() for c, t in rel.columns if t in ("int2vector", "oidvector")}
 _VOLATILE = {"now", "random", "clock_timestamp", "statement_timestamp", "timeofday", "txid_current",
              "pg_current_xact_id", "current_timestamp", "current_time", "localtime", "localtimestamp",
@@ -240,6 +250,13 @@ def _chain_start(out: list[str], kinds: list[str], k: int) -> int:
 
 def _pg_array_literal(text: str, element: str) -> str:
     """'{a,b}' (PostgreSQL array text) -> DuckDB list literal, for ``'{..}'::T[]`` casts."""
+    items = _pg_array_values(text)
+    rendered = ", ".join("NULL" if v is None else "'" + v.replace("'", "''") + "'" for v in items)
+    return f"[{rendered}]"
+
+
+def _pg_array_values(text: str) -> list[str | None]:
+    """The elements of a one-dimensional PostgreSQL array text ('{a,"b c",NULL}')."""
     body = text.strip()
     if not (body.startswith("{") and body.endswith("}")):
         raise SqlError("22P02", f'malformed array literal: "{text}"')
@@ -256,8 +273,26 @@ def _pg_array_literal(text: str, element: str) -> str:
             items.append(None if raw.upper() == "NULL" else raw)
         if m.end() >= len(inner):
             break
-    rendered = ", ".join("NULL" if v is None else "'" + v.replace("'", "''") + "'" for v in items)
-    return f"[{rendered}]"
+    return items
+
+
+def _quantified_arrays(sig: list[Token]) -> tuple[set[int], set[int]]:
+    """``= ANY(...)`` / ``ALL(...)`` / ``SOME(...)`` whose operand is one string literal or one
+    parameter: (significant indexes of those string literals, the parameter numbers)."""
+    literals: set[int] = set()
+    params: set[int] = set()
+    for k in range(1, len(sig) - 3):
+        if sig[k].is_word("any", "all", "some") and sig[k - 1].kind == "op" and sig[k + 1].text == "(":
+            close = _matching(sig, k + 1)
+            if close is None:
+                continue
+            j = k + 2
+            if sig[j].kind == "str" and (j + 1 == close or sig[j + 1].kind == "cast"):
+                if j + 1 == close:
+                    literals.add(j)
+            elif sig[j].kind == "param":
+                params.add(int(sig[j].text[1:]))
+    return literals, params
 
 
 def rewrite(sql: str) -> str:
@@ -274,6 +309,8 @@ def rewrite(sql: str) -> str:
         spaced.append(gap)
         gap = False
     sig, spaced = _cast_calls_to_operators(sig, spaced)
+    array_literals, _ = _quantified_arrays(sig)
+    db_dropped = -1
     out: list[str] = []
     kinds: list[str] = []
 
@@ -304,7 +341,13 @@ def rewrite(sql: str) -> str:
             _, k = split_ident_chain(sig, i + 1)
             i = k
             continue
-        if t.ident in ("pg_catalog", "information_schema") and nxt == "." and prev != ".":
+        if t.ident is not None and nxt == "." and prev != "." and i + 3 < n \
+                and sig[i + 2].ident in ("pg_catalog", "information_schema") and sig[i + 3].text == ".":
+            # db.pg_catalog.x: the database was checked against the session's (_check_databases)
+            db_dropped = i + 2
+            i += 2
+            continue
+        if t.ident in ("pg_catalog", "information_schema") and nxt == "." and (prev != "." or i == db_dropped):
             if t.ident == "information_schema":
                 emit("isx", "word")
                 emit(".", "punct")
@@ -351,17 +394,61 @@ def rewrite(sql: str) -> str:
             emit("tg_current_user", "word")
             i += 1
             continue
+        if i and _scalar_in_from(sig, i):
+            # a scalar function in FROM is a one-row relation whose column is named after the
+            # function, or after the alias when there is one (SELECT * FROM current_schemas(true))
+            close = _matching(sig, i + 1)
+            if close is not None:
+                call = rewrite(_join(sig[i:close + 1]))
+                col, alias = _from_function_column(sig, i)
+                emit(f'(SELECT {call} AS "{col}")', "expr")
+                if alias is None:
+                    emit(f' AS "{low}"', "expr")
+                i = close + 1
+                continue
+        if i in array_literals:
+            # col = ANY('{r,p}'): the unknown literal is an array of the column's type (pgcli \\d)
+            emit(_pg_array_literal(string_value(t), ""), "expr")
+            i += 1
+            continue
+        if t.kind == "op" and t.text in _COMPARISONS and i + 1 < n and sig[i + 1].kind == "num" \
+                and i and sig[i - 1].ident in _REGPROC_COLUMNS:
+            while out and kinds[-1] == "ws":
+                out.pop()
+                kinds.pop()
+            operand, _ = _pop_operand(out, kinds)
+            emit(f"tg_regproc_oid({operand}) {t.text}", "expr")
+            i += 1
+            continue
+        if t.ident in _REGPROC_COLUMNS and prev in _COMPARISONS and i >= 2 and sig[i - 2].kind == "num" \
+                and nxt != "." and nxt != "::":
+            emit(f"tg_regproc_oid({t.text})", "expr")
+            i += 1
+            continue
         if t.kind == "cast":
             key, ttext, k = _type_after_cast(sig, i + 1)
             while out and kinds[-1] == "ws":
                 out.pop()
                 kinds.pop()
             operand, okind = _pop_operand(out, kinds)
+            if key in ("oid", "int4", "int8") and i and sig[i - 1].ident in _REGPROC_COLUMNS:
+                emit(f"tg_regproc_oid({operand})", "expr")
+                i = k
+                continue
             to_text = k + 1 < n and sig[k].kind == "cast" and _type_after_cast(sig, k + 1)[0] in ("text", "varchar", "name")
             if key == "regclass":
                 emit(f"tg_relname(tg_regclass({operand}))" if to_text else f"tg_regclass({operand})", "expr")
             elif key == "regtype":
                 emit(f"format_type(tg_regtype({operand}), NULL)" if to_text else f"tg_regtype({operand})", "expr")
+            elif key == "_regtype":
+                # oidvector / oid[] -> the types' names (pgcli: proargtypes::regtype[]::text[])
+                emit(f"list_transform(CAST({operand} AS BIGINT[]), lambda tg_t: format_type(tg_t, NULL))", "expr")
+            elif key in ("regproc", "regprocedure") and k + 1 < n and sig[k].kind == "cast" \
+                    and _type_after_cast(sig, k + 1)[0] in ("oid", "int4", "int8"):
+                # 'int4recv'::regproc::oid: the function's OID
+                emit(f"tg_regproc_oid(CAST({operand} AS VARCHAR))", "expr")
+                i = _type_after_cast(sig, k + 1)[2]
+                continue
             elif key in ("regproc", "regprocedure"):
                 # regproc columns hold function names; 'pg_catalog.f'::regproc names the same one
                 emit(f"regexp_replace(CAST({operand} AS VARCHAR), '^pg_catalog\\.', '')", "expr")
@@ -457,6 +544,10 @@ class Analysis:
     mentions_settings: bool
     inner: dict[str, SelectItem] | None = None  # named items of subqueries/CTEs, for ``*`` columns
     volatile: bool = True  # calls something whose value changes between executions (now(), txid)
+    array_params: frozenset[int] = frozenset()  # $n of ``= ANY($n)``: an array (text form is parsed)
+    # database-qualified names (db.pg_catalog.x): (database, the name as PostgreSQL reports it)
+    databases: tuple[tuple[str, str], ...] = ()
+    from_functions: dict[str, str] | None = None  # column -> the scalar function called in FROM
 
 
 # Relation-free queries are answered here only when they read session or catalog facts
@@ -492,9 +583,14 @@ def _references_catalog(toks: list[Token]) -> bool:
                and t.lower not in _SESSION_FUNCTIONS for t in toks)
 
 
-def _session_constant_query(toks: list[Token]) -> bool:
-    """True when a relation-free query only reads session/catalog facts (see above)."""
+def _session_constant_query(toks: list[Token], names: frozenset[str] = frozenset()) -> bool:
+    """True when a relation-free query only reads session/catalog facts (see above); ``names``:
+    the columns of scalar functions in FROM (``SELECT s FROM current_schemas(true) s``)."""
     for k, t in enumerate(toks):
+        if t.kind in ("word", "qid") and t.ident in names and not (k + 1 < len(toks) and toks[k + 1].text == "("):
+            continue
+        if t.is_word("unnest") and _unnests_current_schemas(toks, k):
+            continue  # pgcli: SELECT * FROM unnest(current_schemas(true))
         nxt = toks[k + 1] if k + 1 < len(toks) else None
         if t.kind == "word":
             if nxt is not None and nxt.text == "(":
@@ -628,14 +724,68 @@ def analyze(sql: str) -> Analysis:
                 if not (j < len(toks) and toks[j].text == "(") and not (len(parts) == 1 and parts[0] in ctes):
                     if not _is_relation_catalog(parts):
                         catalog_only = False
-    if catalog_only and not _references_catalog(toks) and not _session_constant_query(toks):
+    from_functions = {_from_function_column(toks, k)[0]: toks[k].lower
+                      for k in range(1, len(toks) - 1) if _scalar_in_from(toks, k)}
+    for k in range(1, len(toks) - 1):
+        if toks[k].is_word("unnest") and toks[k - 1].is_word("from") and _unnests_current_schemas(toks, k):
+            from_functions[_from_function_column(toks, k)[0]] = "unnest_name"  # a name per row
+    if catalog_only and not _references_catalog(toks) and not _session_constant_query(toks, frozenset(from_functions)):
         catalog_only = False  # a relation-free query with real computation: PostgreSQL semantics live in the engine
     items = _select_items(toks)
     inner = _inner_items(toks)
     if items is not None:
         items = [_resolve_alias(it, inner) for it in items]
     volatile = any(t.kind == "word" and t.lower in _VOLATILE for t in toks)
-    return Analysis(catalog_only, items, mentions_settings, inner, volatile)
+    array_params = frozenset(_quantified_arrays(toks)[1])
+    return Analysis(catalog_only, items, mentions_settings, inner, volatile, array_params, _database_refs(toks),
+                    from_functions)
+
+
+def _unnests_current_schemas(toks: list[Token], k: int) -> bool:
+    """``unnest([pg_catalog.]current_schemas(`` at ``k``."""
+    j = k + 2
+    if j + 1 < len(toks) and toks[j].ident == "pg_catalog" and toks[j + 1].text == ".":
+        j += 2
+    return k + 1 < len(toks) and toks[k + 1].text == "(" and j + 1 < len(toks) \
+        and toks[j].is_word("current_schemas") and toks[j + 1].text == "("
+
+
+def _from_function_column(toks: list[Token], k: int) -> tuple[str, str | None]:
+    """(column name, alias) of the scalar function called in FROM at ``k``: the column is named
+    after the alias when there is one without a column list, else after the function."""
+    close = _matching(toks, k + 1)
+    j = (close if close is not None else len(toks) - 1) + 1
+    if j < len(toks) and toks[j].is_word("as"):
+        j += 1
+    alias = toks[j].ident if j < len(toks) and toks[j].kind in ("word", "qid") and not toks[j].is_word(
+        *(_CLAUSE_END | _REL_WORDS | {"cross", "left", "right", "inner", "full", "natural", "lateral"})) else None
+    if alias is not None and not (j + 1 < len(toks) and toks[j + 1].text == "("):
+        return alias, alias
+    return toks[k].lower, alias
+
+
+def _scalar_in_from(toks: list[Token], k: int) -> bool:
+    """``FROM [pg_catalog.]f(`` with f in :data:`_SCALAR_IN_FROM`."""
+    if not (toks[k].kind == "word" and toks[k].lower in _SCALAR_IN_FROM and k + 1 < len(toks)
+            and toks[k + 1].text == "("):
+        return False
+    if toks[k - 1].is_word("from", "join"):
+        return True
+    return k >= 3 and toks[k - 1].text == "." and toks[k - 2].ident == "pg_catalog" and toks[k - 3].is_word("from", "join")
+
+
+def _database_refs(toks: list[Token]) -> tuple[tuple[str, str], ...]:
+    """``db.pg_catalog.x`` / ``db.information_schema.x`` names: (db, text of PostgreSQL's 0A000)."""
+    out = []
+    for k in range(len(toks) - 4):
+        if toks[k].ident is None or (k and toks[k - 1].text == ".") or toks[k + 1].text != "." \
+                or toks[k + 2].ident not in _FUNCTION_QUALIFIERS or toks[k + 3].text != "." \
+                or toks[k + 4].ident is None:
+            continue
+        name = f"{toks[k].ident}.{toks[k + 2].ident}.{toks[k + 4].ident}"
+        is_call = k + 5 < len(toks) and toks[k + 5].text == "("
+        out.append((toks[k].ident or "", name if is_call else f'"{name}"'))
+    return tuple(out)
 
 
 def _inner_items(toks: list[Token]) -> dict[str, SelectItem]:
@@ -962,6 +1112,15 @@ def infer_param_types(sql: str) -> list[ColumnType | None]:
             ct = ColumnType(TYPES_BY_OID[oid]) if oid in TYPES_BY_OID else None
         elif k >= 1 and toks[k - 1].is_word("limit", "offset"):
             ct = ColumnType(TYPES_BY_NAME["int8"])
+        elif k >= 4 and toks[k - 1].text == "(" and toks[k - 2].is_word("any", "all", "some") \
+                and toks[k - 3].kind == "op" and toks[k - 3].text in _COMPARISONS and toks[k - 4].ident is not None:
+            # col = ANY($1): an array of the column's type
+            oid = _CATALOG_COLUMN_TYPES.get(toks[k - 4].ident or "")
+            pg = TYPES_BY_OID.get(oid) if oid is not None else None
+            if pg is not None and pg.name in ("regproc", "regclass", "regtype"):
+                pg = TYPES_BY_NAME["text"]
+            arr = TYPES_BY_OID.get(pg.array_oid) if pg is not None and pg.array_oid else None
+            ct = ColumnType(arr) if arr is not None else None
         if ct is not None and ct.pg.name in ("regproc", "regclass", "regtype"):
             ct = ColumnType(TYPES_BY_NAME["text"])
         if found.get(n) is None:
@@ -1094,9 +1253,10 @@ _MACROS = [
     "CREATE MACRO pg_get_viewdef(o) AS tg_viewdef(o), (o, p) AS tg_viewdef(o)",
     "CREATE MACRO pg_relation_filepath(o) AS tg_relation_filepath(CAST(o AS VARCHAR))",
     "CREATE MACRO pg_get_serial_sequence(t, c) AS CAST(NULL AS VARCHAR)",
-    "CREATE MACRO pg_get_function_result(o) AS CAST(NULL AS VARCHAR)",
-    "CREATE MACRO pg_get_function_arguments(o) AS CAST(NULL AS VARCHAR)",
-    "CREATE MACRO pg_get_function_identity_arguments(o) AS CAST(NULL AS VARCHAR)",
+    "CREATE MACRO pg_get_function_result(o) AS tg_function_result(o)",
+    "CREATE MACRO pg_get_function_arguments(o) AS tg_function_arguments(o, true)",
+    "CREATE MACRO pg_get_function_identity_arguments(o) AS tg_function_arguments(o, false)",
+    "CREATE MACRO pg_get_function_sqlbody(o) AS CAST(NULL AS VARCHAR)",
     "CREATE MACRO pg_get_triggerdef(o) AS CAST(NULL AS VARCHAR), (o, p) AS CAST(NULL AS VARCHAR)",
     "CREATE MACRO pg_get_ruledef(o) AS CAST(NULL AS VARCHAR), (o, p) AS CAST(NULL AS VARCHAR)",
     "CREATE MACRO pg_get_statisticsobjdef_columns(o) AS CAST(NULL AS VARCHAR)",
@@ -1366,6 +1526,15 @@ class CatalogQueries:
                     refreshmeta.load_into_duckdb(loader, self._catalog)
                 finally:
                     loader.close()
+        for database, name in analysis.databases:
+            if database not in (info.database, self._catalog.database):
+                raise SqlError("0A000", f"cross-database references are not implemented: {name}")
+        if analysis.array_params and params:
+            # = ANY($1) with the array sent as text (an unknown-typed or text-format parameter)
+            # and with a NULL array, which is NULL in PostgreSQL (DuckDB: false; [NULL] gives NULL)
+            params = [v if k + 1 not in analysis.array_params else
+                      _pg_array_values(v) if isinstance(v, str) else [None] if v is None else v
+                      for k, v in enumerate(params)]
         cur = self._cursor()
         self._tls.info = info
         self._tls.active = mirror
@@ -1413,11 +1582,15 @@ class CatalogQueries:
                 oid = it.type_oid
                 if oid is None and it.source is not None:
                     oid = self._column_types.get(it.source)
+                if oid is None and analysis.from_functions and it.source in analysis.from_functions:
+                    oid = _FUNCTION_TYPES.get(analysis.from_functions[it.source])
             elif analysis.inner and desc[k][0] in analysis.inner:
                 src = _resolve_alias(SelectItem(desc[k][0], desc[k][0], None), analysis.inner)
                 oid = src.type_oid if src.type_oid is not None else self._column_types.get(src.source or "")
             elif desc[k][0] in self._column_types:
                 oid = self._column_types[desc[k][0]]
+            elif analysis.from_functions and desc[k][0] in analysis.from_functions:
+                oid = _FUNCTION_TYPES.get(analysis.from_functions[desc[k][0]])
             if it is not None and it.post and pa.types.is_integer(col.type):
                 col = pa.chunked_array([pa.array(self._oid_names(it.post, col.to_pylist()), pa.string())],
                                        type=pa.string())
@@ -1447,11 +1620,13 @@ class CatalogQueries:
                 out.append(None)
             elif kind == "regtype":
                 pg = TYPES_BY_OID.get(o)
-                out.append(pg.sql_name if pg else str(o))
+                out.append(pg.sql_name if pg else (rels.extra_type_name(o) or str(o)))
             elif kind == "regnamespace":
                 out.append(mirror.ns_names.get(o, str(o)))
             elif kind == "regrole":
                 out.append(mirror.role_names.get(o, str(o)))
+            elif kind == "regproc":
+                out.append("-" if o == 0 else rels.proc_names().get(o, str(o)))
             else:
                 key = mirror.rel_names.get(o)
                 out.append(key[1] if key and key[0] in ("pg_catalog", "public") else
@@ -1598,7 +1773,7 @@ class CatalogQueries:
                 return "-"
             pg = TYPES_BY_OID.get(oid)
             if pg is None:
-                return "???"
+                return rels.extra_type_name(oid) or "???"
             if typmod is None or typmod < 0:
                 return pg.sql_name
             base = TYPES_BY_OID[pg.element_oid] if pg.element_oid else pg
@@ -1758,6 +1933,8 @@ class CatalogQueries:
                 pg = TYPES_BY_OID.get(base.array_oid) if base else None
             if pg is None and name.lower() in ('"char"', "char"):
                 pg = TYPES_BY_NAME["char"]
+            if pg is None and name in rels.extra_type_oids():
+                return rels.extra_type_oids()[name]
             if pg is None:
                 if soft:
                     return None
@@ -1787,6 +1964,59 @@ class CatalogQueries:
         def nspname(oid: int) -> str:
             return this._mirror_now().ns_names.get(oid, str(oid))
 
+        procs = {r["oid"]: r for r in rels.proc_rows()}
+
+        def function_result(oid: int) -> str | None:
+            p = procs.get(oid)
+            if p is None:
+                return None
+            modes = p["proargmodes"] or []
+            if "t" in modes:
+                cols = [f"{n} {format_type(t, None)}" for t, m, n in
+                        zip(p["proallargtypes"], modes, p["proargnames"]) if m == "t"]
+                return f"TABLE({', '.join(cols)})"
+            ret = format_type(p["prorettype"], None)
+            return f"SETOF {ret}" if p["proretset"] else ret
+
+        def function_arguments(oid: int, defaults: bool) -> str | None:
+            # PostgreSQL's pg_get_function_arguments / _identity_arguments
+            p = procs.get(oid)
+            if p is None:
+                return None
+            types = p["proallargtypes"] or p["proargtypes"]
+            modes = p["proargmodes"] or ["i"] * len(types)
+            names = p["proargnames"] or [""] * len(types)
+            out = []
+            inputs = sum(1 for m in modes if m in ("i", "b", "v"))
+            seen_in = 0
+            for t, m, nm in zip(types, modes, names):
+                if m == "t":
+                    continue
+                prefix = {"o": "OUT ", "b": "INOUT ", "v": "VARIADIC "}.get(m, "")
+                text = prefix + (f"{rels.quote_ident(nm)} " if nm else "") + format_type(t, None)
+                if m in ("i", "b", "v"):
+                    seen_in += 1
+                    first_default = inputs - p["pronargdefaults"]
+                    if defaults and seen_in > first_default:
+                        given = rels.PROC_ARG_DEFAULTS.get(oid, [])
+                        k = seen_in - first_default - 1
+                        text += " DEFAULT " + (given[k] if k < len(given) else "NULL")
+                out.append(text)
+            return ", ".join(out)
+
+        def regproc_oid(name: str) -> int:
+            name = str(name).strip()
+            if name == "-":
+                return 0
+            if name.isdigit():
+                return int(name)
+            name = name.removeprefix("pg_catalog.").strip('"')
+            oid = rels.proc_oids().get(name)
+            return oid if oid is not None else (zlib.crc32(name.encode()) & 0x3FFFFFFF) | 1
+
+        udf("tg_function_result", function_result, [T.BIGINT], T.VARCHAR)
+        udf("tg_function_arguments", function_arguments, [T.BIGINT, T.BOOLEAN], T.VARCHAR)
+        udf("tg_regproc_oid", regproc_oid, [T.VARCHAR], T.BIGINT)
         udf("tg_current_user", current_user, [], T.VARCHAR)
         udf("tg_current_database", current_database, [], T.VARCHAR)
         udf("tg_current_schema", current_schema, [], T.VARCHAR)

@@ -46,6 +46,7 @@ from engine.functions import (
     similar_to_regex,
     to_char_format,
 )
+from catalog.store import DATABASE_NAME
 from engine import pgfunctions
 from tidegate.errors import SqlError
 from tidegate.pgtypes import (
@@ -459,6 +460,54 @@ def _string(value: str) -> exp.Literal:
     return exp.Literal.string(value)
 
 
+def _pg_array_items(text: str) -> list[str | None]:
+    """The elements of a one-dimensional PostgreSQL array literal (``{a,"b c",NULL}``)."""
+    body = text.strip()
+    if not (body.startswith("{") and body.endswith("}")):
+        raise SqlError("22P02", f'malformed array literal: "{text}"',
+                       detail='Array value must start with "{" or dimension information.')
+    inner = body[1:-1]
+    items: list[str | None] = []
+    if not inner.strip():
+        return items
+    k = 0
+    n = len(inner)
+    while True:
+        while k < n and inner[k].isspace():
+            k += 1
+        if k < n and inner[k] == '"':
+            k += 1
+            buf = []
+            while k < n and inner[k] != '"':
+                if inner[k] == "\\" and k + 1 < n:
+                    k += 1
+                buf.append(inner[k])
+                k += 1
+            if k >= n:
+                raise SqlError("22P02", f'malformed array literal: "{text}"', detail="Unexpected end of input.")
+            k += 1
+            items.append("".join(buf))
+            while k < n and inner[k].isspace():
+                k += 1
+        else:
+            start = k
+            while k < n and inner[k] != ",":
+                if inner[k] in '{}"':
+                    raise SqlError("22P02", f'malformed array literal: "{text}"',
+                                   detail=f'Unexpected "{inner[k]}" character.')
+                k += 1
+            raw = inner[start:k].strip()
+            if not raw:
+                raise SqlError("22P02", f'malformed array literal: "{text}"', detail='Unexpected "," character.')
+            items.append(None if raw.upper() == "NULL" else raw)
+        if k >= n:
+            return items
+        if inner[k] != ",":
+            raise SqlError("22P02", f'malformed array literal: "{text}"',
+                           detail="Junk after closing double quote.")
+        k += 1
+
+
 def _func(name: str, *args: exp.Expression) -> exp.Anonymous:
     node = exp.Anonymous(this=name, expressions=list(args))
     node.meta[pgfunctions.INTERNAL] = True  # made by the translator: not a client's call
@@ -708,10 +757,10 @@ class _Translator:
                 raise SqlError("42P02", f"there is no parameter ${index}")
             value = self.params[index - 1]
             holder = node.parent
-            while isinstance(holder, exp.Paren):
+            while isinstance(holder, (exp.Paren, exp.Cast)):  # LIMIT $1::INTEGER (SQLAlchemy on psycopg)
                 holder = holder.parent
-            if value is None and isinstance(holder, (exp.Limit, exp.Offset)) and holder.parent is not None:
-                holder.pop()  # LIMIT NULL / OFFSET NULL: no limit, no offset
+            if value is None and isinstance(holder, (exp.Limit, exp.Offset, exp.Fetch)) and holder.parent is not None:
+                holder.pop()  # LIMIT NULL / OFFSET NULL / FETCH FIRST NULL ROWS: no limit, no offset
                 continue
             literal = param_literal(value)
             literal.meta["pg_param"] = True  # named like a bare $n: "?column?"
@@ -822,6 +871,13 @@ class _Translator:
     def _resolve_table(self, node: exp.Table, schema: str | None, name: str, depth: int) -> None:
         if self.resolver is None:
             raise SqlError("42P01", f'relation "{name}" does not exist')
+        database = node.args.get("catalog")
+        if database is not None:
+            # db.schema.table: only the current database, as in PostgreSQL
+            info = getattr(self.resolver, "info", None)
+            if database.name not in (DATABASE_NAME, getattr(info, "database", None)):
+                parts = [p.name for p in (database, node.args.get("db"), node.this) if p is not None]
+                raise SqlError("0A000", f'cross-database references are not implemented: "{".".join(parts)}"')
         rel = self.resolver.resolve(schema, name)
         alias = node.args.get("alias")
         if alias is None or not alias.name:
@@ -1728,6 +1784,25 @@ class _Translator:
             )
             exists = exp.Exists(this=probe)
             return exists if isinstance(quant, exp.Any) else exp.Not(this=exists)
+        left_type = node.this.type if isinstance(node.this.type, exp.DataType) else None
+        if left_type is not None and left_type.this in (_T.UNKNOWN, _T.NULL, _T.USERDEFINED):
+            left_type = None
+        if isinstance(inner, exp.Literal) and inner.is_string:
+            # an untyped array literal ('{r,p}') or a parameter sent as text: its elements take
+            # the other operand's type, as PostgreSQL resolves the unknown literal to T[]
+            items = []
+            for v in _pg_array_items(inner.name):
+                if v is None:
+                    items.append(exp.Null())
+                elif left_type is not None and left_type.this not in _STRING_TYPES:
+                    items.append(_cast(_string(v), left_type.sql("spark")))
+                else:
+                    items.append(_string(v))
+            inner = exp.Array(expressions=items)
+        elif isinstance(inner, exp.Null):
+            # x = ANY(NULL) is NULL; Spark needs the array's type
+            elem = left_type.sql("spark") if left_type is not None else "STRING"
+            inner = _cast(exp.Null(), f"ARRAY<{elem}>")
         var = exp.to_identifier("__e")
         comparison = type(node)(this=node.this, expression=exp.column("__e"))
         lam = exp.Lambda(this=comparison, expressions=[var])

@@ -378,8 +378,11 @@ class CopyDecoder:
         del buf[:pos]
         out: list[pa.RecordBatch] = []
         if final and not self._done:
-            raise SqlError("22P04", "unexpected EOF in COPY data",
-                           detail=None if buf else "the binary COPY trailer is missing")
+            if buf:
+                raise SqlError("22P04", "unexpected EOF in COPY data")
+            # EOF where a tuple would start ends the data, as in PostgreSQL (which does not
+            # require the -1 trailer; the ADBC driver's adbc_ingest sends none)
+            self._done = True
         if self._done and len(buf) > 0:
             # PostgreSQL ignores nothing after the trailer: it must be the end of the data.
             raise SqlError("22P04", "received copy data after EOF marker")

@@ -442,6 +442,62 @@ def _parse_old_options(toks: list[gucs.Tok], opts: dict[str, Any]) -> None:
             raise SqlError("42601", f'syntax error at or near "{toks[i - 1].text}"')
 
 
+# ----------------------------------------------------------------------------- parameter types
+
+_COMPARISONS = {"=", "<>", "!=", "<", ">", "<=", ">="}
+
+
+def infer_more_params(sql: str, types: list[ColumnType], given: Sequence[ColumnType | None], catalog: Any,
+                      info: SessionInfo) -> list[ColumnType]:
+    """Parameter types PostgreSQL infers where the engine reported text (unknown): ``LIMIT $1``,
+    ``OFFSET $1``, ``FETCH FIRST $1 ROWS`` are bigint; ``col = ANY($1)`` is an array of col's type.
+    Drivers that encode by the described types (asyncpg) need them. Types the client sent stay."""
+    from catalog.sqltokens import significant, split_ident_chain, tokenize
+    from tidegate.pgtypes import TYPES_BY_NAME
+
+    try:
+        toks = significant(tokenize(sql))
+    except ValueError:
+        return types
+    tables: list[Any] | None = None
+
+    def column_type(name: str) -> ColumnType | None:
+        nonlocal tables
+        if tables is None:
+            tables = []
+            for k, t in enumerate(toks[:-1]):
+                if t.is_word("from", "join") and toks[k + 1].ident is not None:
+                    parts, _ = split_ident_chain(toks, k + 1)
+                    try:
+                        tables.append(catalog.resolve_table(parts[-1], parts[-2] if len(parts) > 1 else None,
+                                                            info.search_path))
+                    except Exception:  # noqa: BLE001 - not a table of the catalog: no inference
+                        continue
+        found = {c.type for t in tables for c in t.columns if c.name == name}
+        return found.pop() if len(found) == 1 else None
+
+    out = list(types)
+    for k, t in enumerate(toks):
+        if t.kind != "param":
+            continue
+        n = int(t.text[1:]) - 1
+        if n >= len(out) or out[n].pg.name != "text" or (n < len(given) and given[n] is not None):
+            continue
+        if k + 1 < len(toks) and toks[k + 1].kind == "cast":
+            continue
+        prev = toks[k - 1] if k else None
+        if prev is not None and (prev.is_word("limit", "offset") or (
+                prev.is_word("first", "next") and k >= 2 and toks[k - 2].is_word("fetch"))):
+            out[n] = ColumnType(TYPES_BY_NAME["int8"])
+        elif catalog is not None and k >= 4 and prev is not None and prev.text == "(" \
+                and toks[k - 2].is_word("any", "all", "some") and toks[k - 3].text in _COMPARISONS \
+                and toks[k - 4].ident is not None and k + 1 < len(toks) and toks[k + 1].text == ")":
+            ct = column_type(toks[k - 4].ident or "")
+            if ct is not None and not ct.is_array and ct.pg.array_oid:
+                out[n] = ct.array_of()
+    return out
+
+
 # ----------------------------------------------------------------------------- routing
 
 
@@ -505,7 +561,10 @@ class RoutedSession:
                  info: SessionInfo) -> tuple[list[ColumnType], list[ResultField] | None]:
         if self._backend.catalog_handles(sql):
             return self._catalog_queries().describe(sql, param_types, info)
-        return self.engine.describe(sql, param_types, info)
+        types, fields = self.engine.describe(sql, param_types, info)
+        if any(t.pg.name == "text" for t in types):
+            types = infer_more_params(sql, list(types), param_types, getattr(self._backend, "catalog", None), info)
+        return types, fields
 
     def copy_target(self, sql: str, info: SessionInfo) -> CopyTarget:
         return self.engine.copy_target(sql, info)

@@ -604,9 +604,8 @@ def test_copy_errors():
     assert (e.value.sqlstate, e.value.message) == ("22P04", "COPY file signature not recognized")
     enc = CopyEncoder(fields, "binary")
     body = enc.header_bytes() + enc.encode(pa.record_batch({"id": pa.array([1], pa.int32()), "name": ["x"]}))
-    with pytest.raises(SqlError) as e:
-        decode_all(CopyDecoder(fields, "binary"), body)  # no trailer
-    assert e.value.sqlstate == "22P04"
+    # no trailer: PostgreSQL takes EOF at a tuple boundary as the end (ADBC's adbc_ingest sends none)
+    assert decode_all(CopyDecoder(fields, "binary"), body).column("id").to_pylist() == [1]
     with pytest.raises(SqlError) as e:
         decode_all(CopyDecoder(fields, "binary"), body[:-3])  # truncated tuple
     assert e.value.sqlstate == "22P04"
