@@ -47,6 +47,7 @@ from engine.functions import (
     to_char_format,
 )
 from engine import pgfunctions
+from tidegate import pgvalues
 from tidegate.errors import SqlError
 from tidegate.pgtypes import (
     BOOL,
@@ -91,6 +92,33 @@ class _TidegateParser(PostgresParser):
     FUNCTION_PARSERS = {k: v for k, v in PostgresParser.FUNCTION_PARSERS.items() if k != "DATE_PART"}
     # to_char templates are translated by engine.functions.to_char_format (AM/PM, FM, quoting).
     FUNCTIONS = {k: v for k, v in PostgresParser.FUNCTIONS.items() if k != "TO_CHAR"}
+
+    # PostgreSQL reads ``timestamp '2024-07-01'::timestamptz`` as (timestamp '2024-07-01')::timestamptz:
+    # the type name binds to its string before any ``::``. sqlglot applies the ``::`` to the bare
+    # string first (timestamp ('2024-07-01'::timestamptz)); the operators after the literal are
+    # deferred here until the typed literal is built.
+    _defer_literal_ops = False
+
+    def _parse_type(self, parse_interval: bool = True, fallback_to_identifier: bool = False) -> Any:
+        saved = self._defer_literal_ops
+        self._defer_literal_ops = True
+        self._deferred = False
+        try:
+            result = super()._parse_type(parse_interval=parse_interval, fallback_to_identifier=fallback_to_identifier)
+        finally:
+            self._defer_literal_ops = saved
+        if self._deferred:
+            self._deferred = False
+            return self._parse_column_ops(result)
+        return result
+
+    def _parse_column_ops(self, this: Any) -> Any:
+        if self._defer_literal_ops and isinstance(this, exp.Literal) and self._prev is not None \
+                and self._index >= 2 and self._tokens[self._index - 2].token_type in self.TYPE_TOKENS:
+            self._defer_literal_ops = False
+            self._deferred = True
+            return this
+        return super()._parse_column_ops(this)
 
     def _parse_interval_span(self, this: exp.Expression, parse_function_unit: bool = True) -> exp.Interval:
         # sqlglot keeps only the first "<n> <unit>" of '3 days 04:05:06': keep the whole text then.
@@ -273,6 +301,47 @@ _FLOAT_TYPES = {_T.FLOAT, _T.DOUBLE}
 _STRING_TYPES = {_T.TEXT, _T.VARCHAR, _T.CHAR, _T.NCHAR, _T.NVARCHAR, _T.JSON, _T.JSONB, _T.UUID}
 _NTZ_TYPES = {_T.TIMESTAMP, _T.TIMESTAMPNTZ, _T.DATETIME}
 _TZ_TYPES = {_T.TIMESTAMPTZ, _T.TIMESTAMPLTZ}
+_EPOCH_NTZ = "TIMESTAMP_NTZ '1970-01-01 00:00:00'"
+
+
+def _ntz_micros(e: exp.Expression) -> exp.Expression:
+    """Microseconds of a timestamp-without-time-zone since 1970-01-01 00:00, read as wall time.
+
+    ``unix_micros(CAST(ntz AS TIMESTAMP))`` would read it in the Spark session's time zone, which
+    follows the client's TimeZone (a wall time in a DST gap would even move)."""
+    return exp.Anonymous(this="timestampdiff", expressions=[exp.var("MICROSECOND"),
+                                                            sqlglot.parse_one(_EPOCH_NTZ, read="spark"), e])
+
+
+def _ntz_from_micros(e: exp.Expression) -> exp.Expression:
+    """The timestamp-without-time-zone ``e`` microseconds after 1970-01-01 00:00 (no time zone)."""
+    return exp.Anonymous(this="timestampadd", expressions=[exp.var("MICROSECOND"), e,
+                                                           sqlglot.parse_one(_EPOCH_NTZ, read="spark")])
+
+
+def use_session_zone(resolver: Any) -> None:
+    """Make the Spark session of ``resolver``'s statement compute in the client's TimeZone.
+
+    timestamptz values are instants (UTC microseconds); what a cast to date/timestamp, a
+    timestamp to timestamptz cast, date_trunc, extract, to_char or a timestamptz literal without
+    offset mean depends on the session zone, as in PostgreSQL: Spark's
+    ``spark.sql.session.timeZone`` gives them that meaning. Set per statement (only when it
+    changes) on the statement's own Spark session."""
+    info = getattr(resolver, "info", None)
+    session = getattr(resolver, "session", None)
+    if info is None or session is None:
+        return
+    zone = pgvalues.spark_zone(getattr(info, "timezone", "UTC"))
+    try:
+        spark = session.spark
+    except Exception:  # noqa: BLE001 - no Spark session (yet): nothing to set
+        return
+    if getattr(spark, "_tidegate_zone", "UTC") != zone:
+        spark.conf.set("spark.sql.session.timeZone", zone)
+        try:
+            spark._tidegate_zone = zone
+        except AttributeError:
+            pass
 
 
 def _dtype(node: exp.Expression | None) -> exp.DataType.Type | None:
@@ -467,7 +536,9 @@ def _func(name: str, *args: exp.Expression) -> exp.Anonymous:
 
 def _interval_expr(iv: PgInterval) -> exp.Expression:
     """A Spark interval value: day-time or year-month ANSI intervals when possible."""
-    if iv.months == 0:
+    # A day-time interval keeps one length: only when days and time split back the same way
+    # ('-1 2:03:04' is -1 days +02:03:04, not -21:56:56) does it stand for the PostgreSQL value.
+    if iv.months == 0 and _ansi_interval(iv):
         total = iv.total_micros
         sign = "-" if total < 0 else ""
         total = abs(total)
@@ -500,6 +571,31 @@ def _interval_expr(iv: PgInterval) -> exp.Expression:
     )
     node.meta["pg_interval"] = iv
     return node
+
+
+def _ansi_interval(iv: PgInterval) -> bool:
+    """Whether a Spark ANSI interval (day-time or year-month) holds ``iv`` exactly."""
+    if iv.months:
+        return iv.days == 0 and iv.micros == 0
+    return iv.days == 0 or iv.micros == 0 or ((iv.days > 0) == (iv.micros > 0) and abs(iv.micros) < 86_400_000_000)
+
+
+def _interval_value(iv: PgInterval, node: exp.Expression) -> exp.Expression:
+    """An interval constant for Spark. A value no ANSI interval holds ('1 year 3 days',
+    '-1 2:03:04') is a CalendarInterval, which Spark cannot return: as a result column it is
+    sent as its PostgreSQL text instead (the result column is typed interval, and interval text
+    is what the result conversion reads)."""
+    if not _ansi_interval(iv):
+        parent = node.parent
+        if isinstance(parent, exp.Alias):
+            parent = parent.parent
+        if isinstance(parent, exp.Select) and any(e is node or e is node.parent for e in parent.expressions):
+            out = _string(format_interval(iv.months, iv.days, iv.micros))
+            out.meta["pg_interval"] = iv
+            return out
+    result = _interval_expr(iv)
+    result.meta["pg_interval"] = iv
+    return result
 
 
 def _time_micros(text: str) -> int:
@@ -551,7 +647,7 @@ def param_literal(value: Any) -> exp.Expression:
     if isinstance(value, _dt.datetime):
         if value.tzinfo is not None:
             utc = value.astimezone(_dt.timezone.utc).replace(tzinfo=None)
-            return _cast(_string(utc.isoformat(sep=" ")), "TIMESTAMP")
+            return _cast(_string(utc.isoformat(sep=" ") + "+00:00"), "TIMESTAMP")
         return _cast(_string(value.isoformat(sep=" ")), "TIMESTAMP_NTZ")
     if isinstance(value, _dt.date):
         return _cast(_string(value.isoformat()), "DATE")
@@ -974,6 +1070,8 @@ class _Translator:
             return ColumnType(NUMERIC)  # 1.50 keeps its written scale
         if isinstance(node, exp.Interval):
             return ColumnType(INTERVAL)
+        if isinstance(node, exp.TimestampFromParts) and not node.args.get("zone"):
+            return ColumnType(TIMESTAMP)
         if isinstance(node, exp.WithinGroup) and isinstance(node.this, (exp.PercentileCont, exp.PercentileDisc)):
             keys = node.expression.expressions if isinstance(node.expression, exp.Order) else []
             key = keys[0].this if keys and isinstance(keys[0], exp.Ordered) else None
@@ -1096,10 +1194,12 @@ class _Translator:
                 return _cast(_func("date_trunc", _string(unit_text.upper()), arg), "TIMESTAMP_NTZ")
             return None
         if isinstance(node, exp.AtTimeZone):
-            zone = node.args.get("zone")
-            if _dtype(node.this) in _NTZ_TYPES:
-                return _func("to_utc_timestamp", node.this, zone)
-            return _cast(_func("from_utc_timestamp", node.this, zone), "TIMESTAMP_NTZ")
+            return self._at_time_zone(node.this, node.args.get("zone"))
+        if isinstance(node, exp.TimestampFromParts) and not node.args.get("zone"):
+            args = [node.args.get(k) for k in ("year", "month", "day", "hour", "min", "sec")]
+            if all(a is not None for a in args):
+                return _func("make_timestamp_ntz", *args)
+            return None
         if isinstance(node, exp.WithinGroup) and isinstance(node.this, (exp.PercentileCont, exp.PercentileDisc)):
             return self._percentile(node)
         if isinstance(node, exp.Initcap):
@@ -1154,6 +1254,18 @@ class _Translator:
         return None
 
     # -- arithmetic
+
+    @staticmethod
+    def _at_time_zone(value: exp.Expression, zone: exp.Expression) -> exp.Expression:
+        """``value AT TIME ZONE zone`` without the Spark session zone taking part:
+        timestamp -> the instant whose wall time in ``zone`` it is; timestamptz -> its wall time
+        in ``zone``. (Spark's to/from_utc_timestamp work on UTC-read wall times, so the
+        timestamp-without-time-zone side goes through its microseconds, not a session-zone cast.)"""
+        if _dtype(value) in _NTZ_TYPES:
+            return _func("to_utc_timestamp", _func("timestamp_micros", _ntz_micros(value)), zone)
+        if _dtype(value) == _T.DATE:
+            value = _cast(value, "TIMESTAMP")
+        return _ntz_from_micros(_func("unix_micros", _func("from_utc_timestamp", value, zone)))
 
     def _percentile(self, node: exp.WithinGroup) -> exp.Expression:
         """Ordered-set percentiles: Spark has the same WITHIN GROUP form (sqlglot would emit the
@@ -1328,10 +1440,7 @@ class _Translator:
             return _cast(arg, self._spark_type(to))
         if t == _T.INTERVAL:
             if isinstance(arg, exp.Literal) and arg.is_string:
-                iv = parse_interval(arg.name)
-                result = _interval_expr(iv)
-                result.meta["pg_interval"] = iv
-                return result
+                return _interval_value(parse_interval(arg.name), node)
             if isinstance(arg, exp.Interval):
                 return arg
             raise SqlError("0A000", "casting a non-constant value to interval is not supported")
@@ -1366,10 +1475,12 @@ class _Translator:
         if src == _T.TIME or src in _INTEGER_TYPES:
             return arg
         if src in _NTZ_TYPES or src in _TZ_TYPES:
-            return _func("pmod", _func("unix_micros", _cast(arg, "TIMESTAMP")), exp.Literal.number(86_400_000_000))
+            # a timestamptz's time of day is its wall time in the session zone
+            local = arg if src in _NTZ_TYPES else _cast(arg, "TIMESTAMP_NTZ")
+            return _func("pmod", _ntz_micros(local), exp.Literal.number(86_400_000_000))
         if src in _STRING_TYPES:
-            stamp = _cast(_func("concat", _string("1970-01-01 "), arg), "TIMESTAMP")
-            return _func("unix_micros", stamp)
+            stamp = _cast(_func("concat", _string("1970-01-01 "), arg), "TIMESTAMP_NTZ")
+            return _ntz_micros(stamp)
         raise SqlError("42846", f"cannot cast type {_PG_ARG_TYPE.get(src, 'unknown') if src else 'unknown'} to time without time zone")
 
     def _spark_type(self, to: exp.DataType) -> str:
@@ -1414,10 +1525,7 @@ class _Translator:
             unit_text = unit.name if isinstance(unit, exp.Expression) else str(unit)
             text = f"{text} {unit_text}"
         if isinstance(value, exp.Literal) or value is None:
-            iv = parse_interval(text)
-            result = _interval_expr(iv)
-            result.meta["pg_interval"] = iv
-            return result
+            return _interval_value(parse_interval(text), node)
         raise SqlError("0A000", "non-constant interval literals are not supported")
 
     # -- strings and patterns
@@ -1513,7 +1621,7 @@ class _Translator:
                 if src_type == _T.DATE:
                     value = exp.Mul(this=_cast(_func("unix_date", ts), "DECIMAL(20,0)"), expression=exp.Literal.number(86400))
                 else:
-                    micros = _func("unix_micros", _cast(ts, "TIMESTAMP") if src_type in _NTZ_TYPES else ts)
+                    micros = _ntz_micros(ts) if src_type in _NTZ_TYPES else _func("unix_micros", ts)
                     value = exp.Div(this=_cast(micros, "DECIMAL(24,0)"), expression=exp.Literal.number(1000000))
                 out_scale = 6
             elif part == "dow":
@@ -1562,11 +1670,15 @@ class _Translator:
             raise SqlError("22023", "stride must be greater than zero")
         src_type = _dtype(source)
 
+        wall = src_type in _NTZ_TYPES or src_type == _T.DATE
+
         def micros(e: exp.Expression) -> exp.Expression:
             t = _dtype(e)
-            if isinstance(e, exp.Literal) and e.is_string:
-                e = _cast(e, "TIMESTAMP")
-            elif t in _NTZ_TYPES or t == _T.DATE:
+            if wall:  # timestamps without time zone bin on their wall time
+                if (isinstance(e, exp.Literal) and e.is_string) or t not in _NTZ_TYPES:
+                    e = _cast(e, "TIMESTAMP_NTZ")
+                return _ntz_micros(e)
+            if (isinstance(e, exp.Literal) and e.is_string) or t in _NTZ_TYPES or t == _T.DATE:
                 e = _cast(e, "TIMESTAMP")
             return _func("unix_micros", e)
 
@@ -1579,10 +1691,9 @@ class _Translator:
             this=src_us,
             expression=_func("pmod", exp.Paren(this=exp.Sub(this=src_us.copy(), expression=org_us)), stride_lit),
         )
-        result = _func("timestamp_micros", binned)
-        if src_type in _NTZ_TYPES:
-            return _cast(result, "TIMESTAMP_NTZ")
-        return result
+        if wall:
+            return _ntz_from_micros(binned)
+        return _func("timestamp_micros", binned)
 
     # -- functions sqlglot does not model
 
@@ -1606,6 +1717,8 @@ class _Translator:
             node.parent, (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE)
         ):
             return exp.All(this=args[0]) if name == "all" else exp.Any(this=args[0])
+        if name == "timezone" and len(args) == 2:
+            return self._at_time_zone(args[1], args[0])
         if name in _RENAMES:
             node.set("this", _RENAMES[name])
             return None
@@ -1933,6 +2046,7 @@ def translate_query(
         raise SqlError("0A000", "DESCRIBE is not supported")
     if not isinstance(expression, (exp.Query, exp.Values)):
         raise SqlError("0A000", f"{expression.key.upper()} statement is not supported as a query")
+    use_session_zone(resolver)
     translator = _Translator(resolver, params)
     tree = translator.bind_params(expression.copy())
     tree = translator.prepare(tree)
@@ -1961,6 +2075,7 @@ def translate_expression(
     columns (UPDATE SET values, WHERE conditions, DEFAULT expressions). Subqueries in it are
     resolved through ``resolver``.
     """
+    use_session_zone(resolver)
     translator = _Translator(resolver, params)
     translator.schema[view_name] = {name.lower(): _sqlglot_type(ct) for name, ct in columns}
     select = exp.Select(expressions=[exp.alias_(expression.copy(), "__value")]).from_(

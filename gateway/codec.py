@@ -48,6 +48,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tidegate.errors import SqlError
+from tidegate.pgvalues import parse_interval_fields
 from tidegate.pgtypes import ColumnType
 from tidegate.results import ResultField
 
@@ -1453,104 +1454,15 @@ def _us_to_datetime(us: int, with_tz: bool) -> _dt.datetime:
         raise SqlError("22008", "timestamp out of range") from None
 
 
-_IV_UNITS = {
-    "year": ("m", 12), "years": ("m", 12), "y": ("m", 12), "yr": ("m", 12), "yrs": ("m", 12),
-    "month": ("m", 1), "months": ("m", 1), "mon": ("m", 1), "mons": ("m", 1),
-    "week": ("d", 7), "weeks": ("d", 7), "w": ("d", 7),
-    "day": ("d", 1), "days": ("d", 1), "d": ("d", 1),
-    "hour": ("us", 3_600_000_000), "hours": ("us", 3_600_000_000), "h": ("us", 3_600_000_000),
-    "hr": ("us", 3_600_000_000), "hrs": ("us", 3_600_000_000),
-    "minute": ("us", 60_000_000), "minutes": ("us", 60_000_000), "min": ("us", 60_000_000),
-    "mins": ("us", 60_000_000), "m": ("us", 60_000_000),
-    "second": ("us", 1_000_000), "seconds": ("us", 1_000_000), "sec": ("us", 1_000_000),
-    "secs": ("us", 1_000_000), "s": ("us", 1_000_000),
-    "millisecond": ("us", 1000), "milliseconds": ("us", 1000), "ms": ("us", 1000),
-    "microsecond": ("us", 1), "microseconds": ("us", 1), "us": ("us", 1),
-    "decade": ("m", 120), "decades": ("m", 120), "century": ("m", 1200), "centuries": ("m", 1200),
-    "millennium": ("m", 12000), "millennia": ("m", 12000),
-}
-_IV_TOKEN = re.compile(r"([+-]?\d+(?:\.\d*)?|[+-]?\.\d+)\s*([a-z]+)|([+-]?)(\d+):(\d+)(?::(\d+(?:\.\d*)?))?")
-_ISO_IV = re.compile(r"P(?:(-?\d+(?:\.\d+)?)Y)?(?:(-?\d+(?:\.\d+)?)M)?(?:(-?\d+(?:\.\d+)?)W)?(?:(-?\d+(?:\.\d+)?)D)?"
-                     r"(?:T(?:(-?\d+(?:\.\d+)?)H)?(?:(-?\d+(?:\.\d+)?)M)?(?:(-?\d+(?:\.\d+)?)S)?)?\Z", re.I)
-
-
 def parse_interval(s: str) -> Interval:
-    """PostgreSQL interval input: '1 day 02:03:04', '1 year 2 mons', '@ 1 day ago', ISO 'P1DT2H'."""
-    text = s.strip()
-    if not text:
-        raise _syntax("interval", s)
-    iso = _ISO_IV.match(text)
-    if iso and text.upper() != "P":
-        y, mo, w, d, h, mi, sec = (decimal.Decimal(g) if g else decimal.Decimal(0) for g in iso.groups())
-        months = y * 12 + mo
-        days = w * 7 + d
-        us = (h * 3600 + mi * 60 + sec) * 1_000_000
-        return _spill(months, days, us)
-    low = text.lower()
-    ago = False
-    if low.startswith("@"):
-        low = low[1:].strip()
-    if low.endswith(" ago") or low == "ago":
-        ago = True
-        low = low[:-3].strip()
-    months = decimal.Decimal(0)
-    days = decimal.Decimal(0)
-    us = decimal.Decimal(0)
-    pos = 0
-    found = False
-    while pos < len(low):
-        if low[pos].isspace() or low[pos] == ",":
-            pos += 1
-            continue
-        m = _IV_TOKEN.match(low, pos)
-        if not m:
-            # A bare number means days before a time field ('-1 2:03:04'), else seconds ('10').
-            bare = re.match(r"[+-]?\d+(?:\.\d*)?", low[pos:])
-            if not bare:
-                raise _syntax("interval", s)
-            rest = low[pos + bare.end():].lstrip()
-            qty = decimal.Decimal(bare.group(0))
-            if not rest:
-                us += qty * 1_000_000
-            elif re.match(r"[+-]?\d+:\d", rest):
-                days += qty
-            else:
-                raise _syntax("interval", s)
-            found = True
-            pos += bare.end()
-            continue
-        found = True
-        if m.group(2) is not None:
-            unit = _IV_UNITS.get(m.group(2))
-            if unit is None:
-                raise _syntax("interval", s)
-            qty = decimal.Decimal(m.group(1))
-            field_, mult = unit
-            if field_ == "m":
-                months += qty * mult
-            elif field_ == "d":
-                days += qty * mult
-            else:
-                us += qty * mult
-        else:
-            sign = -1 if m.group(3) == "-" else 1
-            secs = decimal.Decimal(m.group(6) or 0)
-            us += sign * ((int(m.group(4)) * 3600 + int(m.group(5)) * 60) * 1_000_000 + secs * 1_000_000)
-        pos = m.end()
-    if not found:
-        raise _syntax("interval", s)
-    if ago:
-        months, days, us = -months, -days, -us
-    return _spill(months, days, us)
-
-
-def _spill(months: decimal.Decimal, days: decimal.Decimal, us: decimal.Decimal) -> Interval:
-    """Fractional months spill into days (30/month) and fractional days into time, as PostgreSQL does."""
-    whole_m = int(months)
-    days += (months - whole_m) * 30
-    whole_d = int(days)
-    us += (days - whole_d) * _US_PER_DAY
-    return Interval(whole_m, whole_d, int(us.to_integral_value(rounding=decimal.ROUND_HALF_EVEN)))
+    """PostgreSQL interval input: '1 day 02:03:04', '1 year 2 mons', '@ 1 day ago', ISO 'P1DT2H'
+    (tidegate.pgvalues: the one parser of codec, casts and storage)."""
+    try:
+        return Interval(*parse_interval_fields(s))
+    except SqlError as exc:
+        if exc.sqlstate == "22007":
+            raise _syntax("interval", s) from None
+        raise
 
 
 def _parse_bytea(s: str) -> bytes:
