@@ -308,9 +308,18 @@ def _ntz_micros(e: exp.Expression) -> exp.Expression:
     """Microseconds of a timestamp-without-time-zone since 1970-01-01 00:00, read as wall time.
 
     ``unix_micros(CAST(ntz AS TIMESTAMP))`` would read it in the Spark session's time zone, which
-    follows the client's TimeZone (a wall time in a DST gap would even move)."""
-    return exp.Anonymous(this="timestampdiff", expressions=[exp.var("MICROSECOND"),
-                                                            sqlglot.parse_one(_EPOCH_NTZ, read="spark"), e])
+    follows the client's TimeZone, and Spark's timestampdiff on TIMESTAMP_NTZ moves a wall time
+    in a DST gap of that zone; its date and clock fields are free of any zone."""
+    def scaled(value: exp.Expression, factor: int) -> exp.Expression:
+        return exp.Mul(this=_cast(value, "BIGINT"), expression=exp.Literal.number(factor))
+
+    day = scaled(_func("unix_date", _cast(e.copy(), "DATE")), 86_400_000_000)
+    hours = scaled(_func("hour", e.copy()), 3_600_000_000)
+    minutes = scaled(_func("minute", e.copy()), 60_000_000)
+    seconds = _cast(exp.Mul(this=exp.Extract(this=exp.var("SECOND"), expression=e.copy()),
+                            expression=exp.Literal.number(1_000_000)), "BIGINT")
+    return exp.Paren(this=exp.Add(this=exp.Add(this=exp.Add(this=day, expression=hours),
+                                               expression=minutes), expression=seconds))
 
 
 def _ntz_from_micros(e: exp.Expression) -> exp.Expression:
@@ -573,6 +582,14 @@ def _interval_expr(iv: PgInterval) -> exp.Expression:
     return node
 
 
+def _result_column(node: exp.Expression) -> bool:
+    """Whether ``node`` is (the value of) one of its SELECT's result columns."""
+    parent = node.parent
+    if isinstance(parent, exp.Alias):
+        parent = parent.parent
+    return isinstance(parent, exp.Select) and any(e is node or e is node.parent for e in parent.expressions)
+
+
 def _ansi_interval(iv: PgInterval) -> bool:
     """Whether a Spark ANSI interval (day-time or year-month) holds ``iv`` exactly."""
     if iv.months:
@@ -585,14 +602,10 @@ def _interval_value(iv: PgInterval, node: exp.Expression) -> exp.Expression:
     '-1 2:03:04') is a CalendarInterval, which Spark cannot return: as a result column it is
     sent as its PostgreSQL text instead (the result column is typed interval, and interval text
     is what the result conversion reads)."""
-    if not _ansi_interval(iv):
-        parent = node.parent
-        if isinstance(parent, exp.Alias):
-            parent = parent.parent
-        if isinstance(parent, exp.Select) and any(e is node or e is node.parent for e in parent.expressions):
-            out = _string(format_interval(iv.months, iv.days, iv.micros))
-            out.meta["pg_interval"] = iv
-            return out
+    if not _ansi_interval(iv) and _result_column(node):
+        out = _string(format_interval(iv.months, iv.days, iv.micros))
+        out.meta["pg_interval"] = iv
+        return out
     result = _interval_expr(iv)
     result.meta["pg_interval"] = iv
     return result
@@ -1068,7 +1081,8 @@ class _Translator:
             return ColumnType(NUMERIC)
         if isinstance(node, exp.Literal) and not node.is_string and _dtype(node) == _T.DECIMAL:
             return ColumnType(NUMERIC)  # 1.50 keeps its written scale
-        if isinstance(node, exp.Interval):
+        if isinstance(node, (exp.Interval, exp.MakeInterval)) or (
+                isinstance(node, (exp.Add, exp.Sub, exp.Neg)) and _dtype(node) == _T.INTERVAL):
             return ColumnType(INTERVAL)
         if isinstance(node, exp.TimestampFromParts) and not node.args.get("zone"):
             return ColumnType(TIMESTAMP)
@@ -1134,6 +1148,16 @@ class _Translator:
                 raise SqlError("42883", f"function {fname}({_pg_arg_type(node.this)}) does not exist",
                                hint="No function matches the given name and argument types. "
                                "You might need to add explicit type casts.")
+        if isinstance(node, (exp.Add, exp.Sub, exp.Neg, exp.MakeInterval)):
+            folded = self._fold_interval(node)
+            if folded is not None:
+                return folded
+        if isinstance(node, exp.MakeInterval):
+            return self._make_interval(node)
+        if isinstance(node, (exp.Add, exp.Sub)):
+            shifted = self._tz_plus_interval(node)
+            if shifted is not None:
+                return shifted
         if isinstance(node, (exp.Add, exp.Sub)) and self._date_plus_interval(node):
             cls = type(node)
             left, right = node.this, node.expression
@@ -1390,6 +1414,84 @@ class _Translator:
                 )
         quotient = exp.Div(this=_cast(node.this, "DOUBLE"), expression=_cast(node.expression, "DOUBLE"))
         return _cast(quotient, "DECIMAL(38,12)")
+
+    _MAKE_INTERVAL_ARGS = ("year", "month", "week", "day", "hour", "minute", "second")
+
+    @staticmethod
+    def _make_interval_args(node: exp.MakeInterval) -> list[exp.Expression]:
+        """make_interval's arguments by position (named ones, ``days => 3``, moved in place)."""
+        out: list[exp.Expression] = []
+        for key in _Translator._MAKE_INTERVAL_ARGS:
+            arg = node.args.get(key)
+            if isinstance(arg, exp.Kwarg):
+                arg = arg.expression
+            out.append(arg if arg is not None else exp.Literal.number(0))
+        return out
+
+    def _make_interval(self, node: exp.MakeInterval) -> exp.Expression:
+        """Spark's make_interval takes PostgreSQL's arguments in the same order, by position only."""
+        args = self._make_interval_args(node)
+        args[-1] = _cast(args[-1], "DECIMAL(18,6)")
+        call = _func("make_interval", *args)
+        # a CalendarInterval cannot be returned through Arrow; its text ('1 days 2 hours') is
+        # interval input the result conversion reads
+        return _cast(call, "STRING") if _result_column(node) else call
+
+    def _fold_interval(self, node: exp.Expression) -> exp.Expression | None:
+        """Interval constants combined as PostgreSQL does, field by field ('1 day' - '1 hour' is
+        1 day -01:00:00; make_interval(days => 3) is 3 days): Spark's day-time intervals would
+        merge the fields."""
+        def value(e: exp.Expression) -> PgInterval | None:
+            return e.meta.get("pg_interval") if e.meta else None
+
+        if isinstance(node, exp.MakeInterval):
+            nums = []
+            for a in self._make_interval_args(node):
+                if isinstance(a, exp.Neg) and isinstance(a.this, exp.Literal) and not a.this.is_string:
+                    nums.append(-Decimal(a.this.this))
+                elif isinstance(a, exp.Literal) and not a.is_string:
+                    nums.append(Decimal(a.this))
+                else:
+                    return None
+            y, mo, w, d, h, mi, sec = nums
+            if any(v != int(v) for v in (y, mo, w, d, h, mi)):
+                return None
+            micros = int((h * 3_600_000_000 + mi * 60_000_000 + sec * 1_000_000).to_integral_value())
+            iv = PgInterval(int(y) * 12 + int(mo), int(w) * 7 + int(d), micros)
+        elif isinstance(node, exp.Neg):
+            inner = value(node.this)
+            if inner is None:
+                return None
+            iv = PgInterval(-inner.months, -inner.days, -inner.micros)
+        else:
+            left, right = value(node.this), value(node.expression)
+            if left is None or right is None:
+                return None
+            sign = -1 if isinstance(node, exp.Sub) else 1
+            iv = PgInterval(left.months + sign * right.months, left.days + sign * right.days,
+                            left.micros + sign * right.micros)
+        out = _interval_value(iv, node)
+        out.type = exp.DataType.build("INTERVAL")
+        return out
+
+    @staticmethod
+    def _tz_plus_interval(node: exp.Binary) -> exp.Expression | None:
+        """timestamptz ± interval as PostgreSQL adds it: months and days on the session zone's
+        calendar, then the time part as elapsed microseconds ('24 hours' across a DST change is
+        not '1 day'; Spark would add a day-time interval's whole days on the calendar)."""
+        left, right = node.this, node.expression
+        if isinstance(node, exp.Add) and _dtype(left) not in _TZ_TYPES:
+            left, right = right, left
+        iv = right.meta.get("pg_interval") if right.meta else None
+        if iv is None or iv.micros == 0 or _dtype(left) not in _TZ_TYPES:
+            return None
+        sign = -1 if isinstance(node, exp.Sub) else 1
+        base = left
+        if iv.months or iv.days:
+            cal = _interval_expr(PgInterval(iv.months, iv.days, 0))
+            base = (exp.Sub if sign < 0 else exp.Add)(this=left, expression=cal)
+        moved = exp.Add(this=_func("unix_micros", base), expression=exp.Literal.number(sign * iv.micros))
+        return _func("timestamp_micros", moved)
 
     @staticmethod
     def _date_plus_interval(node: exp.Binary) -> bool:

@@ -461,3 +461,27 @@ def format_interval(months: int, days: int, micros: int) -> str:
             text += f".{frac:06d}".rstrip("0")
         parts.append(text)
     return " ".join(parts)
+
+
+def localize_array(arr, zone: str | None = None):
+    """Naive Arrow timestamps (local wall times in ``zone``, default the session's) -> UTC
+    timestamps, with :func:`localize`'s DST rules (gap: offset before the transition; repeated
+    hour: standard time)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks() if arr.num_chunks != 1 else arr.chunk(0)
+    arr = pc.cast(arr, pa.timestamp("us"))
+    name = session_zone.get() if zone is None else zone
+    tz = zone_info(name)
+    utc = pa.timestamp("us", tz="UTC")
+    if tz is timezone.utc:
+        return arr.cast(utc)
+    if not isinstance(tz, ZoneInfo):
+        shift = int(tz.utcoffset(None).total_seconds() * 1_000_000)
+        return pc.subtract(arr.cast(pa.int64()), shift).cast(utc)
+    try:
+        return pc.assume_timezone(arr, tz.key, ambiguous="raise", nonexistent="raise").cast(utc)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ValueError):
+        return pa.array([None if v is None else localize(v, tz.key) for v in arr.to_pylist()], type=utc)
