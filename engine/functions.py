@@ -2,46 +2,18 @@
 
 PostgreSQL accepts interval text (``'1 day 2 hours'``, ``'01:30:00'``, ``'2 mons'``) and array
 text (``'{1,2,"a b"}'``) wherever a literal of those types is cast; Spark has no parser for
-either, so they are decoded here into plain Python values.
+either, so they are decoded here into plain Python values (intervals by tidegate.pgvalues, the
+parser the codec and storage use too).
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from decimal import Decimal, InvalidOperation
 
 from tidegate import pgvalues
 from tidegate.errors import SqlError
 from tidegate.pgvalues import parse_interval_fields
-
-_UNIT_ALIASES: dict[str, str] = {}
-for _canon, _names in {
-    "microsecond": ("microsecond", "microseconds", "us", "usec", "usecs", "useconds"),
-    "millisecond": ("millisecond", "milliseconds", "ms", "msec", "msecs", "mseconds"),
-    "second": ("second", "seconds", "s", "sec", "secs"),
-    "minute": ("minute", "minutes", "m", "min", "mins"),
-    "hour": ("hour", "hours", "h", "hr", "hrs"),
-    "day": ("day", "days", "d"),
-    "week": ("week", "weeks", "w"),
-    "month": ("month", "months", "mon", "mons"),
-    "year": ("year", "years", "y", "yr", "yrs"),
-    "decade": ("decade", "decades", "dec", "decs"),
-    "century": ("century", "centuries", "c", "cent"),
-    "millennium": ("millennium", "millennia", "mil", "mils"),
-}.items():
-    for _n in _names:
-        _UNIT_ALIASES[_n] = _canon
-
-_MICROS = {
-    "microsecond": 1,
-    "millisecond": 1_000,
-    "second": 1_000_000,
-    "minute": 60_000_000,
-    "hour": 3_600_000_000,
-}
-_MONTHS = {"month": 1, "year": 12, "decade": 120, "century": 1200, "millennium": 12000}
-
 
 @dataclass(frozen=True)
 class PgInterval:

@@ -41,14 +41,13 @@ import uuid as _uuid
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from tidegate.errors import SqlError
-from tidegate.pgvalues import parse_interval_fields
+from tidegate.pgvalues import localize, parse_interval_fields, spark_zone, zone_info
 from tidegate.pgtypes import ColumnType
 from tidegate.results import ResultField
 
@@ -698,17 +697,19 @@ def _text_time(arr: pa.Array) -> pa.Array:
 
 
 @lru_cache(maxsize=64)
-def _zone(name: str) -> ZoneInfo | None:
-    key = name.strip()
-    if key.upper() in ("UTC", "GMT", "Z", "ZULU", "UCT", "ETC/UTC", "UNIVERSAL", "+00", "+00:00", "00:00"):
+def _zone(name: str) -> _dt.tzinfo | None:
+    """The session TimeZone as tzinfo (None: UTC), read as PostgreSQL reads it (tidegate.pgvalues:
+    '-7' is hours east, POSIX 'UTC+5' / '<-07>+07' hours west)."""
+    tz = zone_info(name)
+    if tz is _dt.timezone.utc or (isinstance(tz, _dt.timezone) and not tz.utcoffset(None)):
         return None
-    try:
-        return ZoneInfo(key)
-    except (ZoneInfoNotFoundError, ValueError):
-        try:
-            return ZoneInfo(key.title())
-        except (ZoneInfoNotFoundError, ValueError):
-            return None
+    return tz
+
+
+@lru_cache(maxsize=64)
+def _arrow_zone(name: str) -> str:
+    """The session TimeZone as an Arrow time zone (an IANA key or a fixed '+HH:MM')."""
+    return spark_zone(name)
 
 
 def _text_timestamp(arr: pa.Array, with_tz: bool, timezone: str) -> pa.Array:
@@ -731,7 +732,7 @@ def _text_timestamp(arr: pa.Array, with_tz: bool, timezone: str) -> pa.Array:
         in_range = (utc_us >= _MIN_US + _US_PER_DAY) & (utc_us < _MAX_US - _US_PER_DAY)
         try:
             safe = pa.array(np.where(in_range, utc_us, 0)).cast(pa.timestamp("us", tz="UTC"))
-            local = pc.local_timestamp(safe.cast(pa.timestamp("us", tz=timezone)))
+            local = pc.local_timestamp(safe.cast(pa.timestamp("us", tz=_arrow_zone(timezone))))
             local_us = np.where(in_range, local.cast(pa.int64()).to_numpy(), utc_us)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
             # A zone name Arrow's tz database lacks: let zoneinfo resolve each row below.
@@ -927,7 +928,7 @@ def encode_binary_column(arr: pa.Array | pa.ChunkedArray, ctype: ColumnType, *, 
         if name == "timestamp" and arr.type.tz is not None:
             zone = _zone(timezone)
             if zone is not None:
-                local = pc.local_timestamp(arr.cast(pa.timestamp("us", tz=timezone)))
+                local = pc.local_timestamp(arr.cast(pa.timestamp("us", tz=_arrow_zone(timezone))))
                 us = _to_np(local.cast(pa.int64()))
         special = (us == _TS_INF) | (us == _TS_NINF)
         out = np.where(special, us, us - PG_EPOCH_US)
@@ -1433,8 +1434,8 @@ def _parse_timestamp_us(s: str, with_tz: bool, timezone: str = "UTC") -> int:
     y2, mo2, d2 = _civil_from_days(days)
     if 1 <= y2 <= 9999:
         naive = _dt.datetime(y2, mo2, d2) + _dt.timedelta(microseconds=tod)
-        off = naive.replace(tzinfo=zone).utcoffset() or _dt.timedelta(0)
-        return local - int(off.total_seconds() * 1_000_000)
+        instant = localize(naive, timezone)  # PostgreSQL's DST rules (gap, repeated hour)
+        return (instant - _EPOCH_TZ) // _dt.timedelta(microseconds=1)
     return local
 
 

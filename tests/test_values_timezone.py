@@ -227,6 +227,25 @@ def test_timestamptz_follows_session_zone(zone: str, oracle: Target, gateway: Ta
     assert not problems, "\n".join(problems)
 
 
+@pytest.mark.parametrize("setting", ["-7", "'UTC+5'", "'+05:30'", "INTERVAL '+05:30' HOUR TO MINUTE"])
+def test_offset_time_zones(setting: str, oracle: Target, gateway: Target) -> None:
+    """Numeric zones are hours east; POSIX spellings ('UTC+5', '+05:30') hours west, as in PostgreSQL."""
+    statements = [
+        f"SET TIME ZONE {setting}",
+        "SELECT timestamptz '2024-07-01 12:00:00', '2024-07-01 23:30:00+00'::timestamptz::date,"
+        " extract(hour from timestamptz '2024-07-01 23:30:00+00'), timestamp '2024-07-01 12:00'::timestamptz",
+        "SELECT id, tstz::timestamp, date_trunc('day', tstz) FROM vtz_offsets ORDER BY id",
+    ]
+    setup = ["DROP TABLE IF EXISTS vtz_offsets", "CREATE TABLE vtz_offsets (id int, tstz timestamptz)",
+             "INSERT INTO vtz_offsets VALUES (1, '2024-07-01 23:30:00+00'), (2, '2024-01-01 03:00:00+00')"]
+    for target in (oracle, gateway):
+        with psycopg.connect(target.dsn, autocommit=True) as conn:
+            for sql in setup:
+                conn.execute(sql)
+    problems = _compare(oracle, gateway, statements)
+    assert not problems, "\n".join(problems)
+
+
 # Storage coercion (engine/storage.py python_value / _coerce_array, reached from the fast INSERT
 # path of engine/executor.py without the session's settings) still reads a timestamp without
 # offset as UTC: the fix is in tidegate.pgvalues (parse_timestamp, localize, localize_array,

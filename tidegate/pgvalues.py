@@ -61,21 +61,26 @@ def _offset_zone(name: str, iso_sign: bool) -> timezone | None:
 
 
 def zone_info(name: str | None) -> ZoneInfo | timezone:
-    """The tzinfo of a PostgreSQL TimeZone setting (IANA name, UTC/GMT, or a numeric offset).
+    """The tzinfo of a PostgreSQL TimeZone setting, read as PostgreSQL reads it.
 
-    The gateway stores ``SET TIME ZONE -5`` / ``INTERVAL '-05:00'`` as an ISO offset
-    ('-05:00', east positive); a POSIX-style 'UTC+5' or '<+05>-5' is west positive, as in
-    PostgreSQL. Unknown names fall back to UTC (the gateway refuses them at SET).
+    An IANA name or UTC/GMT; a plain number is hours EAST of Greenwich (``SET TIME ZONE -7``,
+    stored by the gateway as ``'<-07>+07'``); any other offset spelling is a POSIX zone, hours
+    WEST of Greenwich (``'UTC+5'``, ``'+05:30'``, the offset after ``<...>``). Unknown names fall
+    back to UTC (the gateway refuses them at SET).
     """
     key = (name or "UTC").strip()
     if key.upper() in ("UTC", "GMT", "Z", "ZULU", "UCT", "UNIVERSAL", "ETC/UTC", "ETC/GMT"):
         return timezone.utc
-    if key and key[0] in "+-":
-        off = _offset_zone(key, iso_sign=True)
-        if off is not None:
-            return off
-    if key[:3].upper() in ("UTC", "GMT") and len(key) > 3:
-        off = _offset_zone(key, iso_sign=False)
+    if re.fullmatch(r"[+-]?\d+(?:\.\d+)?", key):
+        hours = Decimal(key)
+        if abs(hours) <= 15:
+            return timezone(timedelta(seconds=int(hours * 3600)))
+    posix = re.fullmatch(r"<[^>]*>(.*)", key)
+    body = posix.group(1) if posix else key
+    if body[:3].upper() in ("UTC", "GMT"):
+        body = body[3:]
+    if body and body[0] in "+-":
+        off = _offset_zone(body, iso_sign=False)
         if off is not None:
             return off
     for candidate in (key, key.title() if "/" not in key else key):
