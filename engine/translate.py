@@ -800,6 +800,9 @@ class _Translator:
         self.tables: list[tuple[str, str]] = []
         self.generators: dict[str, exp.Expression] = {}  # placeholder table -> generator node
         self._counter = 0
+        # the session's TimeZone: timestamptz literals without offset are read in it
+        info = getattr(resolver, "info", None)
+        self.zone: str = getattr(info, "timezone", None) or "UTC"
 
     # ---------------------------------------------------------------- preparation (pre-qualify)
 
@@ -1285,6 +1288,9 @@ class _Translator:
         timestamp -> the instant whose wall time in ``zone`` it is; timestamptz -> its wall time
         in ``zone``. (Spark's to/from_utc_timestamp work on UTC-read wall times, so the
         timestamp-without-time-zone side goes through its microseconds, not a session-zone cast.)"""
+        if isinstance(zone, exp.Literal) and zone.is_string and pgvalues.known_zone(zone.name, numeric_east=False):
+            # PostgreSQL's spelling ('-7' and 'UTC+5' are POSIX: hours west) as a Spark zone id
+            zone = _string(pgvalues.spark_zone(zone.name, numeric_east=False))
         if _dtype(value) in _NTZ_TYPES:
             return _func("to_utc_timestamp", _func("timestamp_micros", _ntz_micros(value)), zone)
         if _dtype(value) == _T.DATE:
@@ -1555,6 +1561,10 @@ class _Translator:
                          exp.Literal.number(n), _string(" "))
         if t == _T.TIME:
             return self._time_value(arg, src)
+        if t in _NTZ_TYPES or t in _TZ_TYPES:
+            literal = self._timestamp_literal(arg, with_tz=t in _TZ_TYPES)
+            if literal is not None:
+                return literal
         if t in _INTEGER_TYPES and src in (_T.DECIMAL, *_FLOAT_TYPES):
             rounded = _func("bround" if src in _FLOAT_TYPES else "round", arg)
             return _cast(rounded, self._spark_type(to))
@@ -1567,6 +1577,21 @@ class _Translator:
         if t in (_T.TEXT, _T.VARCHAR, _T.CHAR) and src == _T.BOOLEAN:
             return exp.If(this=arg, true=_string("true"), false=_string("false"))
         return _cast(arg, self._spark_type(to))
+
+    def _timestamp_literal(self, arg: exp.Expression, with_tz: bool) -> exp.Expression | None:
+        """A timestamp[tz] literal read by PostgreSQL's rules (tidegate.pgvalues): any offset
+        spelling ('00:00+00', 'Z', a zone name), a wall time without offset in the session zone
+        with PostgreSQL's DST rules; a timestamp ignores an offset. None: left to Spark's cast."""
+        if not (isinstance(arg, exp.Literal) and arg.is_string) or not arg.name.strip()[:1].isdigit():
+            return None
+        try:
+            value = pgvalues.parse_timestamp(arg.name, with_tz, self.zone)
+        except (ValueError, OverflowError, SqlError):
+            return None
+        if with_tz:
+            text = value.astimezone(_dt.timezone.utc).replace(tzinfo=None).isoformat(sep=" ") + "+00:00"
+            return _cast(_string(text), "TIMESTAMP")
+        return _cast(_string(value.isoformat(sep=" ")), "TIMESTAMP_NTZ")
 
     @staticmethod
     def _time_value(arg: exp.Expression, src: exp.DataType.Type | None) -> exp.Expression:

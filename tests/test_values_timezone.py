@@ -76,6 +76,9 @@ def timezone_transcript(zone: str) -> list[str]:
         "SELECT make_timestamp(2024, 7, 1, 12, 30, 0)",
         "SELECT make_timestamptz(2024, 7, 1, 12, 30, 0)",
         "SELECT timezone('UTC', timestamptz '2024-07-01 12:00:00'), timestamp '2024-07-01 12:00' AT TIME ZONE 'UTC'",
+        "SELECT timestamptz '2024-07-01 00:00+00' AT TIME ZONE '+05', timestamptz '2024-07-01 00:00+00' AT TIME ZONE '-7',"
+        " timestamptz '2024-07-01 00:00+00' AT TIME ZONE 'UTC+5', timestamptz '2024-07-01 00:00+00' AT TIME ZONE 'EST',"
+        " timestamptz '2024-07-01 00:00+00' AT TIME ZONE 'america/new_york', timestamp '2024-07-01 00:00' AT TIME ZONE 'UTC+5'",
         f"DROP TABLE {t}",
     ]
 

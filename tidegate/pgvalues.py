@@ -60,18 +60,19 @@ def _offset_zone(name: str, iso_sign: bool) -> timezone | None:
     return timezone(sign * delta)
 
 
-def zone_info(name: str | None) -> ZoneInfo | timezone:
+def zone_info(name: str | None, numeric_east: bool = True) -> ZoneInfo | timezone:
     """The tzinfo of a PostgreSQL TimeZone setting, read as PostgreSQL reads it.
 
     An IANA name or UTC/GMT; a plain number is hours EAST of Greenwich (``SET TIME ZONE -7``,
     stored by the gateway as ``'<-07>+07'``); any other offset spelling is a POSIX zone, hours
     WEST of Greenwich (``'UTC+5'``, ``'+05:30'``, the offset after ``<...>``). Unknown names fall
-    back to UTC (the gateway refuses them at SET).
+    back to UTC (the gateway refuses them at SET). ``numeric_east=False``: a plain number is a
+    POSIX zone too, as in ``AT TIME ZONE '-7'``.
     """
     key = (name or "UTC").strip()
     if key.upper() in ("UTC", "GMT", "Z", "ZULU", "UCT", "UNIVERSAL", "ETC/UTC", "ETC/GMT"):
         return timezone.utc
-    if re.fullmatch(r"[+-]?\d+(?:\.\d+)?", key):
+    if numeric_east and re.fullmatch(r"[+-]?\d+(?:\.\d+)?", key):
         hours = Decimal(key)
         if abs(hours) <= 15:
             return timezone(timedelta(seconds=int(hours * 3600)))
@@ -83,7 +84,11 @@ def zone_info(name: str | None) -> ZoneInfo | timezone:
         off = _offset_zone(body, iso_sign=False)
         if off is not None:
             return off
-    for candidate in (key, key.title() if "/" not in key else key):
+    if key and key[0].isdigit():
+        off = _offset_zone("+" + key, iso_sign=False)
+        if off is not None:
+            return off
+    for candidate in dict.fromkeys((key, key.title(), key.upper())):
         try:
             return ZoneInfo(candidate)
         except (ZoneInfoNotFoundError, ValueError):
@@ -91,9 +96,17 @@ def zone_info(name: str | None) -> ZoneInfo | timezone:
     return timezone.utc
 
 
-def spark_zone(name: str | None) -> str:
+def known_zone(name: str, numeric_east: bool = True) -> bool:
+    """Whether ``name`` is a time zone :func:`zone_info` understands (not its UTC fallback)."""
+    if zone_info(name, numeric_east) is not timezone.utc:
+        return True
+    return name.strip().upper() in ("UTC", "GMT", "Z", "ZULU", "UCT", "UNIVERSAL", "ETC/UTC", "ETC/GMT") or \
+        bool(re.fullmatch(r"(?:UTC|GMT)?[+-]?0+(?::?00)*", name.strip(), re.I))
+
+
+def spark_zone(name: str | None, numeric_east: bool = True) -> str:
     """A zone id Spark's ``spark.sql.session.timeZone`` accepts for a PostgreSQL TimeZone value."""
-    tz = zone_info(name)
+    tz = zone_info(name, numeric_east)
     if isinstance(tz, ZoneInfo):
         return tz.key
     off = tz.utcoffset(None)
