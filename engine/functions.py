@@ -2,44 +2,18 @@
 
 PostgreSQL accepts interval text (``'1 day 2 hours'``, ``'01:30:00'``, ``'2 mons'``) and array
 text (``'{1,2,"a b"}'``) wherever a literal of those types is cast; Spark has no parser for
-either, so they are decoded here into plain Python values.
+either, so they are decoded here into plain Python values (intervals by tidegate.pgvalues, the
+parser the codec and storage use too).
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from decimal import Decimal, InvalidOperation
 
+from tidegate import pgvalues
 from tidegate.errors import SqlError
-
-_UNIT_ALIASES: dict[str, str] = {}
-for _canon, _names in {
-    "microsecond": ("microsecond", "microseconds", "us", "usec", "usecs", "useconds"),
-    "millisecond": ("millisecond", "milliseconds", "ms", "msec", "msecs", "mseconds"),
-    "second": ("second", "seconds", "s", "sec", "secs"),
-    "minute": ("minute", "minutes", "m", "min", "mins"),
-    "hour": ("hour", "hours", "h", "hr", "hrs"),
-    "day": ("day", "days", "d"),
-    "week": ("week", "weeks", "w"),
-    "month": ("month", "months", "mon", "mons"),
-    "year": ("year", "years", "y", "yr", "yrs"),
-    "decade": ("decade", "decades", "dec", "decs"),
-    "century": ("century", "centuries", "c", "cent"),
-    "millennium": ("millennium", "millennia", "mil", "mils"),
-}.items():
-    for _n in _names:
-        _UNIT_ALIASES[_n] = _canon
-
-_MICROS = {
-    "microsecond": 1,
-    "millisecond": 1_000,
-    "second": 1_000_000,
-    "minute": 60_000_000,
-    "hour": 3_600_000_000,
-}
-_MONTHS = {"month": 1, "year": 12, "decade": 120, "century": 1200, "millennium": 12000}
-
+from tidegate.pgvalues import parse_interval_fields
 
 @dataclass(frozen=True)
 class PgInterval:
@@ -60,76 +34,8 @@ def _bad_interval(text: str) -> SqlError:
 
 
 def parse_interval(text: str) -> PgInterval:
-    """Parse PostgreSQL interval input (postgres style, ``hh:mm:ss`` parts, ``@ ... ago``)."""
-    raw = text
-    s = text.strip().lower()
-    if not s:
-        raise _bad_interval(raw)
-    ago = False
-    if s.startswith("@"):
-        s = s[1:].strip()
-    if s.endswith(" ago"):
-        ago = True
-        s = s[:-4].strip()
-    months = days = 0
-    micros = Decimal(0)
-    tokens = s.replace(",", " ").split()
-    i = 0
-    try:
-        while i < len(tokens):
-            tok = tokens[i]
-            if ":" in tok:
-                sign = -1 if tok.startswith("-") else 1
-                parts = tok.lstrip("+-").split(":")
-                if len(parts) == 2:
-                    h, m, sec = parts[0], parts[1], "0"
-                elif len(parts) == 3:
-                    h, m, sec = parts
-                else:
-                    raise _bad_interval(raw)
-                micros += sign * (
-                    Decimal(h) * _MICROS["hour"] + Decimal(m) * _MICROS["minute"] + Decimal(sec) * _MICROS["second"]
-                )
-                i += 1
-                continue
-            match = re.fullmatch(r"([+-]?\d+(?:\.\d*)?|[+-]?\.\d+)([a-z]*)", tok)
-            if not match:
-                raise _bad_interval(raw)
-            number = Decimal(match.group(1))
-            unit_text = match.group(2)
-            if not unit_text:
-                if i + 1 < len(tokens) and re.fullmatch(r"[a-z]+", tokens[i + 1]):
-                    unit_text = tokens[i + 1]
-                    i += 1
-                else:
-                    unit_text = "second"
-            unit = _UNIT_ALIASES.get(unit_text)
-            if unit is None:
-                raise _bad_interval(raw)
-            if unit in _MONTHS:
-                whole = number * _MONTHS[unit]
-                months += int(whole)
-                frac_months = whole - int(whole)
-                if frac_months:
-                    extra_days = frac_months * 30
-                    days += int(extra_days)
-                    micros += (extra_days - int(extra_days)) * 86_400_000_000
-            elif unit == "week":
-                whole = number * 7
-                days += int(whole)
-                micros += (whole - int(whole)) * 86_400_000_000
-            elif unit == "day":
-                days += int(number)
-                micros += (number - int(number)) * 86_400_000_000
-            else:
-                micros += number * _MICROS[unit]
-            i += 1
-    except InvalidOperation as exc:
-        raise _bad_interval(raw) from exc
-    total_micros = int(micros.to_integral_value())
-    if ago:
-        return PgInterval(-months, -days, -total_micros)
-    return PgInterval(months, days, total_micros)
+    """PostgreSQL interval input (tidegate.pgvalues: the one parser of codec, casts and storage)."""
+    return PgInterval(*parse_interval_fields(text))
 
 
 def parse_array_text(text: str) -> list[str | None]:
@@ -291,27 +197,5 @@ def pg_regex_flags(flags: str) -> tuple[bool, str]:
 
 
 def format_interval(months: int, days: int, micros: int) -> str:
-    """PostgreSQL's default (``postgres`` IntervalStyle) text of an interval value.
-
-    Like PostgreSQL's EncodeInterval: a field after a negative one shows an explicit ``+``.
-    """
-    parts: list[str] = []
-    is_before = False
-    sign = -1 if months < 0 else 1
-    years, mons = divmod(abs(months), 12)
-    for value, unit in ((sign * years, "year"), (sign * mons, "mon"), (days, "day")):
-        if value:
-            plus = "+" if is_before and value > 0 else ""
-            parts.append(f"{plus}{value} {unit}{'s' if value != 1 else ''}")  # PostgreSQL: "-1 days"
-            is_before = value < 0
-    if micros or not parts:
-        neg = micros < 0
-        total = abs(micros)
-        hours, rem = divmod(total, 3_600_000_000)
-        minutes, rem = divmod(rem, 60_000_000)
-        seconds, frac = divmod(rem, 1_000_000)
-        text = f"{'-' if neg else ('+' if is_before else '')}{hours:02d}:{minutes:02d}:{seconds:02d}"
-        if frac:
-            text += f".{frac:06d}".rstrip("0")
-        parts.append(text)
-    return " ".join(parts)
+    """PostgreSQL's default (``postgres`` IntervalStyle) text of an interval value."""
+    return pgvalues.format_interval(months, days, micros)

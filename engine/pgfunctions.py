@@ -52,7 +52,7 @@ PG_FUNCTIONS: frozenset[str] = frozenset({
     # -- translated or renamed by engine/translate.py
     "date_part", "to_char", "strpos", "btrim", "generate_series", "unnest", "all", "any", "some",
     "clock_timestamp", "statement_timestamp", "transaction_timestamp", "gen_random_uuid",
-    "cardinality", "ceiling", "make_timestamp", "make_timestamptz", "to_hex",
+    "cardinality", "ceiling", "make_timestamp", "make_timestamptz", "to_hex", "timezone",
     "log", "round", "trunc", "floor", "ceil", "concat", "concat_ws", "regexp_replace", "date_bin",
     "date_trunc", "percentile_cont", "percentile_disc", "initcap", "avg", "sum", "array_agg",
     "array_length", "string_agg", "coalesce", "nullif", "greatest", "least", "now", "version",

@@ -112,59 +112,7 @@ _ISO_INTERVAL = re.compile(r"^P(?:(\d+)Y)?(?:(\d+)M)?(?:(\d+)W)?(?:(\d+)D)?(?:T(
 
 def parse_interval(text: str) -> tuple[int, int, int]:
     """PostgreSQL interval input -> (months, days, microseconds); 22007 when malformed."""
-    s = text.strip().lower()
-    bad = SqlError("22007", f'invalid input syntax for type interval: "{text}"')
-    m = _ISO_INTERVAL.match(text.strip().upper())
-    if m and text.strip():
-        y, mo, w, d, h, mi, sec = m.groups()
-        months = int(y or 0) * 12 + int(mo or 0)
-        days = int(w or 0) * 7 + int(d or 0)
-        us = int(h or 0) * 3_600_000_000 + int(mi or 0) * 60_000_000 + round(float(sec or 0) * 1_000_000)
-        return months, days, us
-    ago = False
-    if s.startswith("@"):
-        s = s[1:]
-    if s.endswith(" ago"):
-        ago, s = True, s[:-4]
-    months = days = us = 0
-    pos = 0
-    if not s.strip():
-        raise bad
-    while pos < len(s):
-        if not s[pos:].strip():
-            break
-        tok = _INTERVAL_TOKEN.match(s, pos)
-        if not tok or tok.end() == pos:
-            raise bad
-        pos = tok.end()
-        if tok.group("clock"):
-            clock = tok.group("clock")
-            sign = -1 if clock.startswith("-") else 1
-            parts = clock.lstrip("+-").split(":")
-            h, mi = int(parts[0]), int(parts[1])
-            sec = float(parts[2]) if len(parts) > 2 else 0.0
-            us += sign * (h * 3_600_000_000 + mi * 60_000_000 + round(sec * 1_000_000))
-            continue
-        num = float(tok.group("num"))
-        unit = tok.group("unit") or "second"
-        if unit not in _INTERVAL_UNITS:
-            raise bad
-        kind, factor = _INTERVAL_UNITS[unit]
-        if kind == "mon":
-            whole = int(num * factor)
-            months += whole
-            frac_days = (num * factor - whole) * 30
-            days += int(frac_days)
-            us += round((frac_days - int(frac_days)) * 86_400_000_000)
-        elif kind == "d":
-            whole = int(num * factor)
-            days += whole
-            us += round((num * factor - whole) * 86_400_000_000)
-        else:
-            us += round(num * factor)
-    if ago:
-        months, days, us = -months, -days, -us
-    return months, days, us
+    return functions.parse_interval_fields(text)
 
 
 def format_interval(months: int, days: int, us: int) -> str:

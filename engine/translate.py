@@ -48,6 +48,7 @@ from engine.functions import (
 )
 from catalog.store import DATABASE_NAME
 from engine import pgfunctions
+from tidegate import pgvalues
 from tidegate.errors import SqlError
 from tidegate.pgtypes import (
     BOOL,
@@ -92,6 +93,33 @@ class _TidegateParser(PostgresParser):
     FUNCTION_PARSERS = {k: v for k, v in PostgresParser.FUNCTION_PARSERS.items() if k != "DATE_PART"}
     # to_char templates are translated by engine.functions.to_char_format (AM/PM, FM, quoting).
     FUNCTIONS = {k: v for k, v in PostgresParser.FUNCTIONS.items() if k != "TO_CHAR"}
+
+    # PostgreSQL reads ``timestamp '2024-07-01'::timestamptz`` as (timestamp '2024-07-01')::timestamptz:
+    # the type name binds to its string before any ``::``. sqlglot applies the ``::`` to the bare
+    # string first (timestamp ('2024-07-01'::timestamptz)); the operators after the literal are
+    # deferred here until the typed literal is built.
+    _defer_literal_ops = False
+
+    def _parse_type(self, parse_interval: bool = True, fallback_to_identifier: bool = False) -> Any:
+        saved = self._defer_literal_ops
+        self._defer_literal_ops = True
+        self._deferred = False
+        try:
+            result = super()._parse_type(parse_interval=parse_interval, fallback_to_identifier=fallback_to_identifier)
+        finally:
+            self._defer_literal_ops = saved
+        if self._deferred:
+            self._deferred = False
+            return self._parse_column_ops(result)
+        return result
+
+    def _parse_column_ops(self, this: Any) -> Any:
+        if self._defer_literal_ops and isinstance(this, exp.Literal) and self._prev is not None \
+                and self._index >= 2 and self._tokens[self._index - 2].token_type in self.TYPE_TOKENS:
+            self._defer_literal_ops = False
+            self._deferred = True
+            return this
+        return super()._parse_column_ops(this)
 
     def _parse_interval_span(self, this: exp.Expression, parse_function_unit: bool = True) -> exp.Interval:
         # sqlglot keeps only the first "<n> <unit>" of '3 days 04:05:06': keep the whole text then.
@@ -274,6 +302,56 @@ _FLOAT_TYPES = {_T.FLOAT, _T.DOUBLE}
 _STRING_TYPES = {_T.TEXT, _T.VARCHAR, _T.CHAR, _T.NCHAR, _T.NVARCHAR, _T.JSON, _T.JSONB, _T.UUID}
 _NTZ_TYPES = {_T.TIMESTAMP, _T.TIMESTAMPNTZ, _T.DATETIME}
 _TZ_TYPES = {_T.TIMESTAMPTZ, _T.TIMESTAMPLTZ}
+_EPOCH_NTZ = "TIMESTAMP_NTZ '1970-01-01 00:00:00'"
+
+
+def _ntz_micros(e: exp.Expression) -> exp.Expression:
+    """Microseconds of a timestamp-without-time-zone since 1970-01-01 00:00, read as wall time.
+
+    ``unix_micros(CAST(ntz AS TIMESTAMP))`` would read it in the Spark session's time zone, which
+    follows the client's TimeZone, and Spark's timestampdiff on TIMESTAMP_NTZ moves a wall time
+    in a DST gap of that zone; its date and clock fields are free of any zone."""
+    def scaled(value: exp.Expression, factor: int) -> exp.Expression:
+        return exp.Mul(this=_cast(value, "BIGINT"), expression=exp.Literal.number(factor))
+
+    day = scaled(_func("unix_date", _cast(e.copy(), "DATE")), 86_400_000_000)
+    hours = scaled(_func("hour", e.copy()), 3_600_000_000)
+    minutes = scaled(_func("minute", e.copy()), 60_000_000)
+    seconds = _cast(exp.Mul(this=exp.Extract(this=exp.var("SECOND"), expression=e.copy()),
+                            expression=exp.Literal.number(1_000_000)), "BIGINT")
+    return exp.Paren(this=exp.Add(this=exp.Add(this=exp.Add(this=day, expression=hours),
+                                               expression=minutes), expression=seconds))
+
+
+def _ntz_from_micros(e: exp.Expression) -> exp.Expression:
+    """The timestamp-without-time-zone ``e`` microseconds after 1970-01-01 00:00 (no time zone)."""
+    return exp.Anonymous(this="timestampadd", expressions=[exp.var("MICROSECOND"), e,
+                                                           sqlglot.parse_one(_EPOCH_NTZ, read="spark")])
+
+
+def use_session_zone(resolver: Any) -> None:
+    """Make the Spark session of ``resolver``'s statement compute in the client's TimeZone.
+
+    timestamptz values are instants (UTC microseconds); what a cast to date/timestamp, a
+    timestamp to timestamptz cast, date_trunc, extract, to_char or a timestamptz literal without
+    offset mean depends on the session zone, as in PostgreSQL: Spark's
+    ``spark.sql.session.timeZone`` gives them that meaning. Set per statement (only when it
+    changes) on the statement's own Spark session."""
+    info = getattr(resolver, "info", None)
+    session = getattr(resolver, "session", None)
+    if info is None or session is None:
+        return
+    zone = pgvalues.spark_zone(getattr(info, "timezone", "UTC"))
+    try:
+        spark = session.spark
+    except Exception:  # noqa: BLE001 - no Spark session (yet): nothing to set
+        return
+    if getattr(spark, "_tidegate_zone", "UTC") != zone:
+        spark.conf.set("spark.sql.session.timeZone", zone)
+        try:
+            spark._tidegate_zone = zone
+        except AttributeError:
+            pass
 
 
 def _dtype(node: exp.Expression | None) -> exp.DataType.Type | None:
@@ -516,7 +594,9 @@ def _func(name: str, *args: exp.Expression) -> exp.Anonymous:
 
 def _interval_expr(iv: PgInterval) -> exp.Expression:
     """A Spark interval value: day-time or year-month ANSI intervals when possible."""
-    if iv.months == 0:
+    # A day-time interval keeps one length: only when days and time split back the same way
+    # ('-1 2:03:04' is -1 days +02:03:04, not -21:56:56) does it stand for the PostgreSQL value.
+    if iv.months == 0 and _ansi_interval(iv):
         total = iv.total_micros
         sign = "-" if total < 0 else ""
         total = abs(total)
@@ -549,6 +629,35 @@ def _interval_expr(iv: PgInterval) -> exp.Expression:
     )
     node.meta["pg_interval"] = iv
     return node
+
+
+def _result_column(node: exp.Expression) -> bool:
+    """Whether ``node`` is (the value of) one of its SELECT's result columns."""
+    parent = node.parent
+    if isinstance(parent, exp.Alias):
+        parent = parent.parent
+    return isinstance(parent, exp.Select) and any(e is node or e is node.parent for e in parent.expressions)
+
+
+def _ansi_interval(iv: PgInterval) -> bool:
+    """Whether a Spark ANSI interval (day-time or year-month) holds ``iv`` exactly."""
+    if iv.months:
+        return iv.days == 0 and iv.micros == 0
+    return iv.days == 0 or iv.micros == 0 or ((iv.days > 0) == (iv.micros > 0) and abs(iv.micros) < 86_400_000_000)
+
+
+def _interval_value(iv: PgInterval, node: exp.Expression) -> exp.Expression:
+    """An interval constant for Spark. A value no ANSI interval holds ('1 year 3 days',
+    '-1 2:03:04') is a CalendarInterval, which Spark cannot return: as a result column it is
+    sent as its PostgreSQL text instead (the result column is typed interval, and interval text
+    is what the result conversion reads)."""
+    if not _ansi_interval(iv) and _result_column(node):
+        out = _string(format_interval(iv.months, iv.days, iv.micros))
+        out.meta["pg_interval"] = iv
+        return out
+    result = _interval_expr(iv)
+    result.meta["pg_interval"] = iv
+    return result
 
 
 def _time_micros(text: str) -> int:
@@ -600,7 +709,7 @@ def param_literal(value: Any) -> exp.Expression:
     if isinstance(value, _dt.datetime):
         if value.tzinfo is not None:
             utc = value.astimezone(_dt.timezone.utc).replace(tzinfo=None)
-            return _cast(_string(utc.isoformat(sep=" ")), "TIMESTAMP")
+            return _cast(_string(utc.isoformat(sep=" ") + "+00:00"), "TIMESTAMP")
         return _cast(_string(value.isoformat(sep=" ")), "TIMESTAMP_NTZ")
     if isinstance(value, _dt.date):
         return _cast(_string(value.isoformat()), "DATE")
@@ -740,6 +849,9 @@ class _Translator:
         self.tables: list[tuple[str, str]] = []
         self.generators: dict[str, exp.Expression] = {}  # placeholder table -> generator node
         self._counter = 0
+        # the session's TimeZone: timestamptz literals without offset are read in it
+        info = getattr(resolver, "info", None)
+        self.zone: str = getattr(info, "timezone", None) or "UTC"
 
     # ---------------------------------------------------------------- preparation (pre-qualify)
 
@@ -1028,8 +1140,11 @@ class _Translator:
             return ColumnType(NUMERIC)
         if isinstance(node, exp.Literal) and not node.is_string and _dtype(node) == _T.DECIMAL:
             return ColumnType(NUMERIC)  # 1.50 keeps its written scale
-        if isinstance(node, exp.Interval):
+        if isinstance(node, (exp.Interval, exp.MakeInterval)) or (
+                isinstance(node, (exp.Add, exp.Sub, exp.Neg)) and _dtype(node) == _T.INTERVAL):
             return ColumnType(INTERVAL)
+        if isinstance(node, exp.TimestampFromParts) and not node.args.get("zone"):
+            return ColumnType(TIMESTAMP)
         if isinstance(node, exp.WithinGroup) and isinstance(node.this, (exp.PercentileCont, exp.PercentileDisc)):
             keys = node.expression.expressions if isinstance(node.expression, exp.Order) else []
             key = keys[0].this if keys and isinstance(keys[0], exp.Ordered) else None
@@ -1092,6 +1207,16 @@ class _Translator:
                 raise SqlError("42883", f"function {fname}({_pg_arg_type(node.this)}) does not exist",
                                hint="No function matches the given name and argument types. "
                                "You might need to add explicit type casts.")
+        if isinstance(node, (exp.Add, exp.Sub, exp.Neg, exp.MakeInterval)):
+            folded = self._fold_interval(node)
+            if folded is not None:
+                return folded
+        if isinstance(node, exp.MakeInterval):
+            return self._make_interval(node)
+        if isinstance(node, (exp.Add, exp.Sub)):
+            shifted = self._tz_plus_interval(node)
+            if shifted is not None:
+                return shifted
         if isinstance(node, (exp.Add, exp.Sub)) and self._date_plus_interval(node):
             cls = type(node)
             left, right = node.this, node.expression
@@ -1152,10 +1277,12 @@ class _Translator:
                 return _cast(_func("date_trunc", _string(unit_text.upper()), arg), "TIMESTAMP_NTZ")
             return None
         if isinstance(node, exp.AtTimeZone):
-            zone = node.args.get("zone")
-            if _dtype(node.this) in _NTZ_TYPES:
-                return _func("to_utc_timestamp", node.this, zone)
-            return _cast(_func("from_utc_timestamp", node.this, zone), "TIMESTAMP_NTZ")
+            return self._at_time_zone(node.this, node.args.get("zone"))
+        if isinstance(node, exp.TimestampFromParts) and not node.args.get("zone"):
+            args = [node.args.get(k) for k in ("year", "month", "day", "hour", "min", "sec")]
+            if all(a is not None for a in args):
+                return _func("make_timestamp_ntz", *args)
+            return None
         if isinstance(node, exp.WithinGroup) and isinstance(node.this, (exp.PercentileCont, exp.PercentileDisc)):
             return self._percentile(node)
         if isinstance(node, exp.Initcap):
@@ -1210,6 +1337,21 @@ class _Translator:
         return None
 
     # -- arithmetic
+
+    @staticmethod
+    def _at_time_zone(value: exp.Expression, zone: exp.Expression) -> exp.Expression:
+        """``value AT TIME ZONE zone`` without the Spark session zone taking part:
+        timestamp -> the instant whose wall time in ``zone`` it is; timestamptz -> its wall time
+        in ``zone``. (Spark's to/from_utc_timestamp work on UTC-read wall times, so the
+        timestamp-without-time-zone side goes through its microseconds, not a session-zone cast.)"""
+        if isinstance(zone, exp.Literal) and zone.is_string and pgvalues.known_zone(zone.name, numeric_east=False):
+            # PostgreSQL's spelling ('-7' and 'UTC+5' are POSIX: hours west) as a Spark zone id
+            zone = _string(pgvalues.spark_zone(zone.name, numeric_east=False))
+        if _dtype(value) in _NTZ_TYPES:
+            return _func("to_utc_timestamp", _func("timestamp_micros", _ntz_micros(value)), zone)
+        if _dtype(value) == _T.DATE:
+            value = _cast(value, "TIMESTAMP")
+        return _ntz_from_micros(_func("unix_micros", _func("from_utc_timestamp", value, zone)))
 
     def _percentile(self, node: exp.WithinGroup) -> exp.Expression:
         """Ordered-set percentiles: Spark has the same WITHIN GROUP form (sqlglot would emit the
@@ -1335,6 +1477,84 @@ class _Translator:
         quotient = exp.Div(this=_cast(node.this, "DOUBLE"), expression=_cast(node.expression, "DOUBLE"))
         return _cast(quotient, "DECIMAL(38,12)")
 
+    _MAKE_INTERVAL_ARGS = ("year", "month", "week", "day", "hour", "minute", "second")
+
+    @staticmethod
+    def _make_interval_args(node: exp.MakeInterval) -> list[exp.Expression]:
+        """make_interval's arguments by position (named ones, ``days => 3``, moved in place)."""
+        out: list[exp.Expression] = []
+        for key in _Translator._MAKE_INTERVAL_ARGS:
+            arg = node.args.get(key)
+            if isinstance(arg, exp.Kwarg):
+                arg = arg.expression
+            out.append(arg if arg is not None else exp.Literal.number(0))
+        return out
+
+    def _make_interval(self, node: exp.MakeInterval) -> exp.Expression:
+        """Spark's make_interval takes PostgreSQL's arguments in the same order, by position only."""
+        args = self._make_interval_args(node)
+        args[-1] = _cast(args[-1], "DECIMAL(18,6)")
+        call = _func("make_interval", *args)
+        # a CalendarInterval cannot be returned through Arrow; its text ('1 days 2 hours') is
+        # interval input the result conversion reads
+        return _cast(call, "STRING") if _result_column(node) else call
+
+    def _fold_interval(self, node: exp.Expression) -> exp.Expression | None:
+        """Interval constants combined as PostgreSQL does, field by field ('1 day' - '1 hour' is
+        1 day -01:00:00; make_interval(days => 3) is 3 days): Spark's day-time intervals would
+        merge the fields."""
+        def value(e: exp.Expression) -> PgInterval | None:
+            return e.meta.get("pg_interval") if e.meta else None
+
+        if isinstance(node, exp.MakeInterval):
+            nums = []
+            for a in self._make_interval_args(node):
+                if isinstance(a, exp.Neg) and isinstance(a.this, exp.Literal) and not a.this.is_string:
+                    nums.append(-Decimal(a.this.this))
+                elif isinstance(a, exp.Literal) and not a.is_string:
+                    nums.append(Decimal(a.this))
+                else:
+                    return None
+            y, mo, w, d, h, mi, sec = nums
+            if any(v != int(v) for v in (y, mo, w, d, h, mi)):
+                return None
+            micros = int((h * 3_600_000_000 + mi * 60_000_000 + sec * 1_000_000).to_integral_value())
+            iv = PgInterval(int(y) * 12 + int(mo), int(w) * 7 + int(d), micros)
+        elif isinstance(node, exp.Neg):
+            inner = value(node.this)
+            if inner is None:
+                return None
+            iv = PgInterval(-inner.months, -inner.days, -inner.micros)
+        else:
+            left, right = value(node.this), value(node.expression)
+            if left is None or right is None:
+                return None
+            sign = -1 if isinstance(node, exp.Sub) else 1
+            iv = PgInterval(left.months + sign * right.months, left.days + sign * right.days,
+                            left.micros + sign * right.micros)
+        out = _interval_value(iv, node)
+        out.type = exp.DataType.build("INTERVAL")
+        return out
+
+    @staticmethod
+    def _tz_plus_interval(node: exp.Binary) -> exp.Expression | None:
+        """timestamptz ± interval as PostgreSQL adds it: months and days on the session zone's
+        calendar, then the time part as elapsed microseconds ('24 hours' across a DST change is
+        not '1 day'; Spark would add a day-time interval's whole days on the calendar)."""
+        left, right = node.this, node.expression
+        if isinstance(node, exp.Add) and _dtype(left) not in _TZ_TYPES:
+            left, right = right, left
+        iv = right.meta.get("pg_interval") if right.meta else None
+        if iv is None or iv.micros == 0 or _dtype(left) not in _TZ_TYPES:
+            return None
+        sign = -1 if isinstance(node, exp.Sub) else 1
+        base = left
+        if iv.months or iv.days:
+            cal = _interval_expr(PgInterval(iv.months, iv.days, 0))
+            base = (exp.Sub if sign < 0 else exp.Add)(this=left, expression=cal)
+        moved = exp.Add(this=_func("unix_micros", base), expression=exp.Literal.number(sign * iv.micros))
+        return _func("timestamp_micros", moved)
+
     @staticmethod
     def _date_plus_interval(node: exp.Binary) -> bool:
         """date ± interval is a timestamp in PostgreSQL (Spark keeps a date for month steps)."""
@@ -1384,10 +1604,7 @@ class _Translator:
             return _cast(arg, self._spark_type(to))
         if t == _T.INTERVAL:
             if isinstance(arg, exp.Literal) and arg.is_string:
-                iv = parse_interval(arg.name)
-                result = _interval_expr(iv)
-                result.meta["pg_interval"] = iv
-                return result
+                return _interval_value(parse_interval(arg.name), node)
             if isinstance(arg, exp.Interval):
                 return arg
             raise SqlError("0A000", "casting a non-constant value to interval is not supported")
@@ -1400,6 +1617,10 @@ class _Translator:
                          exp.Literal.number(n), _string(" "))
         if t == _T.TIME:
             return self._time_value(arg, src)
+        if t in _NTZ_TYPES or t in _TZ_TYPES:
+            literal = self._timestamp_literal(arg, with_tz=t in _TZ_TYPES)
+            if literal is not None:
+                return literal
         if t in _INTEGER_TYPES and src in (_T.DECIMAL, *_FLOAT_TYPES):
             rounded = _func("bround" if src in _FLOAT_TYPES else "round", arg)
             return _cast(rounded, self._spark_type(to))
@@ -1413,6 +1634,21 @@ class _Translator:
             return exp.If(this=arg, true=_string("true"), false=_string("false"))
         return _cast(arg, self._spark_type(to))
 
+    def _timestamp_literal(self, arg: exp.Expression, with_tz: bool) -> exp.Expression | None:
+        """A timestamp[tz] literal read by PostgreSQL's rules (tidegate.pgvalues): any offset
+        spelling ('00:00+00', 'Z', a zone name), a wall time without offset in the session zone
+        with PostgreSQL's DST rules; a timestamp ignores an offset. None: left to Spark's cast."""
+        if not (isinstance(arg, exp.Literal) and arg.is_string) or not arg.name.strip()[:1].isdigit():
+            return None
+        try:
+            value = pgvalues.parse_timestamp(arg.name, with_tz, self.zone)
+        except (ValueError, OverflowError, SqlError):
+            return None
+        if with_tz:
+            text = value.astimezone(_dt.timezone.utc).replace(tzinfo=None).isoformat(sep=" ") + "+00:00"
+            return _cast(_string(text), "TIMESTAMP")
+        return _cast(_string(value.isoformat(sep=" ")), "TIMESTAMP_NTZ")
+
     @staticmethod
     def _time_value(arg: exp.Expression, src: exp.DataType.Type | None) -> exp.Expression:
         """time values are microseconds since midnight (bigint), as tidegate stores them:
@@ -1422,10 +1658,12 @@ class _Translator:
         if src == _T.TIME or src in _INTEGER_TYPES:
             return arg
         if src in _NTZ_TYPES or src in _TZ_TYPES:
-            return _func("pmod", _func("unix_micros", _cast(arg, "TIMESTAMP")), exp.Literal.number(86_400_000_000))
+            # a timestamptz's time of day is its wall time in the session zone
+            local = arg if src in _NTZ_TYPES else _cast(arg, "TIMESTAMP_NTZ")
+            return _func("pmod", _ntz_micros(local), exp.Literal.number(86_400_000_000))
         if src in _STRING_TYPES:
-            stamp = _cast(_func("concat", _string("1970-01-01 "), arg), "TIMESTAMP")
-            return _func("unix_micros", stamp)
+            stamp = _cast(_func("concat", _string("1970-01-01 "), arg), "TIMESTAMP_NTZ")
+            return _ntz_micros(stamp)
         raise SqlError("42846", f"cannot cast type {_PG_ARG_TYPE.get(src, 'unknown') if src else 'unknown'} to time without time zone")
 
     def _spark_type(self, to: exp.DataType) -> str:
@@ -1470,10 +1708,7 @@ class _Translator:
             unit_text = unit.name if isinstance(unit, exp.Expression) else str(unit)
             text = f"{text} {unit_text}"
         if isinstance(value, exp.Literal) or value is None:
-            iv = parse_interval(text)
-            result = _interval_expr(iv)
-            result.meta["pg_interval"] = iv
-            return result
+            return _interval_value(parse_interval(text), node)
         raise SqlError("0A000", "non-constant interval literals are not supported")
 
     # -- strings and patterns
@@ -1569,7 +1804,7 @@ class _Translator:
                 if src_type == _T.DATE:
                     value = exp.Mul(this=_cast(_func("unix_date", ts), "DECIMAL(20,0)"), expression=exp.Literal.number(86400))
                 else:
-                    micros = _func("unix_micros", _cast(ts, "TIMESTAMP") if src_type in _NTZ_TYPES else ts)
+                    micros = _ntz_micros(ts) if src_type in _NTZ_TYPES else _func("unix_micros", ts)
                     value = exp.Div(this=_cast(micros, "DECIMAL(24,0)"), expression=exp.Literal.number(1000000))
                 out_scale = 6
             elif part == "dow":
@@ -1618,11 +1853,15 @@ class _Translator:
             raise SqlError("22023", "stride must be greater than zero")
         src_type = _dtype(source)
 
+        wall = src_type in _NTZ_TYPES or src_type == _T.DATE
+
         def micros(e: exp.Expression) -> exp.Expression:
             t = _dtype(e)
-            if isinstance(e, exp.Literal) and e.is_string:
-                e = _cast(e, "TIMESTAMP")
-            elif t in _NTZ_TYPES or t == _T.DATE:
+            if wall:  # timestamps without time zone bin on their wall time
+                if (isinstance(e, exp.Literal) and e.is_string) or t not in _NTZ_TYPES:
+                    e = _cast(e, "TIMESTAMP_NTZ")
+                return _ntz_micros(e)
+            if (isinstance(e, exp.Literal) and e.is_string) or t in _NTZ_TYPES or t == _T.DATE:
                 e = _cast(e, "TIMESTAMP")
             return _func("unix_micros", e)
 
@@ -1635,10 +1874,9 @@ class _Translator:
             this=src_us,
             expression=_func("pmod", exp.Paren(this=exp.Sub(this=src_us.copy(), expression=org_us)), stride_lit),
         )
-        result = _func("timestamp_micros", binned)
-        if src_type in _NTZ_TYPES:
-            return _cast(result, "TIMESTAMP_NTZ")
-        return result
+        if wall:
+            return _ntz_from_micros(binned)
+        return _func("timestamp_micros", binned)
 
     # -- functions sqlglot does not model
 
@@ -1662,6 +1900,8 @@ class _Translator:
             node.parent, (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE)
         ):
             return exp.All(this=args[0]) if name == "all" else exp.Any(this=args[0])
+        if name == "timezone" and len(args) == 2:
+            return self._at_time_zone(args[1], args[0])
         if name in _RENAMES:
             node.set("this", _RENAMES[name])
             return None
@@ -2008,6 +2248,7 @@ def translate_query(
         raise SqlError("0A000", "DESCRIBE is not supported")
     if not isinstance(expression, (exp.Query, exp.Values)):
         raise SqlError("0A000", f"{expression.key.upper()} statement is not supported as a query")
+    use_session_zone(resolver)
     translator = _Translator(resolver, params)
     tree = translator.bind_params(expression.copy())
     tree = translator.prepare(tree)
@@ -2036,6 +2277,7 @@ def translate_expression(
     columns (UPDATE SET values, WHERE conditions, DEFAULT expressions). Subqueries in it are
     resolved through ``resolver``.
     """
+    use_session_zone(resolver)
     translator = _Translator(resolver, params)
     translator.schema[view_name] = {name.lower(): _sqlglot_type(ct) for name, ct in columns}
     select = exp.Select(expressions=[exp.alias_(expression.copy(), "__value")]).from_(

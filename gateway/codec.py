@@ -41,13 +41,13 @@ import uuid as _uuid
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from tidegate.errors import SqlError
+from tidegate.pgvalues import localize, parse_interval_fields, spark_zone, zone_info
 from tidegate.pgtypes import ColumnType
 from tidegate.results import ResultField
 
@@ -697,17 +697,19 @@ def _text_time(arr: pa.Array) -> pa.Array:
 
 
 @lru_cache(maxsize=64)
-def _zone(name: str) -> ZoneInfo | None:
-    key = name.strip()
-    if key.upper() in ("UTC", "GMT", "Z", "ZULU", "UCT", "ETC/UTC", "UNIVERSAL", "+00", "+00:00", "00:00"):
+def _zone(name: str) -> _dt.tzinfo | None:
+    """The session TimeZone as tzinfo (None: UTC), read as PostgreSQL reads it (tidegate.pgvalues:
+    '-7' is hours east, POSIX 'UTC+5' / '<-07>+07' hours west)."""
+    tz = zone_info(name)
+    if tz is _dt.timezone.utc or (isinstance(tz, _dt.timezone) and not tz.utcoffset(None)):
         return None
-    try:
-        return ZoneInfo(key)
-    except (ZoneInfoNotFoundError, ValueError):
-        try:
-            return ZoneInfo(key.title())
-        except (ZoneInfoNotFoundError, ValueError):
-            return None
+    return tz
+
+
+@lru_cache(maxsize=64)
+def _arrow_zone(name: str) -> str:
+    """The session TimeZone as an Arrow time zone (an IANA key or a fixed '+HH:MM')."""
+    return spark_zone(name)
 
 
 def _text_timestamp(arr: pa.Array, with_tz: bool, timezone: str) -> pa.Array:
@@ -730,7 +732,7 @@ def _text_timestamp(arr: pa.Array, with_tz: bool, timezone: str) -> pa.Array:
         in_range = (utc_us >= _MIN_US + _US_PER_DAY) & (utc_us < _MAX_US - _US_PER_DAY)
         try:
             safe = pa.array(np.where(in_range, utc_us, 0)).cast(pa.timestamp("us", tz="UTC"))
-            local = pc.local_timestamp(safe.cast(pa.timestamp("us", tz=timezone)))
+            local = pc.local_timestamp(safe.cast(pa.timestamp("us", tz=_arrow_zone(timezone))))
             local_us = np.where(in_range, local.cast(pa.int64()).to_numpy(), utc_us)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
             # A zone name Arrow's tz database lacks: let zoneinfo resolve each row below.
@@ -926,7 +928,7 @@ def encode_binary_column(arr: pa.Array | pa.ChunkedArray, ctype: ColumnType, *, 
         if name == "timestamp" and arr.type.tz is not None:
             zone = _zone(timezone)
             if zone is not None:
-                local = pc.local_timestamp(arr.cast(pa.timestamp("us", tz=timezone)))
+                local = pc.local_timestamp(arr.cast(pa.timestamp("us", tz=_arrow_zone(timezone))))
                 us = _to_np(local.cast(pa.int64()))
         special = (us == _TS_INF) | (us == _TS_NINF)
         out = np.where(special, us, us - PG_EPOCH_US)
@@ -1432,8 +1434,8 @@ def _parse_timestamp_us(s: str, with_tz: bool, timezone: str = "UTC") -> int:
     y2, mo2, d2 = _civil_from_days(days)
     if 1 <= y2 <= 9999:
         naive = _dt.datetime(y2, mo2, d2) + _dt.timedelta(microseconds=tod)
-        off = naive.replace(tzinfo=zone).utcoffset() or _dt.timedelta(0)
-        return local - int(off.total_seconds() * 1_000_000)
+        instant = localize(naive, timezone)  # PostgreSQL's DST rules (gap, repeated hour)
+        return (instant - _EPOCH_TZ) // _dt.timedelta(microseconds=1)
     return local
 
 
@@ -1453,104 +1455,15 @@ def _us_to_datetime(us: int, with_tz: bool) -> _dt.datetime:
         raise SqlError("22008", "timestamp out of range") from None
 
 
-_IV_UNITS = {
-    "year": ("m", 12), "years": ("m", 12), "y": ("m", 12), "yr": ("m", 12), "yrs": ("m", 12),
-    "month": ("m", 1), "months": ("m", 1), "mon": ("m", 1), "mons": ("m", 1),
-    "week": ("d", 7), "weeks": ("d", 7), "w": ("d", 7),
-    "day": ("d", 1), "days": ("d", 1), "d": ("d", 1),
-    "hour": ("us", 3_600_000_000), "hours": ("us", 3_600_000_000), "h": ("us", 3_600_000_000),
-    "hr": ("us", 3_600_000_000), "hrs": ("us", 3_600_000_000),
-    "minute": ("us", 60_000_000), "minutes": ("us", 60_000_000), "min": ("us", 60_000_000),
-    "mins": ("us", 60_000_000), "m": ("us", 60_000_000),
-    "second": ("us", 1_000_000), "seconds": ("us", 1_000_000), "sec": ("us", 1_000_000),
-    "secs": ("us", 1_000_000), "s": ("us", 1_000_000),
-    "millisecond": ("us", 1000), "milliseconds": ("us", 1000), "ms": ("us", 1000),
-    "microsecond": ("us", 1), "microseconds": ("us", 1), "us": ("us", 1),
-    "decade": ("m", 120), "decades": ("m", 120), "century": ("m", 1200), "centuries": ("m", 1200),
-    "millennium": ("m", 12000), "millennia": ("m", 12000),
-}
-_IV_TOKEN = re.compile(r"([+-]?\d+(?:\.\d*)?|[+-]?\.\d+)\s*([a-z]+)|([+-]?)(\d+):(\d+)(?::(\d+(?:\.\d*)?))?")
-_ISO_IV = re.compile(r"P(?:(-?\d+(?:\.\d+)?)Y)?(?:(-?\d+(?:\.\d+)?)M)?(?:(-?\d+(?:\.\d+)?)W)?(?:(-?\d+(?:\.\d+)?)D)?"
-                     r"(?:T(?:(-?\d+(?:\.\d+)?)H)?(?:(-?\d+(?:\.\d+)?)M)?(?:(-?\d+(?:\.\d+)?)S)?)?\Z", re.I)
-
-
 def parse_interval(s: str) -> Interval:
-    """PostgreSQL interval input: '1 day 02:03:04', '1 year 2 mons', '@ 1 day ago', ISO 'P1DT2H'."""
-    text = s.strip()
-    if not text:
-        raise _syntax("interval", s)
-    iso = _ISO_IV.match(text)
-    if iso and text.upper() != "P":
-        y, mo, w, d, h, mi, sec = (decimal.Decimal(g) if g else decimal.Decimal(0) for g in iso.groups())
-        months = y * 12 + mo
-        days = w * 7 + d
-        us = (h * 3600 + mi * 60 + sec) * 1_000_000
-        return _spill(months, days, us)
-    low = text.lower()
-    ago = False
-    if low.startswith("@"):
-        low = low[1:].strip()
-    if low.endswith(" ago") or low == "ago":
-        ago = True
-        low = low[:-3].strip()
-    months = decimal.Decimal(0)
-    days = decimal.Decimal(0)
-    us = decimal.Decimal(0)
-    pos = 0
-    found = False
-    while pos < len(low):
-        if low[pos].isspace() or low[pos] == ",":
-            pos += 1
-            continue
-        m = _IV_TOKEN.match(low, pos)
-        if not m:
-            # A bare number means days before a time field ('-1 2:03:04'), else seconds ('10').
-            bare = re.match(r"[+-]?\d+(?:\.\d*)?", low[pos:])
-            if not bare:
-                raise _syntax("interval", s)
-            rest = low[pos + bare.end():].lstrip()
-            qty = decimal.Decimal(bare.group(0))
-            if not rest:
-                us += qty * 1_000_000
-            elif re.match(r"[+-]?\d+:\d", rest):
-                days += qty
-            else:
-                raise _syntax("interval", s)
-            found = True
-            pos += bare.end()
-            continue
-        found = True
-        if m.group(2) is not None:
-            unit = _IV_UNITS.get(m.group(2))
-            if unit is None:
-                raise _syntax("interval", s)
-            qty = decimal.Decimal(m.group(1))
-            field_, mult = unit
-            if field_ == "m":
-                months += qty * mult
-            elif field_ == "d":
-                days += qty * mult
-            else:
-                us += qty * mult
-        else:
-            sign = -1 if m.group(3) == "-" else 1
-            secs = decimal.Decimal(m.group(6) or 0)
-            us += sign * ((int(m.group(4)) * 3600 + int(m.group(5)) * 60) * 1_000_000 + secs * 1_000_000)
-        pos = m.end()
-    if not found:
-        raise _syntax("interval", s)
-    if ago:
-        months, days, us = -months, -days, -us
-    return _spill(months, days, us)
-
-
-def _spill(months: decimal.Decimal, days: decimal.Decimal, us: decimal.Decimal) -> Interval:
-    """Fractional months spill into days (30/month) and fractional days into time, as PostgreSQL does."""
-    whole_m = int(months)
-    days += (months - whole_m) * 30
-    whole_d = int(days)
-    us += (days - whole_d) * _US_PER_DAY
-    return Interval(whole_m, whole_d, int(us.to_integral_value(rounding=decimal.ROUND_HALF_EVEN)))
+    """PostgreSQL interval input: '1 day 02:03:04', '1 year 2 mons', '@ 1 day ago', ISO 'P1DT2H'
+    (tidegate.pgvalues: the one parser of codec, casts and storage)."""
+    try:
+        return Interval(*parse_interval_fields(s))
+    except SqlError as exc:
+        if exc.sqlstate == "22007":
+            raise _syntax("interval", s) from None
+        raise
 
 
 def _parse_bytea(s: str) -> bytes:

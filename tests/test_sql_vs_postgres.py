@@ -207,6 +207,11 @@ QUERIES: dict[str, str] = {
     "extract_timestamp": "SELECT extract(epoch from ts), extract(dow from ts), extract(hour from ts)"
                          " FROM sq_events ORDER BY id",
     "timestamptz": "SELECT tstz, tstz AT TIME ZONE 'UTC' FROM sq_events ORDER BY id LIMIT 3",
+    "interval_input": "SELECT interval '-1 2:03:04', 'P1DT2H'::interval, interval '1 year 2 mons',"
+                      " interval '@ 1 hour ago', '1.5 weeks'::interval, interval '1 day' - interval '1 hour'",
+    "make_timestamp": "SELECT make_timestamp(2024, 2, 29, 12, 30, 0), make_interval(days => 3, hours => 4)",
+    "timestamptz_parts": "SELECT id, tstz::date, date_trunc('day', tstz), extract(hour from tstz), tstz::timestamp,"
+                         " ts::timestamptz FROM sq_events ORDER BY id",
     "values_list": "SELECT * FROM (VALUES (1, 'a'), (2, 'b')) AS v(n, s) ORDER BY n",
     "constants": "SELECT 1 AS one, 'x' AS s, NULL::int AS n, true AS b, 1.50 AS dec, 1e3 AS f",
     "default_column_names": "SELECT count(*), sum(id), id + 1, upper(name), CASE WHEN true THEN 1 END, 1::text"

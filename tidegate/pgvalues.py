@@ -1,0 +1,505 @@
+"""PostgreSQL value rules shared by every layer: interval input, timestamp input, time zones.
+
+One parser per syntax, used by the wire codec (gateway/codec.py), the translator's casts and
+literals (engine/functions.py, engine/translate.py) and storage coercion (engine/storage.py), so
+that a value means the same whichever path reads it.
+
+- :func:`parse_interval_fields` reads PostgreSQL interval input (IntervalStyle ``postgres``
+  input rules): ``'1 year 2 mons'``, ``'-1 2:03:04'`` (-1 days +02:03:04: the day count's sign
+  does not carry to the clock), ``'@ 1 hour ago'``, ``'1-2'`` (years-months), ``'1.5 weeks'``
+  (fractions spill into the smaller fields as PostgreSQL's AdjustFract* do) and ISO 8601
+  ``'P1Y2M3DT4H5M6S'`` / ``'P0001-02-03T04:05:06'``.
+- :func:`parse_timestamp` reads timestamp / timestamptz input; a timestamptz without an explicit
+  offset or zone is local time in the session's TimeZone.
+- :func:`zone_info` / :func:`spark_zone` turn a TimeZone setting into a ``ZoneInfo`` / a zone id
+  Spark accepts.
+- :data:`session_zone` is the TimeZone of the statement running in this thread/context
+  (``with use_session_zone(info.timezone): ...``); value parsers that are not given a zone read it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from collections.abc import Iterator
+from contextvars import ContextVar
+from datetime import date, datetime, timedelta, timezone
+from decimal import ROUND_HALF_EVEN, Decimal, InvalidOperation
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from tidegate.errors import SqlError
+
+# -- time zones --------------------------------------------------------------------------------
+
+session_zone: ContextVar[str] = ContextVar("tidegate_session_zone", default="UTC")
+
+
+@contextlib.contextmanager
+def use_session_zone(zone: str | None) -> Iterator[None]:
+    """Run a block with ``zone`` as the session TimeZone value parsers default to."""
+    token = session_zone.set(zone or "UTC")
+    try:
+        yield
+    finally:
+        session_zone.reset(token)
+
+
+_OFFSET_ZONE = re.compile(r"^(?:UTC|GMT)?\s*([+-])(\d{1,2})(?::?(\d{2}))?(?::?(\d{2}))?$", re.I)
+
+
+def _offset_zone(name: str, iso_sign: bool) -> timezone | None:
+    m = _OFFSET_ZONE.match(name.strip())
+    if not m:
+        return None
+    sign = 1 if m.group(1) == "+" else -1
+    if not iso_sign:
+        sign = -sign  # POSIX: 'UTC+5' is five hours WEST of Greenwich
+    delta = timedelta(hours=int(m.group(2)), minutes=int(m.group(3) or 0), seconds=int(m.group(4) or 0))
+    if delta > timedelta(hours=15):
+        return None
+    return timezone(sign * delta)
+
+
+def zone_info(name: str | None, numeric_east: bool = True) -> ZoneInfo | timezone:
+    """The tzinfo of a PostgreSQL TimeZone setting, read as PostgreSQL reads it.
+
+    An IANA name or UTC/GMT; a plain number is hours EAST of Greenwich (``SET TIME ZONE -7``,
+    stored by the gateway as ``'<-07>+07'``); any other offset spelling is a POSIX zone, hours
+    WEST of Greenwich (``'UTC+5'``, ``'+05:30'``, the offset after ``<...>``). Unknown names fall
+    back to UTC (the gateway refuses them at SET). ``numeric_east=False``: a plain number is a
+    POSIX zone too, as in ``AT TIME ZONE '-7'``.
+    """
+    key = (name or "UTC").strip()
+    if key.upper() in ("UTC", "GMT", "Z", "ZULU", "UCT", "UNIVERSAL", "ETC/UTC", "ETC/GMT"):
+        return timezone.utc
+    if numeric_east and re.fullmatch(r"[+-]?\d+(?:\.\d+)?", key):
+        hours = Decimal(key)
+        if abs(hours) <= 15:
+            return timezone(timedelta(seconds=int(hours * 3600)))
+    posix = re.fullmatch(r"<[^>]*>(.*)", key)
+    body = posix.group(1) if posix else key
+    if body[:3].upper() in ("UTC", "GMT"):
+        body = body[3:]
+    if body and body[0] in "+-":
+        off = _offset_zone(body, iso_sign=False)
+        if off is not None:
+            return off
+    if key and key[0].isdigit():
+        off = _offset_zone("+" + key, iso_sign=False)
+        if off is not None:
+            return off
+    for candidate in dict.fromkeys((key, key.title(), key.upper())):
+        try:
+            return ZoneInfo(candidate)
+        except (ZoneInfoNotFoundError, ValueError):
+            continue
+    return timezone.utc
+
+
+def known_zone(name: str, numeric_east: bool = True) -> bool:
+    """Whether ``name`` is a time zone :func:`zone_info` understands (not its UTC fallback)."""
+    if zone_info(name, numeric_east) is not timezone.utc:
+        return True
+    return name.strip().upper() in ("UTC", "GMT", "Z", "ZULU", "UCT", "UNIVERSAL", "ETC/UTC", "ETC/GMT") or \
+        bool(re.fullmatch(r"(?:UTC|GMT)?[+-]?0+(?::?00)*", name.strip(), re.I))
+
+
+def spark_zone(name: str | None, numeric_east: bool = True) -> str:
+    """A zone id Spark's ``spark.sql.session.timeZone`` accepts for a PostgreSQL TimeZone value."""
+    tz = zone_info(name, numeric_east)
+    if isinstance(tz, ZoneInfo):
+        return tz.key
+    off = tz.utcoffset(None)
+    if not off:
+        return "UTC"
+    total = int(off.total_seconds())
+    sign = "+" if total >= 0 else "-"
+    h, rem = divmod(abs(total), 3600)
+    m, s = divmod(rem, 60)
+    return f"{sign}{h:02d}:{m:02d}" + (f":{s:02d}" if s else "")
+
+
+def localize(naive: datetime, zone: str | None = None) -> datetime:
+    """Local wall time in ``zone`` (default: the session's) -> an aware UTC datetime.
+
+    Like PostgreSQL: a time in a DST gap is read with the offset before the transition
+    (02:30 on a spring-forward night becomes 03:30 daylight time); an ambiguous time (the
+    repeated hour in autumn) is read as standard time, the later of the two instants.
+    """
+    tz = zone_info(session_zone.get() if zone is None else zone)
+    if not isinstance(tz, ZoneInfo):
+        return naive.replace(tzinfo=tz).astimezone(timezone.utc)
+    early = naive.replace(tzinfo=tz, fold=0)
+    late = naive.replace(tzinfo=tz, fold=1)
+    off_early, off_late = early.utcoffset(), late.utcoffset()
+    if off_early == off_late:
+        return early.astimezone(timezone.utc)
+    # a gap: fold=0 uses the offset before the transition; ambiguous: take standard time (fold=1 in autumn)
+    roundtrip = early.astimezone(timezone.utc).astimezone(tz).replace(tzinfo=None)
+    if roundtrip != naive:  # nonexistent local time
+        return (naive - off_early).replace(tzinfo=timezone.utc) if off_early is not None else early
+    chosen = early if early.dst() == timedelta(0) else late
+    return chosen.astimezone(timezone.utc)
+
+
+# -- timestamps ----------------------------------------------------------------------------------
+
+_TS_TAIL_OFFSET = re.compile(r"(?:\s*|(?<=\d))([+-])(\d{1,2})(?::?(\d{2}))?(?::?(\d{2}))?$")
+_TS_TAIL_NAME = re.compile(r"\s+([A-Za-z][A-Za-z0-9_/+-]*)$")
+
+
+def parse_timestamp(text: str, with_tz: bool, zone: str | None = None) -> datetime:
+    """PostgreSQL timestamp input -> datetime (aware UTC for timestamptz, naive for timestamp).
+
+    ISO forms (``2024-01-01 00:00:00[.ffffff]``, ``T`` separator), an optional offset (``+05``,
+    ``-04:00``, ``Z``) or zone name (``UTC``, ``America/New_York``) at the end, and the special
+    words now/today/tomorrow/yesterday/epoch. Without an offset a timestamptz is local time in
+    ``zone`` (default: the session's TimeZone); a timestamp ignores any offset, as PostgreSQL
+    does. Raises ValueError when the text is not a timestamp.
+    """
+    zone = session_zone.get() if zone is None else zone
+    s = text.strip()
+    low = s.lower()
+    if low in ("now", "today", "tomorrow", "yesterday"):
+        now_utc = datetime.now(timezone.utc)
+        tz = zone_info(zone)
+        local = now_utc.astimezone(tz).replace(tzinfo=None)
+        if low != "now":
+            local = datetime.combine(local.date(), datetime.min.time())
+            local += timedelta(days={"today": 0, "tomorrow": 1, "yesterday": -1}[low])
+        if low == "now":
+            return now_utc if with_tz else local
+        return localize(local, zone) if with_tz else local
+    if low == "epoch":
+        return datetime(1970, 1, 1, tzinfo=timezone.utc) if with_tz else datetime(1970, 1, 1)
+    body = s
+    offset: timezone | ZoneInfo | None = None
+    if body[-1:] in ("Z", "z") and len(body) > 10:
+        body, offset = body[:-1], timezone.utc
+    else:
+        m = _TS_TAIL_OFFSET.search(body)
+        if m and len(body[:m.start()].strip()) >= 10 and ":" in body[:m.start()] + "x:" and _date_prefix(body[:m.start()]):
+            sign = 1 if m.group(1) == "+" else -1
+            delta = timedelta(hours=int(m.group(2)), minutes=int(m.group(3) or 0), seconds=int(m.group(4) or 0))
+            offset = timezone(sign * delta)
+            body = body[:m.start()]
+        else:
+            n = _TS_TAIL_NAME.search(body)
+            if n and _date_prefix(body[:n.start()]) and not re.fullmatch(r"(?i)am|pm|bc|ad", n.group(1)):
+                name = n.group(1)
+                tz = zone_info(name)
+                if tz is timezone.utc and name.upper() not in ("UTC", "GMT", "Z", "ZULU", "UCT", "UNIVERSAL"):
+                    raise ValueError(f"unknown time zone {name}")
+                offset = tz
+                body = body[:n.start()]
+    body = body.strip()
+    if "T" in body[8:12] or "t" in body[8:12]:
+        body = body[:10] + " " + body[11:]
+    naive = _parse_naive(body)
+    if not with_tz:
+        return naive
+    if offset is None:
+        return localize(naive, zone)
+    if isinstance(offset, ZoneInfo):
+        return localize(naive, offset.key)
+    return naive.replace(tzinfo=offset).astimezone(timezone.utc)
+
+
+def _date_prefix(s: str) -> bool:
+    return bool(re.match(r"\s*\d{4,}-\d{1,2}-\d{1,2}", s))
+
+
+def _parse_naive(body: str) -> datetime:
+    m = re.fullmatch(r"(\d{4,})-(\d{1,2})-(\d{1,2})(?:\s+(\d{1,2}):(\d{2})(?::(\d{2})(?:\.(\d+))?)?)?", body)
+    if not m:
+        raise ValueError(body)
+    y, mo, d = int(m.group(1)), int(m.group(2)), int(m.group(3))
+    hh, mi, ss = int(m.group(4) or 0), int(m.group(5) or 0), int(m.group(6) or 0)
+    frac = m.group(7) or ""
+    us = 0
+    if frac:
+        us = int((Decimal("0." + frac) * 1_000_000).quantize(Decimal(1), rounding=ROUND_HALF_EVEN))
+    extra = timedelta(0)
+    if hh == 24 and mi == 0 and ss == 0 and us == 0:
+        hh, extra = 0, timedelta(days=1)
+    if ss == 60:
+        ss, extra = 0, extra + timedelta(minutes=1)
+    return datetime(y, mo, d, hh, mi, ss) + extra + timedelta(microseconds=us)
+
+
+def parse_date(text: str) -> date:
+    """ISO date input (a time part, if any, is ignored as PostgreSQL's date input does)."""
+    s = text.strip()
+    m = re.match(r"(\d{4,})-(\d{1,2})-(\d{1,2})", s)
+    if not m:
+        raise ValueError(s)
+    return date(int(m.group(1)), int(m.group(2)), int(m.group(3)))
+
+
+# -- intervals -----------------------------------------------------------------------------------
+
+_UNITS: dict[str, str] = {}
+for _canon, _names in {
+    "microsecond": ("microsecond", "microseconds", "us", "usec", "usecs", "useconds", "usecond"),
+    "millisecond": ("millisecond", "milliseconds", "ms", "msec", "msecs", "mseconds", "msecond"),
+    "second": ("second", "seconds", "s", "sec", "secs"),
+    "minute": ("minute", "minutes", "m", "min", "mins"),
+    "hour": ("hour", "hours", "h", "hr", "hrs"),
+    "day": ("day", "days", "d"),
+    "week": ("week", "weeks", "w"),
+    "month": ("month", "months", "mon", "mons"),
+    "year": ("year", "years", "y", "yr", "yrs"),
+    "decade": ("decade", "decades", "dec", "decs"),
+    "century": ("century", "centuries", "c", "cent"),
+    "millennium": ("millennium", "millennia", "mil", "mils"),
+}.items():
+    for _n in _names:
+        _UNITS[_n] = _canon
+
+_US = {"hour": 3_600_000_000, "minute": 60_000_000, "second": 1_000_000,
+       "millisecond": 1_000, "microsecond": 1}
+_YEARS = {"year": 1, "decade": 10, "century": 100, "millennium": 1000}
+
+
+class _Acc:
+    """PostgreSQL's struct pg_tm + fsec while an interval is decoded (fractions spill down)."""
+
+    def __init__(self) -> None:
+        self.months = 0
+        self.days = 0
+        self.us = Decimal(0)
+
+    def frac_seconds(self, frac: Decimal, scale: int) -> None:
+        self.us += frac * scale * 1_000_000
+
+    def frac_days(self, frac: Decimal, scale: int) -> None:
+        whole = int(frac * scale)
+        self.days += whole
+        self.frac_seconds(frac * scale - whole, 86_400)
+
+    def add(self, unit: str, value: Decimal) -> None:
+        whole = int(value)
+        frac = value - whole
+        if unit in _YEARS:
+            self.months += whole * 12 * _YEARS[unit] + int((frac * 12 * _YEARS[unit]).to_integral_value(ROUND_HALF_EVEN))
+        elif unit == "month":
+            self.months += whole
+            self.frac_days(frac, 30)
+        elif unit == "week":
+            self.days += whole * 7
+            self.frac_days(frac, 7)
+        elif unit == "day":
+            self.days += whole
+            self.frac_seconds(frac, 86_400)
+        else:
+            self.us += value * _US[unit]
+
+    def result(self) -> tuple[int, int, int]:
+        return self.months, self.days, int(self.us.to_integral_value(ROUND_HALF_EVEN))
+
+
+def _bad(text: str) -> SqlError:
+    return SqlError("22007", f'invalid input syntax for type interval: "{text}"')
+
+
+def _clock(tok: str) -> Decimal | None:
+    """'[-]h:mm[:ss[.f]]' (or 'mm:ss.f') -> signed microseconds; None if not a clock."""
+    m = re.fullmatch(r"([+-]?)(\d+):(\d+)(?::(\d+(?:\.\d*)?))?|([+-]?)(\d+):(\d+\.\d*)", tok)
+    if not m:
+        return None
+    if m.group(6) is not None:  # minutes:seconds.fraction
+        sign = -1 if m.group(5) == "-" else 1
+        us = Decimal(m.group(6)) * 60_000_000 + Decimal(m.group(7)) * 1_000_000
+    else:
+        sign = -1 if m.group(1) == "-" else 1
+        us = Decimal(m.group(2)) * 3_600_000_000 + Decimal(m.group(3)) * 60_000_000
+        if m.group(4):
+            us += Decimal(m.group(4)) * 1_000_000
+    return sign * us
+
+
+_ISO_DATE_PART = re.compile(r"([+-]?\d+(?:\.\d*)?|[+-]?\.\d+)([YMWD])")
+_ISO_TIME_PART = re.compile(r"([+-]?\d+(?:\.\d*)?|[+-]?\.\d+)([HMS])")
+
+
+def _iso_interval(raw: str, s: str) -> tuple[int, int, int]:
+    acc = _Acc()
+    body = s[1:]
+    date_part, _, time_part = body.partition("T")
+    if not body or (not date_part and not _ and not time_part):
+        raise _bad(raw)
+    m = re.fullmatch(r"(\d+)-(\d+)-(\d+)", date_part)
+    if m:  # alternative format P0001-02-03T04:05:06
+        acc.add("year", Decimal(m.group(1)))
+        acc.add("month", Decimal(m.group(2)))
+        acc.add("day", Decimal(m.group(3)))
+    else:
+        pos = 0
+        for pm in _ISO_DATE_PART.finditer(date_part):
+            if pm.start() != pos:
+                raise _bad(raw)
+            pos = pm.end()
+            acc.add({"Y": "year", "M": "month", "W": "week", "D": "day"}[pm.group(2)], Decimal(pm.group(1)))
+        if pos != len(date_part):
+            raise _bad(raw)
+    if time_part:
+        us = _clock(time_part)
+        if us is not None:
+            acc.us += us
+        else:
+            pos = 0
+            for pm in _ISO_TIME_PART.finditer(time_part):
+                if pm.start() != pos:
+                    raise _bad(raw)
+                pos = pm.end()
+                acc.add({"H": "hour", "M": "minute", "S": "second"}[pm.group(2)], Decimal(pm.group(1)))
+            if pos != len(time_part):
+                raise _bad(raw)
+    return acc.result()
+
+
+_FIELD = re.compile(r"([+-]?(?:\d+(?:\.\d*)?|\.\d+))([a-z]*)$")
+
+
+def parse_interval_fields(text: str) -> tuple[int, int, int]:
+    """PostgreSQL interval input -> (months, days, microseconds); 22007 when malformed.
+
+    Fields are read right to left as PostgreSQL's DecodeInterval does: a number without a unit
+    is seconds when it is the last field and days when a clock (``h:mm``) or an hour count
+    follows it; each unit may appear once.
+    """
+    raw = text
+    s = text.strip()
+    if not s:
+        raise _bad(raw)
+    if s[0] in "Pp" and len(s) > 1 and s[1:2].upper() in "0123456789T.+-":
+        try:
+            return _iso_interval(raw, s.upper())
+        except (InvalidOperation, ValueError):
+            raise _bad(raw) from None
+    s = s.lower().replace(",", " ")
+    ago = False
+    if s.startswith("@"):
+        s = s[1:]
+    tokens = s.split()
+    if tokens and tokens[-1] == "ago":
+        ago = True
+        tokens = tokens[:-1]
+    if not tokens:
+        raise _bad(raw)
+    # split "1day" / "2h" into number + unit; keep clocks and years-months whole
+    fields: list[str] = []
+    for tok in tokens:
+        m = _FIELD.fullmatch(tok)
+        if m and m.group(2):
+            fields.extend([m.group(1), m.group(2)])
+        else:
+            fields.append(tok)
+    acc = _Acc()
+    seen: set[str] = set()
+    pending: str | None = None  # the unit the next field to the left gets; "" = none allowed
+    rightmost = True
+    waiting = False  # a unit word still waits for its number
+    try:
+        for tok in reversed(fields):
+            if tok in _UNITS:
+                if waiting:
+                    raise _bad(raw)
+                pending = _UNITS[tok]
+                waiting = True
+                rightmost = False
+                continue
+            if waiting and not re.fullmatch(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)", tok):
+                raise _bad(raw)
+            waiting = False
+            clock = _clock(tok)
+            if clock is not None:
+                if "clock" in seen or seen & {"hour", "minute", "second"}:
+                    raise _bad(raw)
+                seen.add("clock")
+                acc.us += clock
+                pending = "day"
+                rightmost = False
+                continue
+            ym = re.fullmatch(r"([+-]?)(\d+)-(\d+)", tok)
+            if ym:  # SQL years-months
+                if "year" in seen or "month" in seen:
+                    raise _bad(raw)
+                seen.update(("year", "month"))
+                sign = -1 if ym.group(1) == "-" else 1
+                acc.months += sign * (int(ym.group(2)) * 12 + int(ym.group(3)))
+                pending = ""
+                rightmost = False
+                continue
+            if not re.fullmatch(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)", tok):
+                raise _bad(raw)
+            unit = pending if pending is not None else ("second" if rightmost else "")
+            if not unit:
+                raise _bad(raw)
+            if unit in seen or (unit in ("hour", "minute", "second") and "clock" in seen):
+                raise _bad(raw)
+            seen.add(unit)
+            acc.add(unit, Decimal(tok))
+            pending = "day" if unit == "hour" else ""
+            rightmost = False
+        if waiting:
+            raise _bad(raw)  # a unit with no number before it
+    except InvalidOperation:
+        raise _bad(raw) from None
+    months, days, us = acc.result()
+    if ago:
+        months, days, us = -months, -days, -us
+    if abs(us) >= 2**63 or abs(days) >= 2**31 or abs(months) >= 2**31:
+        raise SqlError("22015", "interval field value out of range")
+    return months, days, us
+
+
+def format_interval(months: int, days: int, micros: int) -> str:
+    """PostgreSQL's default (``postgres`` IntervalStyle) text of an interval value.
+
+    Like PostgreSQL's EncodeInterval: a field after a negative one shows an explicit ``+``.
+    """
+    parts: list[str] = []
+    is_before = False
+    sign = -1 if months < 0 else 1
+    years, mons = divmod(abs(months), 12)
+    for value, unit in ((sign * years, "year"), (sign * mons, "mon"), (days, "day")):
+        if value:
+            plus = "+" if is_before and value > 0 else ""
+            parts.append(f"{plus}{value} {unit}{'s' if value != 1 else ''}")  # PostgreSQL: "-1 days"
+            is_before = value < 0
+    if micros or not parts:
+        neg = micros < 0
+        total = abs(micros)
+        hours, rem = divmod(total, 3_600_000_000)
+        minutes, rem = divmod(rem, 60_000_000)
+        seconds, frac = divmod(rem, 1_000_000)
+        text = f"{'-' if neg else ('+' if is_before else '')}{hours:02d}:{minutes:02d}:{seconds:02d}"
+        if frac:
+            text += f".{frac:06d}".rstrip("0")
+        parts.append(text)
+    return " ".join(parts)
+
+
+def localize_array(arr, zone: str | None = None):
+    """Naive Arrow timestamps (local wall times in ``zone``, default the session's) -> UTC
+    timestamps, with :func:`localize`'s DST rules (gap: offset before the transition; repeated
+    hour: standard time)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks() if arr.num_chunks != 1 else arr.chunk(0)
+    arr = pc.cast(arr, pa.timestamp("us"))
+    name = session_zone.get() if zone is None else zone
+    tz = zone_info(name)
+    utc = pa.timestamp("us", tz="UTC")
+    if tz is timezone.utc:
+        return arr.cast(utc)
+    if not isinstance(tz, ZoneInfo):
+        shift = int(tz.utcoffset(None).total_seconds() * 1_000_000)
+        return pc.subtract(arr.cast(pa.int64()), shift).cast(utc)
+    try:
+        return pc.assume_timezone(arr, tz.key, ambiguous="raise", nonexistent="raise").cast(utc)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ValueError):
+        return pa.array([None if v is None else localize(v, tz.key) for v in arr.to_pylist()], type=utc)
