@@ -46,6 +46,7 @@ from engine.storage import (
     Snapshot, TableStore, WriteOp, coerce_array, dedupe_last, duplicate_keys, key_text,
     python_value, storage_schema, storage_to_result, storage_type,
 )
+from tidegate import pgvalues
 from tidegate.config import Settings
 from tidegate.errors import SqlError
 from tidegate.pgtypes import TEXT, ColumnType, lookup_type_name, pg_type_for_arrow
@@ -579,8 +580,10 @@ class EngineSession:
     def execute(self, sql: str, params: Sequence[Any] = (), info: SessionInfo | None = None) -> RowStream | CommandResult:
         """Run ONE statement; every failure is a SqlError (42P01 carries the relation's position)."""
         self._interrupt.clear()
+        info = info or SessionInfo()
         try:
-            return self._execute(sql, list(params), info or SessionInfo())
+            with pgvalues.use_session_zone(info.timezone):  # value input in the session's TimeZone
+                return self._execute(sql, list(params), info)
         except SqlError as exc:
             if exc.sqlstate == "42P01" and exc.position is None:
                 exc.position = _relation_position(sql, exc.message)
@@ -1917,9 +1920,10 @@ class EngineSession:
                 raise SqlError("42703", f'column "{name}" of relation "{t.name}" does not exist')
         # Constant defaults for the columns the client does not send, computed once.
         fills: dict[str, Any] = {}
-        for c in t.columns:
-            if c.name not in given:
-                fills[c.name] = python_value(self._default_value(c, ctx, info), c.type, c.name) if c.default is not None else None
+        with pgvalues.use_session_zone(info.timezone):
+            for c in t.columns:
+                if c.name not in given:
+                    fills[c.name] = python_value(self._default_value(c, ctx, info), c.type, c.name) if c.default is not None else None
         schema = storage_schema(t.columns)
         counter = [0]
 
@@ -1929,13 +1933,14 @@ class EngineSession:
                 if n == 0:
                     continue
                 arrays = []
-                for c in t.columns:
-                    if c.name in given:
-                        arr = coerce_array(batch.column(given.index(c.name)), c.type, c.name)
-                    else:
-                        v = fills[c.name]
-                        arr = pa.nulls(n, storage_type(c.type)) if v is None else pa.array([v] * n, type=storage_type(c.type))
-                    arrays.append(arr)
+                with pgvalues.use_session_zone(info.timezone):  # may run on the writer's thread
+                    for c in t.columns:
+                        if c.name in given:
+                            arr = coerce_array(batch.column(given.index(c.name)), c.type, c.name)
+                        else:
+                            v = fills[c.name]
+                            arr = pa.nulls(n, storage_type(c.type)) if v is None else pa.array([v] * n, type=storage_type(c.type))
+                        arrays.append(arr)
                 out = pa.RecordBatch.from_arrays(arrays, schema=schema)
                 self._check_not_null(t, out)
                 counter[0] += n

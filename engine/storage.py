@@ -58,6 +58,7 @@ import pyarrow.dataset as pads
 from deltalake import CommitProperties, DeltaTable, Transaction, WriterProperties, write_deltalake
 
 from catalog.store import Catalog, ColumnDef, TableDef
+from tidegate import pgvalues
 from tidegate.errors import SqlError
 from tidegate.pgtypes import ColumnType
 from engine import functions, txnlog
@@ -93,22 +94,6 @@ def storage_schema(columns: Sequence[ColumnDef]) -> pa.Schema:
 
 
 # -- interval text -------------------------------------------------------------------------------
-
-_INTERVAL_UNITS = {
-    "microsecond": ("us", 1), "microseconds": ("us", 1), "us": ("us", 1), "usec": ("us", 1),
-    "millisecond": ("us", 1000), "milliseconds": ("us", 1000), "ms": ("us", 1000), "msec": ("us", 1000),
-    "second": ("us", 1_000_000), "seconds": ("us", 1_000_000), "sec": ("us", 1_000_000), "secs": ("us", 1_000_000), "s": ("us", 1_000_000),
-    "minute": ("us", 60_000_000), "minutes": ("us", 60_000_000), "min": ("us", 60_000_000), "mins": ("us", 60_000_000), "m": ("us", 60_000_000),
-    "hour": ("us", 3_600_000_000), "hours": ("us", 3_600_000_000), "h": ("us", 3_600_000_000), "hr": ("us", 3_600_000_000), "hrs": ("us", 3_600_000_000),
-    "day": ("d", 1), "days": ("d", 1), "d": ("d", 1),
-    "week": ("d", 7), "weeks": ("d", 7), "w": ("d", 7),
-    "month": ("mon", 1), "months": ("mon", 1), "mon": ("mon", 1), "mons": ("mon", 1),
-    "year": ("mon", 12), "years": ("mon", 12), "y": ("mon", 12), "yr": ("mon", 12), "yrs": ("mon", 12),
-    "decade": ("mon", 120), "decades": ("mon", 120), "century": ("mon", 1200), "centuries": ("mon", 1200),
-}
-_INTERVAL_TOKEN = re.compile(r"\s*(?:(?P<clock>[+-]?\d+:\d+(?::\d+(?:\.\d+)?)?)|(?P<num>[+-]?\d+(?:\.\d*)?|[+-]?\.\d+)\s*(?P<unit>[a-z]+)?)")
-_ISO_INTERVAL = re.compile(r"^P(?:(\d+)Y)?(?:(\d+)M)?(?:(\d+)W)?(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d+)?)S)?)?$")
-
 
 def parse_interval(text: str) -> tuple[int, int, int]:
     """PostgreSQL interval input -> (months, days, microseconds); 22007 when malformed."""
@@ -151,25 +136,9 @@ def _invalid(t: ColumnType, value: Any) -> SqlError:
 
 
 def _parse_timestamp(text: str, with_tz: bool) -> datetime:
-    s = text.strip()
-    low = s.lower()
-    if low in ("now", "today"):
-        now = datetime.now(timezone.utc)
-        return now if low == "now" else now.replace(hour=0, minute=0, second=0, microsecond=0)
-    if low in ("epoch",):
-        return datetime(1970, 1, 1, tzinfo=timezone.utc)
-    s2 = s.replace("T", " ", 1) if "T" in s[:11] else s
-    if s2.endswith(("Z", "z")):
-        s2 = s2[:-1] + "+00:00"
-    s2 = re.sub(r"([+-]\d{2})$", r"\1:00", s2)
-    s2 = re.sub(r"\s+(UTC|GMT)$", "+00:00", s2, flags=re.I)
-    s2 = re.sub(r"\s+([+-]\d{2}:?\d{2})$", r"\1", s2)
-    dt = datetime.fromisoformat(s2)
-    if dt.tzinfo is not None:
-        dt = dt.astimezone(timezone.utc)
-    else:
-        dt = dt.replace(tzinfo=timezone.utc)
-    return dt if with_tz else dt.replace(tzinfo=None)
+    """PostgreSQL timestamp input; a timestamptz without an offset is local time in the session's
+    TimeZone (``tidegate.pgvalues``)."""
+    return pgvalues.parse_timestamp(text, with_tz)
 
 
 def _parse_time_us(text: str) -> int:
@@ -301,10 +270,10 @@ def python_value(v: Any, t: ColumnType, column: str) -> Any:
                 if v.tzinfo is not None:
                     v = v.astimezone(timezone.utc)
                     return v if with_tz else v.replace(tzinfo=None)
-                return v.replace(tzinfo=timezone.utc) if with_tz else v
+                return pgvalues.localize(v) if with_tz else v  # wall time in the session zone
             if isinstance(v, date):
                 d = datetime(v.year, v.month, v.day)
-                return d.replace(tzinfo=timezone.utc) if with_tz else d
+                return pgvalues.localize(d) if with_tz else d
             try:
                 return _parse_timestamp(str(v), with_tz)
             except ValueError:
@@ -433,7 +402,7 @@ def _coerce_array(arr: pa.Array | pa.ChunkedArray, t: ColumnType, column: str) -
         return pc.cast(arr, target, safe=False)
     elif name in ("timestamp", "timestamptz") and pa.types.is_timestamp(src):
         if src.tz is None and name == "timestamptz":
-            return pc.cast(pc.cast(arr, pa.timestamp("us")), pa.timestamp("us")).cast(pa.timestamp("us", tz="UTC"))
+            return pgvalues.localize_array(arr)  # wall times in the session zone
         if src.tz is not None and name == "timestamp":
             return pc.cast(pc.cast(arr, pa.timestamp("us", tz="UTC")).cast(pa.int64()), pa.timestamp("us"))
         return pc.cast(arr, target)

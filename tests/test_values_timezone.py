@@ -249,12 +249,8 @@ def test_offset_time_zones(setting: str, oracle: Target, gateway: Target) -> Non
     assert not problems, "\n".join(problems)
 
 
-# Storage coercion (engine/storage.py python_value / _coerce_array, reached from the fast INSERT
-# path of engine/executor.py without the session's settings) still reads a timestamp without
-# offset as UTC: the fix is in tidegate.pgvalues (parse_timestamp, localize, localize_array,
-# use_session_zone) and needs EngineSession.execute to run under use_session_zone(info.timezone)
-# and storage to call those functions. strict: this test fails once that lands, so the marker goes.
-@pytest.mark.xfail(strict=True, reason="storage/executor do not apply the session zone yet (see comment)")
+# A timestamp without offset stored into a timestamptz column (fast INSERT path, COPY, UPDATE)
+# is read in the session's TimeZone, as PostgreSQL reads it.
 @pytest.mark.parametrize("zone", ["America/New_York", "Asia/Kolkata"])
 def test_timestamptz_stored_in_session_zone(zone: str, oracle: Target, gateway: Target) -> None:
     problems = _compare(oracle, gateway, stored_timezone_transcript(zone))
@@ -304,3 +300,21 @@ def test_timestamptz_values_through_psycopg(zone: str, oracle: Target, gateway: 
     assert first[1] == dt.datetime(2024, 1, 1, tzinfo=ZoneInfo(zone))
     assert first[2] == dt.date(2024, 1, 1) and first[3] == Decimal(0)
     assert first[4] == dt.timedelta(days=-1, hours=2, minutes=3, seconds=4)
+
+
+@pytest.mark.parametrize("zone", ["America/New_York", "Asia/Kolkata"])
+def test_copy_into_timestamptz_reads_the_session_zone(zone: str, oracle: Target, gateway: Target) -> None:
+    """COPY FROM text rows without an offset into a timestamptz column: local time in the zone."""
+    t = f"vtz_copy_{_suffix(zone)}"
+    answers = []
+    for target in (oracle, gateway):
+        with psycopg.connect(target.dsn, autocommit=True) as conn:
+            conn.execute(f"SET TIME ZONE '{zone}'")
+            conn.execute(f"DROP TABLE IF EXISTS {t}")
+            conn.execute(f"CREATE TABLE {t} (id int, tz timestamptz)")
+            with conn.cursor().copy(f"COPY {t} (id, tz) FROM STDIN") as copy:
+                copy.write("1\t2024-01-01 00:00:00\n2\t2024-07-01 12:00:00+02\n3\t\\N\n")
+            conn.execute("SET TIME ZONE 'UTC'")
+            answers.append(conn.execute(f"SELECT id, tz FROM {t} ORDER BY id").fetchall())
+            conn.execute(f"DROP TABLE {t}")
+    assert answers[0] == answers[1], answers
