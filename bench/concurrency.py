@@ -5,6 +5,8 @@ Measures, with W writer threads (default 8), each its own connection:
   - `UPDATE ctr SET n = n + 1 WHERE id = 1` increments of ONE row (every writer contends):
     commits/s, p50 latency, and whether the final count is exact (no lost update);
   - transactions writing two tables (BEGIN; INSERT a; INSERT b; COMMIT): commits/s;
+  - create-load-swap transactions (transactional DDL: CREATE, INSERT, DROP, RENAME, COMMIT), each
+    writer swapping its own table: commits/s;
   - the share of commits the client had to retry (40001 / 40P01 answers); tidegate re-runs an
     UPDATE itself when a non-locking commit raced it, which the client does not see.
 
@@ -101,7 +103,19 @@ def main() -> None:
                            "CREATE TABLE cc_a (w int, i int, PRIMARY KEY (w, i))",
                            "CREATE TABLE cc_b (w int, i int, PRIMARY KEY (w, i))")],
                        two, autocommit=False)
-            results[name] = {"insert": ins, "increment": inc, "txn": txn}
+            print(f"{name}: create-load-swap transactions ...", flush=True)
+
+            def swap(c: psycopg.Connection, w: int, i: int) -> None:
+                c.execute(f"CREATE TABLE cc_s{w}_{i} (id int, v text)")
+                c.execute(f"INSERT INTO cc_s{w}_{i} VALUES (1, 'a'), (2, 'b')")
+                c.execute(f"DROP TABLE IF EXISTS cc_s{w}")
+                c.execute(f"ALTER TABLE cc_s{w}_{i} RENAME TO cc_s{w}")
+                c.commit()
+
+            ddl = _run(conn, args.writers, args.seconds,
+                       lambda c: [c.execute(f"DROP TABLE IF EXISTS cc_s{w}") for w in range(args.writers)],
+                       swap, autocommit=False)
+            results[name] = {"insert": ins, "increment": inc, "txn": txn, "ddl": ddl}
 
     def col(kind: str, metric: str) -> dict[str, float | None]:
         return {n: r[kind][metric] for n, r in results.items()}
@@ -113,7 +127,8 @@ def main() -> None:
         return r >= TARGET_RATIO, f"tidegate / postgres = {r:.3f}"
 
     for kind, label in (("insert", "single-row INSERT"), ("increment", "UPDATE n = n + 1 of one row"),
-                        ("txn", "BEGIN; INSERT a; INSERT b; COMMIT")):
+                        ("txn", "BEGIN; INSERT a; INSERT b; COMMIT"),
+                        ("ddl", "BEGIN; CREATE t_new; INSERT; DROP t; RENAME t_new TO t; COMMIT")):
         ok, note = ratio(kind)
         report.add(f"{label}: commits/s", col(kind, "commits_per_s"), f">= {TARGET_RATIO}x postgres", ok, note)
         report.add(f"{label}: p50 ms", col(kind, "p50_ms"))
