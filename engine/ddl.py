@@ -648,6 +648,10 @@ def _column_def(node: exp.ColumnDef, ct: CreateTable) -> ColumnDef:
     kind = node.args.get("kind")
     if kind is None:
         raise SqlError("42601", f'column "{name}" needs a type')
+    if kind.this in (exp.DataType.Type.SERIAL, exp.DataType.Type.BIGSERIAL, exp.DataType.Type.SMALLSERIAL):
+        # CREATE TABLE turns SERIAL into a sequence before sqlglot sees it; this is ALTER TABLE ADD COLUMN
+        raise SqlError("0A000", "ALTER TABLE ADD COLUMN with a SERIAL type is not supported",
+                       hint="Add an integer column, fill it, then CREATE SEQUENCE ... OWNED BY and ALTER COLUMN ... SET DEFAULT nextval(...).")
     col = ColumnDef(name, type_from_sqlglot(kind))
     for cons in node.constraints:
         k = cons.args.get("kind")

@@ -1383,7 +1383,14 @@ class EngineSession:
                 new = replace(new, columns=[c for c in new.columns if c.name != name])
             if new is not t:
                 self._rewrite(t, new, {})
-                return self.catalog.replace_table(new)
+                stored = self.catalog.replace_table(new)
+                gone = {c.name for c in t.columns} - {c.name for c in new.columns}
+                for seq in self.catalog.list_tables(kind="sequence"):  # owned sequences go with their column
+                    owner = SequenceParams.of(seq).owned_by
+                    if owner is not None and owner[0] == t.oid and owner[1] in gone:
+                        self.catalog.drop_table(seq.schema, seq.name)
+                        self._forget_relation(seq)
+                return stored
             return t
         if isinstance(action, exp.RenameColumn):
             old = _ident(action.this.this if isinstance(action.this, exp.Column) else action.this)
@@ -1396,7 +1403,12 @@ class EngineSession:
             new = replace(t, columns=cols, primary_key=[to if k == old else k for k in t.primary_key],
                           time_index=to if t.time_index == old else t.time_index)
             self._rewrite(t, new, {}, renames={to: old})
-            return self.catalog.replace_table(new)
+            stored = self.catalog.replace_table(new)
+            for seq in self.catalog.list_tables(kind="sequence"):  # ownership follows the column
+                p = SequenceParams.of(seq)
+                if p.owned_by == (t.oid, old):
+                    self.catalog.replace_table(replace(seq, options={**seq.options, **replace(p, owned_by=(t.oid, to)).to_options()}))
+            return stored
         if isinstance(action, exp.AlterRename):
             new_name = _ident(action.this.this)
             if self.catalog.get_table(t.schema, new_name) is not None:
@@ -1464,6 +1476,12 @@ class EngineSession:
             with self._rewriting(t):
                 base = self.store.version(t.location)
                 self._write(WriteOp(t, "overwrite", storage_schema(t.columns).empty_table(), base_version=base))
+        if str(tree.args.get("identity") or "").upper() == "RESTART":  # the owned sequences: when it commits
+            oids = {t.oid for t in tables}
+            for seq in self.catalog.list_tables(kind="sequence"):
+                p = SequenceParams.of(seq)
+                if p.owned_by is not None and p.owned_by[0] in oids:
+                    self._after_ddl(lambda seq=seq, p=p: self.engine.catalog.sequences.restart(seq, p.start))
         return CommandResult("TRUNCATE TABLE")
 
     def _comment(self, sql: str, info: SessionInfo) -> CommandResult:
@@ -2007,6 +2025,9 @@ class EngineSession:
                 raise SqlError("42703", f'column "{name}" of relation "{t.name}" does not exist')
             if any(c is prev for prev, _ in sets):
                 raise SqlError("42601", f'multiple assignments to same column "{name}"')
+            if c.identity == "a" and not _is_default(eq.expression):
+                raise SqlError("428C9", f'column "{name}" can only be updated to DEFAULT',
+                               detail=f'Column "{name}" is an identity column defined as GENERATED ALWAYS.')
             sets.append((c, eq.expression))
         where = tree.args.get("where")
         match_cols = self._match_columns(t)
@@ -2027,7 +2048,10 @@ class EngineSession:
         new_cols = [old_matched.column(i) for i in range(n)]
         for k, (c, e) in enumerate(sets):
             idx = t.columns.index(c)
-            if _is_default(e):
+            seq = self._default_sequence(c, info) if _is_default(e) else None
+            if seq is not None:  # SET col = DEFAULT of a sequence: a value per row
+                new_cols[idx] = _fast_array(self._next_values(seq, count, info), c)
+            elif _is_default(e):
                 dv = python_value(self._default_value(c, ctx, info), c.type, c.name)
                 new_cols[idx] = pa.array([dv] * count, type=storage_type(c.type))
             else:

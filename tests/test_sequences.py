@@ -106,6 +106,39 @@ def test_identity_columns(request: pytest.FixtureRequest) -> None:
     assert out[-1][1:] == ("error", "2BP01")
 
 
+def test_copy_update_truncate_rename(request: pytest.FixtureRequest) -> None:
+    t = _p("sq_more_")
+
+    def play(target: Target) -> list[object]:
+        with psycopg.connect(target.dsn, autocommit=True) as conn:
+            out = _run(conn, [f"CREATE TABLE {t} (id serial, n int GENERATED ALWAYS AS IDENTITY, v text)"])
+            with conn.cursor().copy(f"COPY {t} (v) FROM STDIN") as cp:
+                for x in ("a", "b", "c"):
+                    cp.write_row((x,))
+            out += _run(conn, [
+                f"SELECT id, n, v FROM {t} ORDER BY id",
+                f"INSERT INTO {t} DEFAULT VALUES RETURNING id, n",
+                f"UPDATE {t} SET n = 5 WHERE id = 1",  # 428C9
+                f"UPDATE {t} SET id = DEFAULT WHERE v = 'b'",
+                f"SELECT id, n, v FROM {t} ORDER BY n",
+                f"INSERT INTO {t} (id, v) VALUES (nextval('{t}_id_seq'), 'explicit nextval') RETURNING id",
+                f"TRUNCATE {t} RESTART IDENTITY",
+                f"INSERT INTO {t} (v) VALUES ('after') RETURNING id, n",
+                f"ALTER TABLE {t} RENAME COLUMN id TO ident",
+                f"SELECT pg_get_serial_sequence('{t}', 'ident')",
+                f"ALTER TABLE {t} DROP COLUMN ident",
+                f"SELECT relname FROM pg_class WHERE relkind = 'S' AND relname LIKE '{t}%' ORDER BY 1",
+                f"INSERT INTO {t} (v) VALUES ('last') RETURNING n",
+            ])
+        return out
+
+    expected = play(target_for(request, "postgres"))
+    got = play(target_for(request, "tidegate"))
+    diffs = [(e, g) for e, g in zip(expected, got) if e != g]
+    assert not diffs and len(expected) == len(got), "\n".join(f"postgres {e}\ntidegate {g}" for e, g in diffs)
+    assert expected[3][1:] == ("error", "428C9")
+
+
 def test_sequence_functions(request: pytest.FixtureRequest) -> None:
     s = _p("sq_fn_")
     out = _same_as_postgres(request, [
