@@ -1385,7 +1385,11 @@ class CatalogQueries:
         fast = self._fast_path(sql, info)
         if fast is not None:
             return ptypes, fast.fields
-        fields, _ = self._run(sql, [None] * count, info)
+        self._tls.describing = True
+        try:
+            fields, _ = self._run(sql, [None] * count, info)
+        finally:
+            self._tls.describing = False
         return ptypes, fields
 
     def close(self) -> None:
@@ -2040,6 +2044,8 @@ class CatalogQueries:
             return oid if oid is not None else (zlib.crc32(name.encode()) & 0x3FFFFFFF) | 1
 
         def sequence_call(fn: str, args: list[Any]) -> Any:
+            if getattr(this._tls, "describing", False):
+                return 0  # Describe learns the columns by running the query: no value is taken
             info = this._info()
             values = getattr(this._catalog, "sequences", None)
             if values is None:

@@ -951,13 +951,8 @@ class EngineSession:
         if "owned_by" in st.options:
             params = replace(params, owned_by=self._sequence_owner(st.options["owned_by"], seq.schema, info))
         if params != old:
-            self.catalog.replace_table(replace(seq, options={**seq.options, **params.to_options()}))
-            if params.owned_by is None and old.owned_by is not None:
-                stored = self.catalog.get_table(seq.schema, seq.name)
-                if stored is not None and "seq.owned_by" in stored.options:
-                    opts = dict(stored.options)
-                    opts.pop("seq.owned_by")
-                    self.catalog.replace_table(replace(stored, options=opts))
+            kept = {k: v for k, v in seq.options.items() if not k.startswith("seq.")}
+            self.catalog.replace_table(replace(seq, options={**kept, **params.to_options()}))
         restart = st.options.get("restart")
         if restart is not None:  # as setval: takes effect at once, whatever the block does
             self.engine.catalog.sequences.restart(seq, params.start if restart == "start" else restart)

@@ -186,6 +186,34 @@ def test_sequence_functions(request: pytest.FixtureRequest) -> None:
     assert out[4][1] == [(2,)]  # lastval
 
 
+def test_prepared_nextval_takes_one_value_per_execute(request: pytest.FixtureRequest) -> None:
+    s = _p("sq_prep_")
+    for name in ("postgres", "tidegate"):
+        with psycopg.connect(target_for(request, name).dsn, autocommit=True) as conn:
+            conn.execute(f"CREATE SEQUENCE {s}_{name}")
+            got = [conn.execute(f"SELECT nextval('{s}_{name}')", prepare=True).fetchone()[0] for _ in range(4)]
+            got.append(conn.execute(f"SELECT setval('{s}_{name}', %s)", (20,), prepare=True).fetchone()[0])
+            got.append(conn.execute(f"SELECT nextval(%s)", (f"{s}_{name}",)).fetchone()[0])
+            assert got == [1, 2, 3, 4, 20, 21], name
+
+
+def test_owned_by_none_survives_drop_table(request: pytest.FixtureRequest) -> None:
+    t = _p("sq_own_")
+    _same_as_postgres(request, [
+        f"CREATE TABLE {t} (id serial, v text)",
+        f"ALTER SEQUENCE {t}_id_seq OWNED BY NONE",
+        f"ALTER TABLE {t} ALTER COLUMN id DROP DEFAULT",
+        f"DROP TABLE {t}",
+        f"SELECT relname FROM pg_class WHERE relkind = 'S' AND relname LIKE '{t}%'",
+        f"CREATE TABLE {t} (id int, v text)",
+        f"ALTER SEQUENCE {t}_id_seq OWNED BY {t}.id",
+        f"SELECT pg_get_serial_sequence('{t}', 'id')",
+        f"ALTER SEQUENCE {t}_id_seq OWNED BY {t}.nope",  # 42703
+        f"DROP TABLE {t}",
+        f"SELECT relname FROM pg_class WHERE relkind = 'S' AND relname LIKE '{t}%'",
+    ])
+
+
 def test_lastval_and_currval_are_per_session(request: pytest.FixtureRequest) -> None:
     s = _p("sq_sess_")
     for name in ("postgres", "tidegate"):
