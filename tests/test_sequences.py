@@ -394,3 +394,22 @@ def test_sqlalchemy_orm_autoincrement(request: pytest.FixtureRequest) -> None:
             engine.dispose()
     assert results["tidegate"] == results["postgres"]
     assert results["postgres"][0] == [1, 2, 3]
+
+
+def test_psql_describes_them_like_postgres(request: pytest.FixtureRequest) -> None:
+    import subprocess
+
+    t = _p("sq_psql_")
+    outputs = {}
+    for name in ("postgres", "tidegate"):
+        target = target_for(request, name)
+        with psycopg.connect(target.dsn, autocommit=True) as conn:
+            conn.execute(f"CREATE TABLE {t} (id serial PRIMARY KEY, n bigint GENERATED ALWAYS AS IDENTITY, v text)")
+        argv = ["/usr/lib/postgresql/15/bin/psql", "-X", "-h", target.host, "-p", str(target.port), "-U", target.user,
+                "-d", target.dbname, "-c", rf"\d {t}", "-c", rf"\d {t}_id_seq", "-c", rf"\d {t}_n_seq",
+                "-c", rf"\ds {t}*"]
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=60, env={"PGCONNECT_TIMEOUT": "10"})
+        assert done.returncode == 0, done.stderr
+        outputs[name] = done.stdout.replace(target.user, "<owner>")
+    assert outputs["tidegate"] == outputs["postgres"]
+    assert "Owned by: public." in outputs["postgres"] and "generated always as identity" in outputs["postgres"]
