@@ -735,7 +735,9 @@ def render_create_table(t: TableDef) -> str:
         line = f"  {quote_ident(c.name)} {c.type.sql()}"
         if c.not_null:
             line += " NOT NULL"
-        if c.default is not None:
+        if c.identity is not None:
+            line += f" GENERATED {'ALWAYS' if c.identity == 'a' else 'BY DEFAULT'} AS IDENTITY"
+        elif c.default is not None:
             line += f" DEFAULT {c.default}"
         if c.comment is not None:
             line += f" COMMENT {quote_literal(c.comment)}"
