@@ -173,10 +173,16 @@ class StatementResolver:
         if schema in ("pg_catalog", "information_schema"):
             raise SqlError("0A000", f'relation "{key}" (a system catalog) cannot be joined with tables')
         t = self.session.catalog.resolve_table(name, schema, self.info.search_path)
-        if t.kind == "sequence":
-            raise SqlError("0A000", f'reading sequence "{t.name}" as a table is not supported',
-                           hint="Use currval(...), or last_value from pg_sequences.")
         self.session.catalog.roles.check_table(self.acting, t, "SELECT")
+        if t.kind == "sequence":  # SELECT last_value, is_called FROM s: its state now, as a one-row view
+            from tidegate.pgtypes import TYPES_BY_NAME
+
+            last, called = self.session.engine.catalog.sequences.state(t)
+            int8, boolean = ColumnType(TYPES_BY_NAME["int8"]), ColumnType(TYPES_BY_NAME["bool"])
+            sql = (f"SELECT CAST({last} AS bigint) AS last_value, CAST(0 AS bigint) AS log_cnt, "
+                   f"{'true' if called else 'false'} AS is_called")
+            return ResolvedRelation(t.schema, t.name, None, [("last_value", int8), ("log_cnt", int8),
+                                                             ("is_called", boolean)], sql, t.owner)
         cols = [(c.name, c.type) for c in t.columns]
         if t.kind == "view":
             return ResolvedRelation(t.schema, t.name, None, cols, t.view_sql, t.owner)

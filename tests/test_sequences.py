@@ -160,12 +160,15 @@ def test_sequence_functions(request: pytest.FixtureRequest) -> None:
         f"SELECT nextval('{s}_b')",  # 2200H: reached maximum value
         f"CREATE SEQUENCE {s}_c INCREMENT BY -1 MINVALUE -2 MAXVALUE 0 CYCLE",
         f"SELECT nextval('{s}_c')", f"SELECT nextval('{s}_c')", f"SELECT nextval('{s}_c')", f"SELECT nextval('{s}_c')",
+        f"SELECT last_value, is_called FROM {s}_c",
+        f"SELECT c.last_value + 1, c.is_called FROM {s}_c c",
         f"ALTER SEQUENCE {s} RESTART WITH 1000",
         f"SELECT nextval('{s}')",
         f"ALTER SEQUENCE {s} INCREMENT BY 10",
         f"SELECT nextval('{s}')",
         f"ALTER SEQUENCE {s} RESTART",
         f"SELECT nextval('{s}')",
+        f"SELECT last_value, is_called FROM {s}",
         f"CREATE SEQUENCE {s}_d MINVALUE 10 MAXVALUE 5",  # 22023
         f"CREATE SEQUENCE {s}_e AS smallint MAXVALUE 100000",  # 22023
         f"CREATE SEQUENCE {s}_f INCREMENT BY 0",  # 22023
