@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from catalog.roles import PRIVILEGES, RoleDef
-from catalog.store import Catalog, TableDef
+from catalog.store import SEQUENCE_TYPE_NAMES, SEQUENCE_TYPE_OIDS, Catalog, SequenceParams, TableDef
 from tidegate.pgtypes import TYPES_BY_OID, ColumnType
 
 # PostgreSQL type name -> (DuckDB column type, PostgreSQL type OID reported to clients).
@@ -466,8 +466,10 @@ def _storage(ct: ColumnType) -> str:
     return "m" if ct.pg.name == "numeric" else "x"
 
 
-def information_schema_column(table: TableDef, db: str, attnum: int) -> dict[str, Any]:
-    """One information_schema.columns row, computed as PostgreSQL's view does."""
+def information_schema_column(table: TableDef, db: str, attnum: int,
+                              identity: SequenceParams | None = None) -> dict[str, Any]:
+    """One information_schema.columns row, computed as PostgreSQL's view does (``identity``: the
+    sequence of an identity column)."""
     col = table.columns[attnum - 1]
     ct = col.type
     base = ct.element if ct.is_array else ct
@@ -493,9 +495,11 @@ def information_schema_column(table: TableDef, db: str, attnum: int) -> dict[str
             dt_prec = 0
         elif bn in ("time", "timestamp", "timestamptz", "interval"):
             dt_prec = base.precision if base.precision is not None else 6
+    ident = identity if col.identity is not None else None
     return {
         "table_catalog": db, "table_schema": table.schema, "table_name": table.name,
-        "column_name": col.name, "ordinal_position": attnum, "column_default": col.default,
+        "column_name": col.name, "ordinal_position": attnum,
+        "column_default": None if col.identity is not None else col.default,
         "is_nullable": "NO" if (col.not_null or col.name in table.primary_key) else "YES",
         "data_type": data_type, "character_maximum_length": char_len, "character_octet_length": octet,
         "numeric_precision": num_prec, "numeric_precision_radix": num_radix, "numeric_scale": num_scale,
@@ -505,9 +509,14 @@ def information_schema_column(table: TableDef, db: str, attnum: int) -> dict[str
         "domain_catalog": None, "domain_schema": None, "domain_name": None,
         "udt_catalog": db, "udt_schema": "pg_catalog", "udt_name": ct.pg.name,
         "scope_catalog": None, "scope_schema": None, "scope_name": None, "maximum_cardinality": None,
-        "dtd_identifier": str(attnum), "is_self_referencing": "NO", "is_identity": "NO",
-        "identity_generation": None, "identity_start": None, "identity_increment": None,
-        "identity_maximum": None, "identity_minimum": None, "identity_cycle": "NO",
+        "dtd_identifier": str(attnum), "is_self_referencing": "NO",
+        "is_identity": "YES" if col.identity is not None else "NO",
+        "identity_generation": {"a": "ALWAYS", "d": "BY DEFAULT"}.get(col.identity or ""),
+        "identity_start": str(ident.start) if ident else None,
+        "identity_increment": str(ident.increment) if ident else None,
+        "identity_maximum": str(ident.max) if ident else None,
+        "identity_minimum": str(ident.min) if ident else None,
+        "identity_cycle": "YES" if ident and ident.cycle else "NO",
         "is_generated": "NEVER", "generation_expression": None, "is_updatable": "YES",
     }
 
@@ -593,7 +602,18 @@ def build_rows(catalog: Catalog, owner: str = "tidegate") -> dict[tuple[str, str
             relhassubclass=False, relrowsecurity=False, relforcerowsecurity=False, relispopulated=True,
             relreplident="n", relispartition=False, relrewrite=0, relfrozenxid=0, relminmxid=0)
 
-    for t in catalog.list_tables():
+    relations = catalog.list_tables()
+    owned: dict[tuple[int, str], SequenceParams] = {}
+    for t in relations:
+        if t.kind == "sequence":
+            p = SequenceParams.of(t)
+            if p.owned_by is not None:
+                owned[p.owned_by] = p
+            _sequence_catalog_rows(t, p, {x.oid: x for x in relations}, ns_oid.get(t.schema, PUBLIC_NS),
+                                   role_oid.get(t.owner or owner, BOOTSTRAP_ROLE), acl("r", t.oid, t.owner), db, add)
+    for t in relations:
+        if t.kind == "sequence":
+            continue
         is_view = t.kind == "view"
         has_pk = bool(t.primary_key) and not is_view
         nsp = ns_oid.get(t.schema, PUBLIC_NS)
@@ -616,15 +636,16 @@ def build_rows(catalog: Catalog, owner: str = "tidegate") -> dict[tuple[str, str
                 atttypmod=ct.typmod, attbyval=ct.pg.typlen in (1, 2, 4, 8), attalign="i",
                 attstorage=_storage(ct), attcompression="",
                 attnotnull=(c.not_null or c.name in t.primary_key) and not is_view,
-                atthasdef=c.default is not None, atthasmissing=False, attidentity="", attgenerated="",
+                atthasdef=c.default is not None and c.identity is None, atthasmissing=False,
+                attidentity=c.identity or "", attgenerated="",
                 attisdropped=False, attislocal=True, attinhcount=0,
                 attcollation=100 if ct.pg.category == "S" and not ct.is_array else 0)
-            if c.default is not None:
+            if c.default is not None and c.identity is None:
                 add("pg_attrdef", oid=2 * SYNTHETIC_BASE + t.oid * 1000 + i,
                     adrelid=t.oid, adnum=i, adbin=c.default)
             if c.comment is not None:
                 add("pg_description", objoid=t.oid, classoid=1259, objsubid=i, description=c.comment)
-            add("columns", "information_schema", **information_schema_column(t, db, i))
+            add("columns", "information_schema", **information_schema_column(t, db, i, owned.get((t.oid, c.name))))
         add("tables", "information_schema", table_catalog=db, table_schema=t.schema, table_name=t.name,
             table_type="VIEW" if is_view else "BASE TABLE", is_insertable_into="NO" if is_view else "YES",
             is_typed="NO")
@@ -700,7 +721,61 @@ def build_rows(catalog: Catalog, owner: str = "tidegate") -> dict[tuple[str, str
                 add("check_constraints", "information_schema", constraint_catalog=db,
                     constraint_schema=t.schema, constraint_name=cname,
                     check_clause=f"{quote_ident(c.name)} IS NOT NULL")
+    rows[("pg_catalog", "pg_sequences")] = pg_sequences_rows(catalog, owner)
     return rows
+
+
+def sequence_last_values(catalog: Catalog) -> dict[int, int | None]:
+    """pg_sequences.last_value per sequence oid: NULL until the first nextval (or setval)."""
+    values = getattr(catalog, "sequences", None)
+    out: dict[int, int | None] = {}
+    for t in catalog.list_tables(kind="sequence"):
+        last, called = values.state(t) if values is not None else (0, False)
+        out[t.oid] = last if called else None
+    return out
+
+
+def pg_sequences_rows(catalog: Catalog, owner: str = "tidegate") -> list[dict[str, Any]]:
+    """The pg_sequences view (its last_value moves without a catalog change: built per query)."""
+    last = sequence_last_values(catalog)
+    rows = []
+    for t in sorted(catalog.list_tables(kind="sequence"), key=lambda x: (x.schema, x.name)):
+        p = SequenceParams.of(t)
+        rows.append(dict(schemaname=t.schema, sequencename=t.name, sequenceowner=t.owner or owner,
+                         data_type=SEQUENCE_TYPE_NAMES[p.type], start_value=p.start, min_value=p.min,
+                         max_value=p.max, increment_by=p.increment, cycle=p.cycle, cache_size=p.cache,
+                         last_value=last.get(t.oid)))
+    return rows
+
+
+def _sequence_catalog_rows(t: TableDef, p: SequenceParams, by_oid: dict[int, TableDef], nsp: int, owner_oid: int,
+                           relacl: Any, db: str, add: Any) -> None:
+    add("pg_class", oid=t.oid, relname=t.name, relnamespace=nsp, reltype=0, reloftype=0, relowner=owner_oid,
+        relacl=relacl, relam=0, relfilenode=t.oid, reltablespace=0, relpages=1, reltuples=1.0, relallvisible=0,
+        reltoastrelid=0, relhasindex=False, relisshared=False, relpersistence="p", relkind="S", relnatts=3,
+        relchecks=0, relhasrules=False, relhastriggers=False, relhassubclass=False, relrowsecurity=False,
+        relforcerowsecurity=False, relispopulated=True, relreplident="n", relispartition=False, relrewrite=0,
+        relfrozenxid=0, relminmxid=0)
+    for i, (name, typ) in enumerate([("last_value", 20), ("log_cnt", 20), ("is_called", 16)], start=1):
+        add("pg_attribute", attrelid=t.oid, attname=name, atttypid=typ, attstattarget=-1, attlen=8 if typ == 20 else 1,
+            attnum=i, attndims=0, attcacheoff=-1, atttypmod=-1, attbyval=True, attalign="d" if typ == 20 else "c",
+            attstorage="p", attcompression="", attnotnull=True, atthasdef=False, atthasmissing=False,
+            attidentity="", attgenerated="", attisdropped=False, attislocal=True, attinhcount=0, attcollation=0)
+    add("pg_sequence", seqrelid=t.oid, seqtypid=SEQUENCE_TYPE_OIDS[p.type], seqstart=p.start,
+        seqincrement=p.increment, seqmax=p.max, seqmin=p.min, seqcache=p.cache, seqcycle=p.cycle)
+    tname = SEQUENCE_TYPE_NAMES[p.type]
+    add("sequences", "information_schema", sequence_catalog=db, sequence_schema=t.schema, sequence_name=t.name,
+        data_type=tname, numeric_precision={"int2": 16, "int4": 32, "int8": 64}[p.type], numeric_precision_radix=2,
+        numeric_scale=0, start_value=str(p.start), minimum_value=str(p.min), maximum_value=str(p.max),
+        increment=str(p.increment), cycle_option="YES" if p.cycle else "NO")
+    if t.comment is not None:
+        add("pg_description", objoid=t.oid, classoid=1259, objsubid=0, description=t.comment)
+    if p.owned_by is not None:
+        table = by_oid.get(p.owned_by[0])
+        col = table.column(p.owned_by[1]) if table is not None else None
+        if col is not None:
+            add("pg_depend", classid=1259, objid=t.oid, objsubid=0, refclassid=1259, refobjid=table.oid,
+                refobjsubid=table.columns.index(col) + 1, deptype="i" if col.identity is not None else "a")
 
 
 _SAFE = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_")

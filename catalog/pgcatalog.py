@@ -34,7 +34,7 @@ from catalog import flows as flowmeta
 from catalog import refresh as refreshmeta
 from catalog import pg_relations as rels
 from catalog.sqltokens import Token, significant, split_ident_chain, string_value, tokenize
-from catalog.store import Catalog, TableDef
+from catalog.store import Catalog, SequenceParams, TableDef
 from tidegate.errors import SqlError
 from tidegate.pgtypes import TYPES_BY_NAME, TYPES_BY_OID, ColumnType, lookup_type_name, pg_type_for_arrow
 from tidegate.results import ResultField, RowStream
@@ -92,6 +92,7 @@ _FUNCTION_TYPES: dict[str, int] = {
     "to_regclass": 26, "to_regtype": 26, "to_regnamespace": 26, "inet_server_port": 23,
     "array_length": 23, "array_upper": 23, "array_lower": 23, "generate_subscripts": 23, "length": 23,
     "char_length": 23, "octet_length": 23, "strpos": 23, "position": 23, "array_ndims": 23,
+    "nextval": 20, "currval": 20, "setval": 20, "lastval": 20,
     "row_number": 20, "rank": 20, "dense_rank": 20, "unnest_name": 19, "json_build_object": 114, "jsonb_build_object": 114,
 }
 # Cast targets (canonical names) -> reported type OID.
@@ -109,6 +110,7 @@ _SCALAR_IN_FROM = {"current_schemas", "current_schema", "current_database", "cur
 _KEYWORD_FUNCS = {"current_user", "session_user", "user", "current_role", "current_catalog", "current_schema"}
 
 _CATALOG_COLUMN_TYPES = rels.column_pg_types()
+_PG_SEQUENCES = re.compile(r"pg_sequences\b", re.I)
 # regproc columns hold function names in the mirror; compared with a number (ADBC: ``typreceive != 0``)
 # or cast to oid they are the function's OID (tg_regproc_oid), as PostgreSQL's regproc is an OID.
 _REGPROC_COLUMNS = {c for rel in rels.RELATIONS.values() for c, t in rel.columns if t == "regproc"}
@@ -117,13 +119,13 @@ _VECTOR_COLUMNS = {c for rel in rels.RELATIONS.values() for c, t in rel.columns 
 _VOLATILE = {"now", "random", "clock_timestamp", "statement_timestamp", "timeofday", "txid_current",
              "pg_current_xact_id", "current_timestamp", "current_time", "localtime", "localtimestamp",
              "current_date", "transaction_timestamp", "gen_random_uuid", "pg_stat_activity", "setseed",
-             "pg_postmaster_start_time", "uuid", "pg_sleep"}
+             "pg_postmaster_start_time", "uuid", "pg_sleep", "nextval", "currval", "setval", "lastval"}
 _MARK = re.compile(r"TGERR\[(\w{5})\](.*?)\[/TGERR\]", re.S)
 _REL_WORDS = {"from", "join"}
 _CLAUSE_END = {"where", "group", "having", "order", "limit", "offset", "union", "intersect", "except",
                "window", "fetch", "for", "returning", "on", "using"}
 _FORBIDDEN = {"insert", "update", "delete", "merge", "copy", "create", "drop", "alter", "into", "truncate",
-              "grant", "revoke", "nextval", "setval", "lock", "call", "do", "vacuum", "analyze"}
+              "grant", "revoke", "lock", "call", "do", "vacuum", "analyze"}
 _STATEMENT_START = {"select", "with", "values", "table"}
 
 
@@ -572,6 +574,7 @@ _SESSION_FUNCTIONS = {
     "has_database_privilege", "pg_has_role", "has_function_privilege", "has_sequence_privilege",
     "has_type_privilege", "has_language_privilege", "has_tablespace_privilege", "has_server_privilege",
     "has_foreign_data_wrapper_privilege", "has_parameter_privilege",
+    "nextval", "currval", "setval", "lastval", "pg_get_serial_sequence",
 }
 _SESSION_CASTS = {"text", "name", "oid", "regclass", "regtype", "regproc", "regprocedure", "regnamespace",
                   "regrole", "varchar", "bool", "boolean"}
@@ -1252,7 +1255,12 @@ _MACROS = [
     "ELSE '''' || replace(CAST(s AS VARCHAR), '''', '''''') || '''' END",
     "CREATE MACRO pg_get_viewdef(o) AS tg_viewdef(o), (o, p) AS tg_viewdef(o)",
     "CREATE MACRO pg_relation_filepath(o) AS tg_relation_filepath(CAST(o AS VARCHAR))",
-    "CREATE MACRO pg_get_serial_sequence(t, c) AS CAST(NULL AS VARCHAR)",
+    "CREATE MACRO pg_get_serial_sequence(t, c) AS tg_serial_sequence(CAST(t AS VARCHAR), CAST(c AS VARCHAR))",
+    "CREATE MACRO nextval(s) AS tg_nextval(CAST(s AS VARCHAR))",
+    "CREATE MACRO currval(s) AS tg_currval(CAST(s AS VARCHAR))",
+    "CREATE MACRO setval(s, v) AS tg_setval(CAST(s AS VARCHAR), CAST(v AS BIGINT), true), "
+    "(s, v, c) AS tg_setval(CAST(s AS VARCHAR), CAST(v AS BIGINT), CAST(c AS BOOLEAN))",
+    "CREATE MACRO lastval() AS tg_lastval()",
     "CREATE MACRO pg_get_function_result(o) AS tg_function_result(o)",
     "CREATE MACRO pg_get_function_arguments(o) AS tg_function_arguments(o, true)",
     "CREATE MACRO pg_get_function_identity_arguments(o) AS tg_function_arguments(o, false)",
@@ -1339,7 +1347,7 @@ class CatalogQueries:
             return fast
         analysis = self._analyze(sql)
         key = None
-        if not analysis.volatile and not flowmeta.mentions_flow_relations(sql) \
+        if not analysis.volatile and not flowmeta.mentions_flow_relations(sql) and not _PG_SEQUENCES.search(sql) \
                 and not refreshmeta.mentions_refresh_relations(sql):
             try:
                 key = (sql, _freeze(params), info.user, info.database, info.backend_pid, info.application_name,
@@ -1377,7 +1385,11 @@ class CatalogQueries:
         fast = self._fast_path(sql, info)
         if fast is not None:
             return ptypes, fast.fields
-        fields, _ = self._run(sql, [None] * count, info)
+        self._tls.describing = True
+        try:
+            fields, _ = self._run(sql, [None] * count, info)
+        finally:
+            self._tls.describing = False
         return ptypes, fields
 
     def close(self) -> None:
@@ -1516,6 +1528,23 @@ class CatalogQueries:
                 loader = self._db.cursor()
                 try:
                     flowmeta.load_into_duckdb(loader, self._catalog)
+                finally:
+                    loader.close()
+        if _PG_SEQUENCES.search(sql):  # last_value moves with every nextval, without a version bump
+            rel = rels.RELATIONS[("pg_catalog", "pg_sequences")]
+            with self._lock:
+                assert self._db is not None
+                loader = self._db.cursor()
+                try:
+                    loader.execute("BEGIN TRANSACTION")
+                    loader.execute(f"DELETE FROM {rel.duck_name}")
+                    data = rels.pg_sequences_rows(self._catalog)
+                    if data:
+                        loader.register("tg_seq_load", _rows_table(rel, data))
+                        loader.execute(f"INSERT INTO {rel.duck_name} SELECT * FROM tg_seq_load")
+                        loader.unregister("tg_seq_load")
+                    loader.execute("COMMIT")
+                    self._loaded.add(("pg_catalog", "pg_sequences"))
                 finally:
                     loader.close()
         if refreshmeta.mentions_refresh_relations(sql):  # refresh state changes without a version bump
@@ -2014,6 +2043,47 @@ class CatalogQueries:
             oid = rels.proc_oids().get(name)
             return oid if oid is not None else (zlib.crc32(name.encode()) & 0x3FFFFFFF) | 1
 
+        def sequence_call(fn: str, args: list[Any]) -> Any:
+            if getattr(this._tls, "describing", False):
+                return 0  # Describe learns the columns by running the query: no value is taken
+            info = this._info()
+            values = getattr(this._catalog, "sequences", None)
+            if values is None:
+                raise _UdfError("0A000", f"{fn}() is not available here")
+            try:
+                return values.call(this._catalog, fn, args, info.search_path, info.backend_pid)
+            except SqlError as e:
+                raise _UdfError(e.sqlstate, e.message) from None
+
+        def nextval(s: str) -> int:
+            return sequence_call("nextval", [s])
+
+        def currval(s: str) -> int:
+            return sequence_call("currval", [s])
+
+        def setval(s: str, v: int, called: bool) -> int:
+            return sequence_call("setval", [s, v, called])
+
+        def lastval() -> int:
+            return sequence_call("lastval", [])
+
+        def serial_sequence(table: str, column: str) -> str | None:
+            m = this._mirror_now()
+            oid = this._resolve_relation(str(table), soft=False)
+            t = m.tables.get(oid or 0)
+            if t is None or t.column(column) is None:
+                name = t.name if t is not None else table
+                raise _UdfError("42703", f'column "{column}" of relation "{name}" does not exist')
+            for seq in m.tables.values():
+                if seq.kind == "sequence" and SequenceParams.of(seq).owned_by == (t.oid, column):
+                    return f"{rels.quote_ident(seq.schema)}.{rels.quote_ident(seq.name)}"
+            return None
+
+        udf("tg_nextval", nextval, [T.VARCHAR], T.BIGINT)
+        udf("tg_currval", currval, [T.VARCHAR], T.BIGINT)
+        udf("tg_setval", setval, [T.VARCHAR, T.BIGINT, T.BOOLEAN], T.BIGINT)
+        udf("tg_lastval", lastval, [], T.BIGINT)
+        udf("tg_serial_sequence", serial_sequence, [T.VARCHAR, T.VARCHAR], T.VARCHAR)
         udf("tg_function_result", function_result, [T.BIGINT], T.VARCHAR)
         udf("tg_function_arguments", function_arguments, [T.BIGINT, T.BOOLEAN], T.VARCHAR)
         udf("tg_regproc_oid", regproc_oid, [T.VARCHAR], T.BIGINT)

@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 from catalog.roles import Roles
 from catalog.sqlitedb import SqliteStore
@@ -34,6 +35,9 @@ class ColumnDef:
     not_null: bool = False
     default: str | None = None  # SQL expression text in PostgreSQL dialect, e.g. "now()"
     comment: str | None = None
+    # GENERATED ALWAYS ("a") / BY DEFAULT ("d") AS IDENTITY; ``default`` then holds the nextval()
+    # of its sequence (used for inserts; catalogs show no default for identity columns, as PostgreSQL)
+    identity: str | None = None
 
 
 @dataclass
@@ -45,7 +49,7 @@ class TableDef:
     time_index: str | None = None
     options: dict[str, str] = field(default_factory=dict)
     comment: str | None = None
-    kind: str = "table"  # "table" | "view"
+    kind: str = "table"  # "table" | "view" | "sequence" (options: see :class:`SequenceParams`)
     view_sql: str | None = None  # a view's defining query (PostgreSQL dialect)
     location: str | None = None  # absolute path of the Delta table (<warehouse>/<schema oid>/<oid>)
     oid: int = 0
@@ -108,6 +112,8 @@ CREATE TABLE IF NOT EXISTS relations (
     schema TEXT NOT NULL REFERENCES schemas(name), name TEXT NOT NULL,
     oid INTEGER NOT NULL UNIQUE, kind TEXT NOT NULL, definition TEXT NOT NULL,
     PRIMARY KEY (schema, name));
+CREATE TABLE IF NOT EXISTS sequence_values (
+    oid INTEGER PRIMARY KEY, last_value INTEGER NOT NULL, is_called INTEGER NOT NULL);
 """
 
 
@@ -173,6 +179,7 @@ class Catalog(SqliteStore, RelationReads):
         self._cache: dict[tuple[str, str], TableDef] | None = None
         self._cache_version = -1
         self.roles = Roles(self)
+        self.sequences = Sequences(self)
 
     # -- infrastructure -------------------------------------------------------------------------
 
@@ -215,7 +222,7 @@ class Catalog(SqliteStore, RelationReads):
     @staticmethod
     def refuse_schema_drop(name: str, members: list[TableDef]) -> None:
         raise SqlError("2BP01", f"cannot drop schema {name} because other objects depend on it",
-                       detail="\n".join(f"{'view' if t.kind == 'view' else 'table'} {t.qualified_name} depends on schema {name}"
+                       detail="\n".join(f"{relation_word(t)} {t.qualified_name} depends on schema {name}"
                                         for t in members),
                        hint="Use DROP ... CASCADE to drop the dependent objects too.")
 
@@ -414,3 +421,238 @@ class CatalogChanges:
         return cls(relations={int(o): (_table_from_json(json.dumps(t)) if t else None)
                               for o, t in doc.get("relations", {}).items()},
                    schemas={n: (SchemaDef(**s) if s else None) for n, s in doc.get("schemas", {}).items()})
+
+
+# -- sequences ------------------------------------------------------------------------------------
+
+def relation_word(t: TableDef) -> str:
+    """How PostgreSQL names a relation's kind in messages."""
+    return {"view": "view", "sequence": "sequence"}.get(t.kind, "table")
+
+
+SEQUENCE_TYPE_RANGES = {"int2": (-32768, 32767), "int4": (-2 ** 31, 2 ** 31 - 1), "int8": (-2 ** 63, 2 ** 63 - 1)}
+SEQUENCE_TYPE_OIDS = {"int2": 21, "int4": 23, "int8": 20}
+SEQUENCE_TYPE_NAMES = {"int2": "smallint", "int4": "integer", "int8": "bigint"}
+
+
+@dataclass(frozen=True)
+class SequenceParams:
+    """A sequence's definition, kept in its :class:`TableDef`'s ``options`` (``seq.*`` keys) so that
+    CREATE / ALTER / DROP SEQUENCE are catalog changes like any relation's (transactional in a
+    block). Its value is not: see :class:`Sequences`."""
+
+    type: str = "int8"  # int2 | int4 | int8
+    start: int = 1
+    increment: int = 1
+    min: int = 1
+    max: int = 2 ** 63 - 1
+    cache: int = 1
+    cycle: bool = False
+    owned_by: tuple[int, str] | None = None  # (table oid, column name)
+
+    def to_options(self) -> dict[str, str]:
+        out = {"seq.type": self.type, "seq.start": str(self.start), "seq.increment": str(self.increment),
+               "seq.min": str(self.min), "seq.max": str(self.max), "seq.cache": str(self.cache),
+               "seq.cycle": "true" if self.cycle else "false"}
+        if self.owned_by is not None:
+            out["seq.owned_by"] = f"{self.owned_by[0]}.{self.owned_by[1]}"
+        return out
+
+    @classmethod
+    def of(cls, t: TableDef) -> SequenceParams:
+        o = t.options
+        owned = o.get("seq.owned_by")
+        owned_by = None
+        if owned:
+            oid, _, col = owned.partition(".")
+            owned_by = (int(oid), col)
+        return cls(o.get("seq.type", "int8"), int(o.get("seq.start", "1")), int(o.get("seq.increment", "1")),
+                   int(o.get("seq.min", "1")), int(o.get("seq.max", str(2 ** 63 - 1))), int(o.get("seq.cache", "1")),
+                   o.get("seq.cycle") == "true", owned_by)
+
+
+@dataclass
+class _SessionSequences:
+    current: dict[int, int] = field(default_factory=dict)  # currval per sequence oid
+    last: int | None = None  # the sequence of the last nextval (lastval)
+
+
+class Sequences:
+    """Sequence values: ``(last_value, is_called)`` per sequence oid in the catalog's SQLite file,
+    outside the relations' definitions. Every change is its own durable SQLite transaction (never
+    rolled back with the caller's transaction, as in PostgreSQL), made under the catalog's lock, so
+    concurrent sessions never get the same value and a restart continues after the last one handed
+    out. A block of values (a multi-row INSERT) is reserved in one transaction.
+
+    Also each session's currval/lastval state, keyed by the session's backend pid."""
+
+    def __init__(self, catalog: Catalog) -> None:
+        self._catalog = catalog
+        self._sessions: dict[int, _SessionSequences] = {}
+
+    def _read(self, oid: int, p: SequenceParams) -> tuple[int, bool]:
+        row = self._catalog._conn.execute("SELECT last_value, is_called FROM sequence_values WHERE oid=?",
+                                          (oid,)).fetchone()
+        return (int(row[0]), bool(row[1])) if row else (p.start, False)
+
+    def _write(self, oid: int, last: int, called: bool) -> None:
+        self._catalog._conn.execute(
+            "INSERT INTO sequence_values VALUES (?, ?, ?) ON CONFLICT(oid) DO UPDATE SET "
+            "last_value=excluded.last_value, is_called=excluded.is_called", (oid, last, int(called)))
+
+    def state(self, seq: TableDef) -> tuple[int, bool]:
+        """(last_value, is_called) as stored now."""
+        with self._catalog._lock:
+            return self._read(seq.oid, SequenceParams.of(seq))
+
+    def next_values(self, seq: TableDef, n: int, pid: int = 0) -> list[int]:
+        """Reserve the next ``n`` values of ``seq`` in one transaction (2200H past the bound
+        without CYCLE: nothing is reserved then)."""
+        if n <= 0:
+            return []
+        p = SequenceParams.of(seq)
+        with self._catalog.transaction():
+            last, called = self._read(seq.oid, p)
+            if p.cycle:
+                out = []
+                value, fresh = last, not called
+                for _ in range(n):
+                    if fresh:
+                        fresh = False
+                    else:
+                        value += p.increment
+                        if value > p.max:
+                            value = p.min
+                        elif value < p.min:
+                            value = p.max
+                    out.append(value)
+            else:
+                first = last if not called else last + p.increment
+                final = first + (n - 1) * p.increment
+                if p.increment > 0 and final > p.max:
+                    raise SqlError("2200H", f'nextval: reached maximum value of sequence "{seq.name}" ({p.max})')
+                if p.increment < 0 and final < p.min:
+                    raise SqlError("2200H", f'nextval: reached minimum value of sequence "{seq.name}" ({p.min})')
+                out = list(range(first, final + (1 if p.increment > 0 else -1), p.increment))
+            self._write(seq.oid, out[-1], True)
+        state = self._sessions.setdefault(pid, _SessionSequences())
+        state.current[seq.oid] = out[-1]
+        state.last = seq.oid
+        return out
+
+    def setval(self, seq: TableDef, value: int, is_called: bool = True, pid: int = 0) -> int:
+        p = SequenceParams.of(seq)
+        if not p.min <= value <= p.max:
+            raise SqlError("22003", f'setval: value {value} is out of bounds for sequence "{seq.name}" ({p.min}..{p.max})')
+        with self._catalog.transaction():
+            self._write(seq.oid, value, is_called)
+        if is_called:
+            self._sessions.setdefault(pid, _SessionSequences()).current[seq.oid] = value
+        return value
+
+    def restart(self, seq: TableDef, value: int) -> None:
+        """ALTER SEQUENCE ... RESTART [WITH n]: the next nextval returns ``value``."""
+        with self._catalog.transaction():
+            self._write(seq.oid, value, False)
+
+    def currval(self, seq: TableDef, pid: int = 0) -> int:
+        value = self._sessions.get(pid, _SessionSequences()).current.get(seq.oid)
+        if value is None:
+            raise SqlError("55000", f'currval of sequence "{seq.name}" is not yet defined in this session')
+        return value
+
+    def lastval(self, pid: int, alive: Any) -> int:
+        """``alive(oid)``: whether that sequence still exists (a dropped one has no lastval)."""
+        state = self._sessions.get(pid)
+        if state is None or state.last is None or not alive(state.last) or state.last not in state.current:
+            raise SqlError("55000", "lastval is not yet defined in this session")
+        return state.current[state.last]
+
+    def forget(self, oid: int) -> None:
+        """A dropped sequence's value (after its DROP committed)."""
+        with self._catalog.transaction():
+            self._catalog._conn.execute("DELETE FROM sequence_values WHERE oid=?", (oid,))
+
+    def end_session(self, pid: int) -> None:
+        self._sessions.pop(pid, None)
+
+    # -- the SQL functions ------------------------------------------------------------------------
+
+    def call(self, view: RelationReads, fn: str, args: list[Any], search_path: list[str], pid: int) -> Any:
+        """nextval / currval / setval / lastval with PostgreSQL's semantics and errors; ``view``
+        resolves names (the catalog, or a transaction block's view of it)."""
+        fn = fn.lower()
+        if fn == "lastval":
+            if args:
+                raise SqlError("42883", "function lastval(unknown) does not exist")
+            return self.lastval(pid, lambda oid: any(t.oid == oid for t in view.list_tables(kind="sequence")))
+        if not args:
+            raise SqlError("42883", f"function {fn}() does not exist")
+        if any(a is None for a in args):
+            return None  # strict functions
+        seq = sequence_named(view, args[0], search_path)
+        if fn == "nextval" and len(args) == 1:
+            return self.next_values(seq, 1, pid)[0]
+        if fn == "currval" and len(args) == 1:
+            return self.currval(seq, pid)
+        if fn == "setval" and len(args) in (2, 3):
+            return self.setval(seq, int(args[1]), bool(args[2]) if len(args) == 3 else True, pid)
+        raise SqlError("42883", f"function {fn} with {len(args)} arguments does not exist")
+
+
+def regclass_parts(text: str) -> list[str]:
+    """A regclass input's name parts: dotted, unquoted parts folded to lower case (42602 if malformed)."""
+    parts: list[str] = []
+    i, n = 0, len(text)
+    while True:
+        while i < n and text[i].isspace():
+            i += 1
+        if i < n and text[i] == '"':
+            j = i + 1
+            buf = []
+            while j < n:
+                if text[j] == '"':
+                    if j + 1 < n and text[j + 1] == '"':
+                        buf.append('"')
+                        j += 2
+                        continue
+                    break
+                buf.append(text[j])
+                j += 1
+            if j >= n or not buf:
+                raise SqlError("42602", f'invalid name syntax')
+            parts.append("".join(buf))
+            i = j + 1
+        else:
+            j = i
+            while j < n and text[j] not in '."' and not text[j].isspace():
+                j += 1
+            if j == i:
+                raise SqlError("42602", "invalid name syntax")
+            parts.append(text[i:j].lower())
+            i = j
+        while i < n and text[i].isspace():
+            i += 1
+        if i >= n:
+            break
+        if text[i] != ".":
+            raise SqlError("42602", "invalid name syntax")
+        i += 1
+    if len(parts) > 3:
+        raise SqlError("42601", f"improper relation name (too many dotted names): {text}")
+    return parts
+
+
+def sequence_named(view: RelationReads, ref: Any, search_path: list[str]) -> TableDef:
+    """A sequence by regclass text ('s', 'public.s', '"S"') or OID (42P01, 42809)."""
+    text = str(ref).strip()
+    if text.isdigit():
+        t = next((x for x in view.list_tables() if x.oid == int(text)), None)
+        if t is None:
+            raise SqlError("42P01", f"could not open relation with OID {text}")
+    else:
+        parts = regclass_parts(text)
+        t = view.resolve_table(parts[-1], parts[-2] if len(parts) > 1 else None, search_path)
+    if t.kind != "sequence":
+        raise SqlError("42809", f'"{t.name}" is not a sequence')
+    return t

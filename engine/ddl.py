@@ -199,6 +199,9 @@ class CreateTable:
     comment: str | None = None
     as_query: exp.Expression | None = None
     as_query_sql: str | None = None
+    # columns backed by a sequence: SERIAL types (identity None) and identity columns ("a" / "d"),
+    # with the sequence options given (parse_sequence_options)
+    generated: dict[str, tuple[str | None, dict]] = field(default_factory=dict)
 
 
 def is_create_table(sql: str) -> bool:
@@ -264,9 +267,41 @@ def parse_create_table(sql: str) -> CreateTable:
             continue
         pieces: list[str] = []
         col_name = ident_value(el[0]) if el[0].kind in ("word", "qid") else None
+        changed = False
         j = 0
         while j < len(el):
             t = el[j]
+            if j == 1 and col_name and t.kind == "word" and t.upper in _SERIALS:
+                if col_name in ct.generated:
+                    raise SqlError("42701", f'column "{col_name}" specified more than once')
+                ct.generated[col_name] = (None, {})
+                pieces.append(_SERIALS[t.upper])
+                changed = True
+                j += 1
+                continue
+            if t.upper == "GENERATED" and j > 1 and col_name:
+                k = j + 1
+                mode = None
+                if k < len(el) and el[k].upper == "ALWAYS":
+                    mode, k = "a", k + 1
+                elif k + 1 < len(el) and el[k].upper == "BY" and el[k + 1].upper == "DEFAULT":
+                    mode, k = "d", k + 2
+                if mode is not None and k + 1 < len(el) and el[k].upper == "AS" and el[k + 1].upper == "IDENTITY":
+                    k += 2
+                    opts: dict = {}
+                    if k < len(el) and el[k].text == "(":
+                        close_opt = _matching(el, k)
+                        reader = TokenReader(sql[el[k].end:el[close_opt].start])
+                        opts = parse_sequence_options(reader, in_identity=True)
+                        k = close_opt + 1
+                    if col_name in ct.generated:
+                        kind_seen = ct.generated[col_name][0]
+                        raise SqlError("42601", f'multiple identity specifications for column "{col_name}" of table "{ct.name}"'
+                                       if kind_seen else f'both default and identity specified for column "{col_name}" of table "{ct.name}"')
+                    ct.generated[col_name] = (mode, opts)
+                    changed = True
+                    j = k
+                    continue
             if t.upper == "TIME" and j + 1 < len(el) and el[j + 1].upper == "INDEX" and j > 0:
                 ct.time_index = col_name
                 j += 2
@@ -278,7 +313,7 @@ def parse_create_table(sql: str) -> CreateTable:
                 continue
             pieces.append(sql[t.start:t.end])
             j += 1
-        kept.append(sql[el[0].start:el[-1].end] if len(pieces) == len(el) else " ".join(pieces))
+        kept.append(sql[el[0].start:el[-1].end] if len(pieces) == len(el) and not changed else " ".join(pieces))
     # The tail: WITH (...), COMMENT [=] '...', ENGINE [=] name, in any order.
     j = close + 1
     while j < len(toks):
@@ -347,8 +382,218 @@ def parse_create_table(sql: str) -> CreateTable:
         for c in ct.columns:
             if c.name == name:
                 c.comment = comment
+    for c in ct.columns:
+        gen = ct.generated.get(c.name)
+        if gen is None:
+            continue
+        if c.default is not None:
+            if gen[0] is None:
+                raise SqlError("42601", f'multiple default values specified for column "{c.name}" of table "{ct.name}"')
+            raise SqlError("42601", f'both default and identity specified for column "{c.name}" of table "{ct.name}"')
+        if c.type.pg.name not in ("int2", "int4", "int8"):
+            raise SqlError("22023", "identity column type must be smallint, integer, or bigint")
+        c.not_null = True
+        c.identity = gen[0]
     _validate(ct)
     return ct
+
+
+_SERIALS = {"SERIAL": "integer", "SERIAL4": "integer", "BIGSERIAL": "bigint", "SERIAL8": "bigint",
+            "SMALLSERIAL": "smallint", "SERIAL2": "smallint"}
+
+
+# -- sequences ----------------------------------------------------------------------------------
+
+_SEQ_TYPES = {"smallint": "int2", "int2": "int2", "integer": "int4", "int": "int4", "int4": "int4",
+              "bigint": "int8", "int8": "int8"}
+
+
+@dataclass
+class SequenceStatement:
+    action: str  # "create" | "alter" | "drop"
+    names: list[list[str]]  # qualified names (one for CREATE/ALTER)
+    if_exists: bool = False  # IF NOT EXISTS for CREATE
+    options: dict = field(default_factory=dict)
+    cascade: bool = False
+
+
+def _signed(r: TokenReader) -> int:
+    sign = 1
+    t = r.peek()
+    if t is not None and t.text in ("-", "+"):
+        sign = -1 if t.text == "-" else 1
+        r.i += 1
+        t = r.peek()
+    if t is None or t.kind != "num" or not t.text.isdigit():
+        raise r.error()
+    r.i += 1
+    value = sign * int(t.text)
+    if not -2 ** 63 <= value < 2 ** 63:
+        raise SqlError("22003", f'value "{value}" is out of range for type bigint')
+    return value
+
+
+def parse_sequence_options(r: TokenReader, *, alter: bool = False, in_identity: bool = False) -> dict:
+    """Sequence options up to the end of ``r`` -> {"type", "increment", "min", "max", "start",
+    "restart", "cache", "cycle", "owned_by"}; a missing MIN/MAXVALUE is absent, NO MINVALUE is None.
+    Options tidegate does not implement are refused (0A000) with what to do instead."""
+    out: dict = {}
+
+    def put(key: str, value: object) -> None:
+        if key in out:
+            raise SqlError("42601", "conflicting or redundant options")
+        out[key] = value
+
+    while not r.at_end():
+        w = r.word()
+        if w == "AS" and not in_identity:
+            r.i += 1
+            t = r.peek()
+            name = ident_value(t) if t is not None and t.kind in ("word", "qid") else ""
+            r.i += 1
+            if name == "pg_catalog" and r.peek() is not None and r.peek().text == ".":
+                r.i += 1
+                name = r.ident()
+            if name == "double" or name not in _SEQ_TYPES:
+                raise SqlError("22023", "sequence type must be smallint, integer, or bigint")
+            put("type", _SEQ_TYPES[name])
+        elif w == "INCREMENT":
+            r.i += 1
+            r.accept("BY")
+            put("increment", _signed(r))
+        elif w == "MINVALUE":
+            r.i += 1
+            put("min", _signed(r))
+        elif w == "MAXVALUE":
+            r.i += 1
+            put("max", _signed(r))
+        elif w == "NO" and r.word(1) in ("MINVALUE", "MAXVALUE", "CYCLE"):
+            which = r.word(1)
+            r.i += 2
+            put({"MINVALUE": "min", "MAXVALUE": "max", "CYCLE": "cycle"}[which], None if which != "CYCLE" else False)
+        elif w == "START":
+            r.i += 1
+            r.accept("WITH")
+            put("start", _signed(r))
+        elif w == "RESTART" and alter:
+            r.i += 1
+            if r.accept("WITH") or (r.peek() is not None and (r.peek().kind == "num" or r.peek().text in "-+")):
+                put("restart", _signed(r))
+            else:
+                put("restart", "start")
+        elif w == "CACHE":
+            r.i += 1
+            cache = _signed(r)
+            if cache <= 0:
+                raise SqlError("22023", f"CACHE ({cache}) must be greater than zero")
+            if cache != 1:
+                raise SqlError("0A000", "sequence CACHE greater than 1 is not supported",
+                               hint="Omit CACHE: tidegate reserves each value durably and hands out no gaps on restart.")
+            put("cache", cache)
+        elif w == "CYCLE":
+            r.i += 1
+            put("cycle", True)
+        elif w == "OWNED" and r.word(1) == "BY" and not in_identity:
+            r.i += 2
+            if r.accept("NONE"):
+                put("owned_by", None)
+            else:
+                parts = r.qualified()
+                if len(parts) < 2:
+                    raise SqlError("42601", "invalid OWNED BY option", hint="Specify OWNED BY table.column or OWNED BY NONE.")
+                put("owned_by", parts)
+        elif w in ("SEQUENCE", "LOGGED", "UNLOGGED") or (w == "SET" and r.word(1) in ("LOGGED", "UNLOGGED", "SCHEMA")):
+            raise SqlError("0A000", f"sequence option {w}{' ' + r.word(1) if w == 'SET' else ''} is not supported",
+                           hint="Leave it out; create the sequence with CREATE SEQUENCE name instead.")
+        else:
+            raise r.error()
+    return out
+
+
+def parse_sequence_statement(sql: str) -> SequenceStatement:
+    """CREATE [IF NOT EXISTS] / ALTER [IF EXISTS] / DROP [IF EXISTS] SEQUENCE."""
+    r = TokenReader(sql)
+    verb = r.one_of("CREATE", "ALTER", "DROP")
+    if verb == "CREATE" and r.word() in ("TEMP", "TEMPORARY", "UNLOGGED"):
+        raise SqlError("0A000", f"CREATE {r.word()} SEQUENCE is not supported",
+                       hint="Create an ordinary sequence (CREATE SEQUENCE name).")
+    r.expect("SEQUENCE")
+    stmt = SequenceStatement(verb.lower(), [])
+    if verb == "CREATE" and r.accept("IF", "NOT", "EXISTS"):
+        stmt.if_exists = True
+    elif verb != "CREATE" and r.accept("IF", "EXISTS"):
+        stmt.if_exists = True
+    if verb == "DROP":
+        stmt.names = r.comma_list(r.qualified)
+        if r.accept("CASCADE"):
+            stmt.cascade = True
+        else:
+            r.accept("RESTRICT")
+        r.done()
+        return stmt
+    stmt.names = [r.qualified()]
+    if verb == "ALTER" and r.word() in ("RENAME", "OWNER"):
+        raise SqlError("0A000", f"ALTER SEQUENCE ... {r.word()} {r.word(1)} is not supported",
+                       hint="Create a new sequence (and setval it) instead.")
+    stmt.options = parse_sequence_options(r, alter=verb == "ALTER")
+    if verb == "ALTER" and not stmt.options:
+        raise r.error()
+    return stmt
+
+
+def sequence_params(options: dict, old: "SequenceParams | None" = None) -> "SequenceParams":
+    """The definition CREATE (``old`` None) or ALTER SEQUENCE gives, checked as PostgreSQL's
+    init_params does (22023)."""
+    from catalog.store import SEQUENCE_TYPE_NAMES, SEQUENCE_TYPE_RANGES, SequenceParams
+
+    base = old or SequenceParams()
+    typ = options.get("type", base.type)
+    lo, hi = SEQUENCE_TYPE_RANGES[typ]
+    inc = options.get("increment", base.increment)
+    if inc == 0:
+        raise SqlError("22023", "INCREMENT must not be zero")
+    if "max" in options and options["max"] is not None:
+        mx = options["max"]
+    elif old is None or options.get("max", 0) is None or ("type" in options and old.max == SEQUENCE_TYPE_RANGES[old.type][1]) \
+            or ("increment" in options and old is not None and (old.increment > 0) != (inc > 0)
+                and old.max in (-1, SEQUENCE_TYPE_RANGES[old.type][1])):
+        mx = hi if inc > 0 else -1
+    else:
+        mx = base.max
+    if "min" in options and options["min"] is not None:
+        mn = options["min"]
+    elif old is None or options.get("min", 0) is None or ("type" in options and old.min == SEQUENCE_TYPE_RANGES[old.type][0]) \
+            or ("increment" in options and old is not None and (old.increment > 0) != (inc > 0)
+                and old.min in (1, SEQUENCE_TYPE_RANGES[old.type][0])):
+        mn = 1 if inc > 0 else lo
+    else:
+        mn = base.min
+    tname = SEQUENCE_TYPE_NAMES[typ]
+    if not lo <= mx <= hi:
+        raise SqlError("22023", f"MAXVALUE ({mx}) is out of range for sequence data type {tname}")
+    if not lo <= mn <= hi:
+        raise SqlError("22023", f"MINVALUE ({mn}) is out of range for sequence data type {tname}")
+    if mn >= mx:
+        raise SqlError("22023", f"MINVALUE ({mn}) must be less than MAXVALUE ({mx})")
+    if "start" in options:
+        start = options["start"]
+    elif old is None:
+        start = mn if inc > 0 else mx
+    else:
+        start = base.start
+    if start < mn:
+        raise SqlError("22023", f"START value ({start}) cannot be less than MINVALUE ({mn})")
+    if start > mx:
+        raise SqlError("22023", f"START value ({start}) cannot be greater than MAXVALUE ({mx})")
+    restart = options.get("restart")
+    if restart is not None and restart != "start":
+        if restart < mn:
+            raise SqlError("22023", f"RESTART value ({restart}) cannot be less than MINVALUE ({mn})")
+        if restart > mx:
+            raise SqlError("22023", f"RESTART value ({restart}) cannot be greater than MAXVALUE ({mx})")
+    return SequenceParams(typ, start, inc, mn, mx, options.get("cache", base.cache),
+                          bool(options.get("cycle", base.cycle)),
+                          base.owned_by)
 
 
 def _ident_name(e: exp.Expression) -> str:
@@ -403,13 +648,17 @@ def _column_def(node: exp.ColumnDef, ct: CreateTable) -> ColumnDef:
     kind = node.args.get("kind")
     if kind is None:
         raise SqlError("42601", f'column "{name}" needs a type')
+    if kind.this in (exp.DataType.Type.SERIAL, exp.DataType.Type.BIGSERIAL, exp.DataType.Type.SMALLSERIAL):
+        # CREATE TABLE turns SERIAL into a sequence before sqlglot sees it; this is ALTER TABLE ADD COLUMN
+        raise SqlError("0A000", "ALTER TABLE ADD COLUMN with a SERIAL type is not supported",
+                       hint="Add an integer column, fill it, then CREATE SEQUENCE ... OWNED BY and ALTER COLUMN ... SET DEFAULT nextval(...).")
     col = ColumnDef(name, type_from_sqlglot(kind))
     for cons in node.constraints:
         k = cons.args.get("kind")
         if isinstance(k, exp.NotNullColumnConstraint):
             col.not_null = not k.args.get("allow_null")
         elif isinstance(k, exp.DefaultColumnConstraint):
-            col.default = k.this.sql("postgres")
+            col.default = default_text(k.this)
         elif isinstance(k, exp.PrimaryKeyColumnConstraint):
             if ct.primary_key:
                 raise SqlError("42P16", f'multiple primary keys for table "{ct.name}" are not allowed')
@@ -419,6 +668,18 @@ def _column_def(node: exp.ColumnDef, ct: CreateTable) -> ColumnDef:
         else:
             raise SqlError("0A000", f"column constraint {cons.sql('postgres')} is not supported")
     return col
+
+
+def default_text(node: exp.Expression) -> str:
+    """A DEFAULT expression's stored text; nextval('s') is kept as PostgreSQL shows it,
+    ``nextval('s'::regclass)``."""
+    if isinstance(node, exp.Anonymous) and node.name.lower() == "nextval" and len(node.expressions) == 1:
+        arg = node.expressions[0]
+        if isinstance(arg, exp.Cast) and arg.to.sql("postgres").lower() == "regclass":
+            arg = arg.this
+        if isinstance(arg, exp.Literal) and arg.is_string:
+            return f"nextval({quote_literal(arg.this)}::regclass)"
+    return node.sql("postgres")
 
 
 def _validate(ct: CreateTable) -> None:
@@ -474,7 +735,9 @@ def render_create_table(t: TableDef) -> str:
         line = f"  {quote_ident(c.name)} {c.type.sql()}"
         if c.not_null:
             line += " NOT NULL"
-        if c.default is not None:
+        if c.identity is not None:
+            line += f" GENERATED {'ALWAYS' if c.identity == 'a' else 'BY DEFAULT'} AS IDENTITY"
+        elif c.default is not None:
             line += f" DEFAULT {c.default}"
         if c.comment is not None:
             line += f" COMMENT {quote_literal(c.comment)}"

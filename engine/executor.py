@@ -35,7 +35,7 @@ import pyarrow.compute as pc
 import sqlglot
 from sqlglot import exp
 
-from catalog.store import Catalog, ColumnDef, TableDef
+from catalog.store import Catalog, ColumnDef, SequenceParams, TableDef, relation_word, sequence_named
 from catalog.txn import CatalogTxn
 from engine import ddl, privileges, txnlog
 from engine.blockddl import BlockDdl
@@ -175,6 +175,15 @@ class StatementResolver:
             raise SqlError("0A000", f'relation "{key}" (a system catalog) cannot be joined with tables')
         t = self.session.catalog.resolve_table(name, schema, self.info.search_path)
         self.session.catalog.roles.check_table(self.acting, t, "SELECT")
+        if t.kind == "sequence":  # SELECT last_value, is_called FROM s: its state now, as a one-row view
+            from tidegate.pgtypes import TYPES_BY_NAME
+
+            last, called = self.session.engine.catalog.sequences.state(t)
+            int8, boolean = ColumnType(TYPES_BY_NAME["int8"]), ColumnType(TYPES_BY_NAME["bool"])
+            sql = (f"SELECT CAST({last} AS bigint) AS last_value, CAST(0 AS bigint) AS log_cnt, "
+                   f"{'true' if called else 'false'} AS is_called")
+            return ResolvedRelation(t.schema, t.name, None, [("last_value", int8), ("log_cnt", int8),
+                                                             ("is_called", boolean)], sql, t.owner)
         cols = [(c.name, c.type) for c in t.columns]
         if t.kind == "view":
             return ResolvedRelation(t.schema, t.name, None, cols, t.view_sql, t.owner)
@@ -245,6 +254,7 @@ class EngineSession:
         self._pending: list[WriteOp] | None = None
         self._ddl: BlockDdl | None = None  # the open block's catalog changes and storage
         self._closed = False
+        self._overriding: str | None = None  # INSERT ... OVERRIDING {SYSTEM|USER} VALUE
 
     @property
     def catalog(self) -> Catalog | CatalogTxn:
@@ -602,11 +612,19 @@ class EngineSession:
                 raise SqlError("25001", f"{first} FLOW cannot run inside a transaction block",
                                hint="Flows are not transactional: run it outside BEGIN ... COMMIT (autocommit).")
             return flow_statements.execute(self, sql, info)
+        if (first in ("CREATE", "ALTER", "DROP") and w[1] == "SEQUENCE") or (
+                first == "CREATE" and w[1] in ("TEMP", "TEMPORARY", "UNLOGGED") and w[2] == "SEQUENCE"):
+            return self._sequence_statement(sql, info)
         if first == "CREATE" and (w[1] == "TABLE" or w[1] in ("TEMP", "TEMPORARY", "UNLOGGED")):
             result = self._create_table(sql, params, info)
             self.engine.flows.nudge()  # a pending flow may be waiting for this table
             return result
+        self._overriding = None
         if first == "INSERT":
+            m = _OVERRIDING.match(sql)
+            if m:  # INSERT INTO t [(cols)] OVERRIDING {SYSTEM|USER} VALUE ...: identity columns
+                self._overriding = m.group("which").lower()
+                sql = sql[:m.start("clause")] + " " + sql[m.end("clause"):]
             fast = self._insert_fast(sql, params, info)
             if fast is not None:
                 return fast
@@ -633,6 +651,8 @@ class EngineSession:
         return trees[0]
 
     def _dispatch(self, tree: exp.Expression, sql: str, params: list[Any], info: SessionInfo) -> RowStream | CommandResult:
+        if not isinstance(tree, exp.Insert):
+            _refuse_sequence_functions(tree)
         if isinstance(tree, (exp.Query, exp.Values)) or (isinstance(tree, exp.Subquery)):
             return self._query(tree, sql, params, info)
         if isinstance(tree, exp.Insert):
@@ -803,7 +823,7 @@ class EngineSession:
                 pattern = ddl.string_value(rest[1])
             if self.catalog.get_schema(schema) is None:
                 raise SqlError("3F000", f'schema "{schema}" does not exist')
-            tables = sorted(self.catalog.list_tables(schema), key=lambda t: t.name)
+            tables = sorted((t for t in self.catalog.list_tables(schema) if t.kind != "sequence"), key=lambda t: t.name)
             if pattern is not None:
                 rx = re.compile("^" + re.escape(pattern).replace("%", ".*").replace("_", ".") + "$", re.S)
                 tables = [t for t in tables if rx.match(t.name)]
@@ -848,7 +868,7 @@ class EngineSession:
     def _resolve_target(self, node: exp.Table, info: SessionInfo, *, allow_view: bool = False) -> TableDef:
         schema, name = self._table_name(node)
         t = self.catalog.resolve_table(name, schema, info.search_path)
-        if t.kind == "view" and not allow_view:
+        if (t.kind == "view" and not allow_view) or t.kind == "sequence":
             raise SqlError("42809", f'"{t.name}" is not a table')
         return t
 
@@ -869,11 +889,191 @@ class EngineSession:
             raise SqlError("42P07", f'relation "{ct.name}" already exists')
         for c in ct.columns:
             if c.default is not None:
-                self._check_default(c)
+                self._check_default(c, info)
         table = self.new_table(TableDef(schema, ct.name, ct.columns, primary_key=ct.primary_key,
                                         time_index=ct.time_index, options=ct.options, comment=ct.comment), info)
-        self._create_storage_and_entry(table, ct.if_not_exists)
+        if not ct.generated:
+            self._create_storage_and_entry(table, ct.if_not_exists)
+            return CommandResult("CREATE TABLE")
+        # SERIAL / identity columns: a sequence each, owned by the column, created with the table
+        # (one catalog transaction outside a block; the block's changes inside one)
+        sequences = []
+        taken = {t.name for t in self.catalog.list_tables(schema)}
+        columns = list(table.columns)
+        for i, c in enumerate(columns):
+            gen = ct.generated.get(c.name)
+            if gen is None:
+                continue
+            seq_name = _choose_sequence_name(ct.name, c.name, taken)
+            taken.add(seq_name)
+            options = dict(gen[1], type=c.type.pg.name)
+            params = replace(ddl.sequence_params(options), owned_by=(table.oid, c.name))
+            sequences.append(TableDef(schema, seq_name, [], kind="sequence", options=params.to_options(),
+                                      oid=self.catalog.next_oid(), owner=table.owner))
+            spelled = ddl.quote_ident(seq_name) if schema == "public" else f"{ddl.quote_ident(schema)}.{ddl.quote_ident(seq_name)}"
+            columns[i] = replace(c, default=f"nextval({ddl.quote_literal(spelled)}::regclass)")
+        table = replace(table, columns=columns)
+        with (self.engine.catalog.transaction() if self._ddl is None else nullcontext()):
+            for seq in sequences:
+                self.catalog.create_table(seq)
+            self._create_storage_and_entry(table, ct.if_not_exists)
         return CommandResult("CREATE TABLE")
+
+    # -- sequences ---------------------------------------------------------------------------
+
+    def _sequence_statement(self, sql: str, info: SessionInfo) -> CommandResult:
+        """CREATE / ALTER / DROP SEQUENCE: the definition is a catalog relation (kind "sequence",
+        transactional in a block); the value lives in ``catalog.sequences`` (not transactional)."""
+        st = ddl.parse_sequence_statement(sql)
+        if st.action == "drop":
+            return self._drop_sequences(st, info)
+        parts = st.names[0]
+        if len(parts) > 3:
+            raise SqlError("42601", f"improper qualified name (too many dotted names): {'.'.join(parts)}")
+        if len(parts) == 3 and parts[0] != self.catalog.database:
+            raise SqlError("0A000", f'cross-database references are not implemented: "{".".join(parts)}"')
+        name = parts[-1]
+        if st.action == "create":
+            schema = parts[-2] if len(parts) > 1 else self._current_schema(info)
+            if self.catalog.get_schema(schema) is None:
+                raise SqlError("3F000", f'schema "{schema}" does not exist')
+            self.catalog.roles.check_schema(info, schema, "CREATE")
+            if self.catalog.get_table(schema, name) is not None:
+                if st.if_exists:
+                    return CommandResult("CREATE SEQUENCE", notices=[f'relation "{name}" already exists, skipping'])
+                raise SqlError("42P07", f'relation "{name}" already exists')
+            params = ddl.sequence_params(st.options)
+            if "owned_by" in st.options:
+                params = replace(params, owned_by=self._sequence_owner(st.options["owned_by"], schema, info))
+            self.catalog.create_table(TableDef(schema, name, [], kind="sequence", options=params.to_options(),
+                                               oid=self.catalog.next_oid(), owner=None if info.internal else info.user))
+            return CommandResult("CREATE SEQUENCE")
+        try:
+            seq = self._resolve_sequence_parts(parts, info)
+        except SqlError as e:
+            if st.if_exists and e.sqlstate == "42P01":
+                return CommandResult("ALTER SEQUENCE", notices=[f'relation "{name}" does not exist, skipping'])
+            raise
+        self.catalog.roles.check_owner(info, "sequence", seq.name, seq.owner)
+        old = SequenceParams.of(seq)
+        params = ddl.sequence_params(st.options, old)
+        if "owned_by" in st.options:
+            params = replace(params, owned_by=self._sequence_owner(st.options["owned_by"], seq.schema, info))
+        if params != old:
+            kept = {k: v for k, v in seq.options.items() if not k.startswith("seq.")}
+            self.catalog.replace_table(replace(seq, options={**kept, **params.to_options()}))
+        restart = st.options.get("restart")
+        if restart is not None:  # as setval: takes effect at once, whatever the block does
+            self.engine.catalog.sequences.restart(seq, params.start if restart == "start" else restart)
+        return CommandResult("ALTER SEQUENCE")
+
+    def _sequence_owner(self, target: list[str] | None, schema: str, info: SessionInfo) -> tuple[int, str] | None:
+        """OWNED BY table.column (NONE: None): the table must be in the sequence's schema."""
+        if target is None:
+            return None
+        tparts, col = target[:-1], target[-1]
+        t = self.catalog.resolve_table(tparts[-1], tparts[-2] if len(tparts) > 1 else None, info.search_path)
+        if t.kind != "table":
+            raise SqlError("42809", f'sequence cannot be owned by relation "{t.name}"',
+                           detail=f'This operation is not supported for {relation_word(t)}s.')
+        if t.schema != schema:
+            raise SqlError("55000", "sequence must be in same schema as table it is linked to")
+        if t.column(col) is None:
+            raise SqlError("42703", f'column "{col}" of relation "{t.name}" does not exist')
+        self.catalog.roles.check_owner(info, "table", t.name, t.owner)
+        return (t.oid, col)
+
+    def _resolve_sequence_parts(self, parts: list[str], info: SessionInfo) -> TableDef:
+        t = self.catalog.resolve_table(parts[-1], parts[-2] if len(parts) > 1 else None, info.search_path)
+        if t.kind != "sequence":
+            raise SqlError("42809", f'"{t.name}" is not a sequence')
+        return t
+
+    def _sequence_users(self, seq: TableDef, info: SessionInfo) -> list[tuple[TableDef, ColumnDef]]:
+        """Columns whose DEFAULT calls nextval of ``seq``."""
+        out = []
+        for t in self.catalog.list_tables(kind="table"):
+            for c in t.columns:
+                if c.default is not None and _SEQ_DEFAULT.match(c.default):
+                    try:
+                        if getattr(self._default_sequence(c, info), "oid", None) == seq.oid:
+                            out.append((t, c))
+                    except SqlError:
+                        continue
+        return out
+
+    def _drop_sequences(self, st: ddl.SequenceStatement, info: SessionInfo) -> CommandResult:
+        notices: list[str] = []
+        targets: list[TableDef] = []
+        for parts in st.names:
+            try:
+                seq = self.catalog.resolve_table(parts[-1], parts[-2] if len(parts) > 1 else None, info.search_path)
+            except SqlError:
+                if st.if_exists:
+                    notices.append(f'sequence "{parts[-1]}" does not exist, skipping')
+                    continue
+                raise SqlError("42P01", f'sequence "{parts[-1]}" does not exist') from None
+            if seq.kind != "sequence":
+                word = relation_word(seq)
+                raise SqlError("42809", f'"{seq.name}" is not a sequence', hint=f"Use DROP {word.upper()} to remove a {word}.")
+            self.catalog.roles.check_owner(info, "sequence", seq.name, seq.owner)
+            targets.append(seq)
+        for seq in targets:
+            owner = SequenceParams.of(seq).owned_by
+            if owner is not None:
+                t = next((x for x in self.catalog.list_tables(kind="table") if x.oid == owner[0]), None)
+                c = t.column(owner[1]) if t is not None else None
+                if c is not None and c.identity is not None:
+                    raise SqlError("2BP01", f"cannot drop sequence {seq.name} because column {c.name} of table {t.name} requires it",
+                                   hint=f"You can drop column {c.name} of table {t.name} instead.")
+            users = self._sequence_users(seq, info)
+            if users and not st.cascade:
+                raise SqlError("2BP01", f"cannot drop sequence {seq.name} because other objects depend on it",
+                               detail="\n".join(f"default value for column {c.name} of table {t.name} depends on sequence {seq.name}"
+                                                for t, c in users),
+                               hint="Use DROP ... CASCADE to drop the dependent objects too.")
+            for t, c in users:  # CASCADE drops the column defaults
+                notices.append(f"drop cascades to default value for column {c.name} of table {t.name}")
+                current = self.catalog.get_table(t.schema, t.name)
+                if current is not None:
+                    self.catalog.replace_table(replace(current, columns=[replace(x, default=None) if x.name == c.name else x
+                                                                         for x in current.columns]))
+            self.catalog.drop_table(seq.schema, seq.name)
+            self._forget_relation(seq)
+        return CommandResult("DROP SEQUENCE", notices=notices)
+
+    def _drop_owned_sequences(self, table_oids: set[int]) -> None:
+        """DROP TABLE drops the sequences its columns own (SERIAL, identity, OWNED BY)."""
+        if not table_oids:
+            return
+        for seq in self.catalog.list_tables(kind="sequence"):
+            owner = SequenceParams.of(seq).owned_by
+            if owner is not None and owner[0] in table_oids and self.catalog.get_table(seq.schema, seq.name) is not None:
+                self.catalog.drop_table(seq.schema, seq.name)
+                self._forget_relation(seq)
+
+    def _eval_context(self, info: SessionInfo) -> dict[str, Any]:
+        """What const_eval needs for one statement: its now(), and nextval/currval/setval/lastval."""
+        return {"now": datetime.now(timezone.utc), "sequences": lambda fn, args: self.sequence_call(fn, args, info)}
+
+    def _default_sequence(self, c: ColumnDef, info: SessionInfo) -> TableDef | None:
+        """The sequence of a ``nextval('name'[::regclass])`` DEFAULT (None: another default)."""
+        if c.default is None:
+            return None
+        m = _SEQ_DEFAULT.match(c.default)
+        if m is None:
+            return None
+        return self._sequence_named(m.group(1).replace("''", "'"), info)
+
+    def _sequence_named(self, text: str, info: SessionInfo) -> TableDef:
+        return sequence_named(self.catalog, text, info.search_path)
+
+    def _next_values(self, seq: TableDef, n: int, info: SessionInfo) -> list[int]:
+        return self.engine.catalog.sequences.next_values(seq, n, info.backend_pid)
+
+    def sequence_call(self, fn: str, args: list[Any], info: SessionInfo) -> Any:
+        """nextval / currval / setval / lastval (catalog.store.Sequences.call)."""
+        return self.engine.catalog.sequences.call(self.catalog, fn, args, info.search_path, info.backend_pid)
 
     def new_table(self, table: TableDef, info: SessionInfo) -> TableDef:
         """``table`` with its oid, owner and storage location: ``<warehouse>/<schema oid>/<oid>``,
@@ -896,7 +1096,10 @@ class EngineSession:
             raise
         return stored or table
 
-    def _check_default(self, c: ColumnDef) -> None:
+    def _check_default(self, c: ColumnDef, info: SessionInfo | None = None) -> None:
+        if _SEQ_DEFAULT.match(c.default or ""):
+            self._default_sequence(c, info or SessionInfo())  # 42P01 / 42809 now, as 'name'::regclass does
+            return
         try:
             value = self._eval_default_text(c.default, {})
         except NotConstant:
@@ -1055,9 +1258,10 @@ class EngineSession:
                     notices.append(f'{kind.lower()} "{name}" does not exist, skipping')
                     continue
                 raise SqlError("42P01", f'{kind.lower()} "{name}" does not exist') from None
-            if (t.kind == "view") != (kind == "VIEW"):
+            if (t.kind == "view") != (kind == "VIEW") or t.kind == "sequence":
+                word = relation_word(t)
                 raise SqlError("42809", f'"{t.name}" is not a {kind.lower()}',
-                               hint=f"Use DROP {'VIEW' if t.kind == 'view' else 'TABLE'} to remove a {'view' if t.kind == 'view' else 'table'}.")
+                               hint=f"Use DROP {word.upper()} to remove a {word}.")
             self.catalog.roles.check_owner(info, kind.lower(), t.name, t.owner)
             targets.append(t)
         dropping = {(t.schema, t.name) for t in targets}
@@ -1082,6 +1286,7 @@ class EngineSession:
                 continue
             self.catalog.drop_table(t.schema, t.name)
             self._forget_relation(t)
+        self._drop_owned_sequences({t.oid for t in targets if t.kind == "table"})
         return CommandResult(f"DROP {kind}", notices=notices)
 
     def _after_ddl(self, fn: Any) -> None:
@@ -1094,6 +1299,8 @@ class EngineSession:
     def _forget_relation(self, t: TableDef) -> None:
         """A dropped relation's grants and storage: removed now, or once the block commits."""
         self._after_ddl(lambda: self.engine.catalog.roles.forget_object("r", t.oid))
+        if t.kind == "sequence":
+            self._after_ddl(lambda: self.engine.catalog.sequences.forget(t.oid))
         if t.kind != "table":
             return
         self._forget_view(t.location)
@@ -1149,7 +1356,10 @@ class EngineSession:
                     return t
                 raise SqlError("42701", f'column "{col.name}" of relation "{t.name}" already exists')
             if col.default is not None:
-                self._check_default(col)
+                self._check_default(col, info)
+            if _SEQ_DEFAULT.match(col.default or ""):
+                raise SqlError("0A000", "ALTER TABLE ADD COLUMN with a nextval() default is not supported",
+                               hint="Add the column without the default, fill it with UPDATE, then ALTER COLUMN ... SET DEFAULT.")
             fill = None
             if col.default is not None:
                 fill = self._eval_default_text(col.default, {})
@@ -1177,7 +1387,14 @@ class EngineSession:
                 new = replace(new, columns=[c for c in new.columns if c.name != name])
             if new is not t:
                 self._rewrite(t, new, {})
-                return self.catalog.replace_table(new)
+                stored = self.catalog.replace_table(new)
+                gone = {c.name for c in t.columns} - {c.name for c in new.columns}
+                for seq in self.catalog.list_tables(kind="sequence"):  # owned sequences go with their column
+                    owner = SequenceParams.of(seq).owned_by
+                    if owner is not None and owner[0] == t.oid and owner[1] in gone:
+                        self.catalog.drop_table(seq.schema, seq.name)
+                        self._forget_relation(seq)
+                return stored
             return t
         if isinstance(action, exp.RenameColumn):
             old = _ident(action.this.this if isinstance(action.this, exp.Column) else action.this)
@@ -1190,7 +1407,12 @@ class EngineSession:
             new = replace(t, columns=cols, primary_key=[to if k == old else k for k in t.primary_key],
                           time_index=to if t.time_index == old else t.time_index)
             self._rewrite(t, new, {}, renames={to: old})
-            return self.catalog.replace_table(new)
+            stored = self.catalog.replace_table(new)
+            for seq in self.catalog.list_tables(kind="sequence"):  # ownership follows the column
+                p = SequenceParams.of(seq)
+                if p.owned_by == (t.oid, old):
+                    self.catalog.replace_table(replace(seq, options={**seq.options, **replace(p, owned_by=(t.oid, to)).to_options()}))
+            return stored
         if isinstance(action, exp.AlterRename):
             new_name = _ident(action.this.this)
             if self.catalog.get_table(t.schema, new_name) is not None:
@@ -1223,7 +1445,7 @@ class EngineSession:
                     raise SqlError("23502", f'column "{name}" of relation "{t.name}" contains null values')
                 new_col = replace(c, not_null=True)
         elif action.args.get("default") is not None:
-            new_col = replace(c, default=action.args["default"].sql("postgres"))
+            new_col = replace(c, default=ddl.default_text(action.args["default"]))
             self._check_default(new_col)
         elif action.args.get("drop"):
             new_col = replace(c, default=None)
@@ -1258,6 +1480,12 @@ class EngineSession:
             with self._rewriting(t):
                 base = self.store.version(t.location)
                 self._write(WriteOp(t, "overwrite", storage_schema(t.columns).empty_table(), base_version=base))
+        if str(tree.args.get("identity") or "").upper() == "RESTART":  # the owned sequences: when it commits
+            oids = {t.oid for t in tables}
+            for seq in self.catalog.list_tables(kind="sequence"):
+                p = SequenceParams.of(seq)
+                if p.owned_by is not None and p.owned_by[0] in oids:
+                    self._after_ddl(lambda seq=seq, p=p: self.engine.catalog.sequences.restart(seq, p.start))
         return CommandResult("TRUNCATE TABLE")
 
     def _comment(self, sql: str, info: SessionInfo) -> CommandResult:
@@ -1353,7 +1581,7 @@ class EngineSession:
                 raise SqlError("42601", "INSERT has more expressions than target columns")
             if len(r) < width and m.group("cols") is not None:
                 raise SqlError("42601", "INSERT has more target columns than expressions")
-        ctx = {"now": datetime.now(timezone.utc)}
+        ctx = self._eval_context(info)
         columns_values: dict[str, list[Any]] = {c.name: [] for c in target_cols}
         for r in rows:
             for k, c in enumerate(target_cols):
@@ -1421,6 +1649,8 @@ class EngineSession:
         t = self.catalog.resolve_table(name, schema, info.search_path)
         if t.kind == "view":
             raise SqlError("42809", f'cannot insert into view "{t.name}"')
+        if t.kind == "sequence":
+            raise SqlError("42809", f'cannot change sequence "{t.name}"')
         self.catalog.roles.check_table(info, t, "INSERT")
         return t, self._target_columns(t, cols)
 
@@ -1443,8 +1673,27 @@ class EngineSession:
                     info: SessionInfo) -> pa.Table:
         """Full storage-form rows of ``t`` from given column values, defaults for the rest."""
         arrays = []
+        overriding = self._overriding
         for c in t.columns:
             given = values.get(c.name)
+            if c.identity is not None and given is not None:
+                explicit = (not isinstance(given, list)) or any(v is not _DEFAULT for v in given)
+                if explicit and overriding == "user":
+                    given = None if not isinstance(given, list) else [_DEFAULT] * len(given)
+                elif explicit and c.identity == "a" and overriding != "system":
+                    raise SqlError("428C9", f'cannot insert a non-DEFAULT value into column "{c.name}"',
+                                   detail=f'Column "{c.name}" is an identity column defined as GENERATED ALWAYS.',
+                                   hint="Use OVERRIDING SYSTEM VALUE to override.")
+            seq = self._default_sequence(c, info) if c.default is not None and (
+                given is None or (isinstance(given, list) and any(v is _DEFAULT for v in given))) else None
+            if seq is not None:  # nextval() per row: the rows' values reserved in one transaction
+                if given is None:
+                    arr = _fast_array(self._next_values(seq, n, info), c)
+                else:
+                    fresh = iter(self._next_values(seq, sum(1 for v in given if v is _DEFAULT), info))
+                    arr = _fast_array([next(fresh) if v is _DEFAULT else v for v in given], c)
+                arrays.append(arr)
+                continue
             if given is None:
                 dv = python_value(self._default_value(c, ctx, info), c.type, c.name) if c.default is not None else None
                 arr = pa.array([dv] * n, type=storage_type(c.type)) if dv is not None else pa.nulls(n, storage_type(c.type))
@@ -1579,7 +1828,7 @@ class EngineSession:
             *(["SELECT"] if tree.args.get("returning") is not None else []))
         target_cols = self._target_columns(t, cols)
         source = tree.expression
-        ctx = {"now": datetime.now(timezone.utc)}
+        ctx = self._eval_context(info)
         data: pa.Table | None = None
         if isinstance(source, exp.Values):
             rows = []
@@ -1629,6 +1878,7 @@ class EngineSession:
 
     def _insert_source_via_spark(self, t: TableDef, target_cols: list[ColumnDef], source: exp.Expression,
                                  params: list[Any], info: SessionInfo, ctx: dict[str, Any]) -> pa.Table:
+        _refuse_sequence_functions(source)
         if isinstance(source, exp.Values) and any(_is_default(e) for tup in source.expressions for e in tup.expressions):
             raise SqlError("0A000", "DEFAULT mixed with non-constant expressions in VALUES is not supported")
         self.engine.runtime.wait()
@@ -1779,6 +2029,9 @@ class EngineSession:
                 raise SqlError("42703", f'column "{name}" of relation "{t.name}" does not exist')
             if any(c is prev for prev, _ in sets):
                 raise SqlError("42601", f'multiple assignments to same column "{name}"')
+            if c.identity == "a" and not _is_default(eq.expression):
+                raise SqlError("428C9", f'column "{name}" can only be updated to DEFAULT',
+                               detail=f'Column "{name}" is an identity column defined as GENERATED ALWAYS.')
             sets.append((c, eq.expression))
         where = tree.args.get("where")
         match_cols = self._match_columns(t)
@@ -1799,7 +2052,10 @@ class EngineSession:
         new_cols = [old_matched.column(i) for i in range(n)]
         for k, (c, e) in enumerate(sets):
             idx = t.columns.index(c)
-            if _is_default(e):
+            seq = self._default_sequence(c, info) if _is_default(e) else None
+            if seq is not None:  # SET col = DEFAULT of a sequence: a value per row
+                new_cols[idx] = _fast_array(self._next_values(seq, count, info), c)
+            elif _is_default(e):
                 dv = python_value(self._default_value(c, ctx, info), c.type, c.name)
                 new_cols[idx] = pa.array([dv] * count, type=storage_type(c.type))
             else:
@@ -1900,6 +2156,8 @@ class EngineSession:
         t = self.catalog.resolve_table(name, schema, info.search_path)
         if t.kind == "view":
             raise SqlError("42809", f'cannot copy to view "{t.name}"')
+        if t.kind == "sequence":
+            raise SqlError("42809", f'cannot copy to sequence "{t.name}"')
         self.catalog.roles.check_table(info, t, "INSERT")
         cols = None
         if m.group("cols") is not None:
@@ -1913,16 +2171,21 @@ class EngineSession:
         t = self.catalog.get_table(target.schema, target.table)
         if t is None:
             raise SqlError("42P01", f'relation "{target.table}" does not exist')
-        ctx = {"now": datetime.now(timezone.utc)}
+        ctx = self._eval_context(info)
         given = [f.name for f in target.fields]
         for name in given:
             if t.column(name) is None:
                 raise SqlError("42703", f'column "{name}" of relation "{t.name}" does not exist')
         # Constant defaults for the columns the client does not send, computed once.
         fills: dict[str, Any] = {}
+        sequences: dict[str, TableDef] = {}
         with pgvalues.use_session_zone(info.timezone):
             for c in t.columns:
                 if c.name not in given:
+                    seq = self._default_sequence(c, info)
+                    if seq is not None:
+                        sequences[c.name] = seq
+                        continue
                     fills[c.name] = python_value(self._default_value(c, ctx, info), c.type, c.name) if c.default is not None else None
         schema = storage_schema(t.columns)
         counter = [0]
@@ -1937,6 +2200,8 @@ class EngineSession:
                     for c in t.columns:
                         if c.name in given:
                             arr = coerce_array(batch.column(given.index(c.name)), c.type, c.name)
+                        elif c.name in sequences:  # a block of values per batch, one SQLite transaction
+                            arr = _fast_array(self._next_values(sequences[c.name], n, info), c)
                         else:
                             v = fills[c.name]
                             arr = pa.nulls(n, storage_type(c.type)) if v is None else pa.array([v] * n, type=storage_type(c.type))
@@ -2318,6 +2583,42 @@ def _fast_array(values: list[Any], c: ColumnDef) -> pa.Array:
     return pa.array([python_value(v, t, c.name) for v in values], type=storage_type(t))
 
 
+_OVERRIDING = re.compile(
+    r"\s*insert\s+into\s+(?:\"(?:[^\"]|\"\")*\"|[A-Za-z_][\w$]*)(?:\s*\.\s*(?:\"(?:[^\"]|\"\")*\"|[A-Za-z_][\w$]*))*"
+    r"\s*(?:\([^()]*\))?\s*(?P<clause>overriding\s+(?P<which>system|user)\s+value)\b", re.I | re.S)
+# A DEFAULT that draws from a sequence: nextval('name') / nextval('name'::regclass)
+_SEQ_DEFAULT = re.compile(r"^\s*nextval\s*\(\s*'((?:[^']|'')+)'\s*(?:::\s*regclass\s*)?\)\s*$", re.I)
+# CAST('s' AS REGCLASS) as sqlglot renders a DEFAULT's regclass literal
+_SEQ_FUNCTIONS = frozenset({"nextval", "currval", "setval", "lastval"})
+
+
+def _refuse_sequence_functions(tree: exp.Expression) -> None:
+    """Sequence functions run in constant queries, INSERT ... VALUES and column defaults; not
+    inside queries Spark evaluates (they would need a round trip per row)."""
+    for node in tree.find_all(exp.Anonymous):
+        if node.name.lower() in _SEQ_FUNCTIONS:
+            raise SqlError("0A000", f"{node.name.lower()}() in a query that reads tables (or computes with it) is not supported",
+                           hint=f"Call it alone (SELECT {node.name.lower()}(...)), in INSERT ... VALUES, or as a column DEFAULT.")
+
+
+def _choose_sequence_name(table: str, column: str, taken: set[str]) -> str:
+    """PostgreSQL's <table>_<column>_seq, cut to 63 bytes, numbered when taken."""
+    def fit(t: str, c: str, suffix: str) -> str:
+        while len(f"{t}_{c}_{suffix}".encode()) > 63:
+            if len(t.encode()) >= len(c.encode()):
+                t = t[:-1]
+            else:
+                c = c[:-1]
+        return f"{t}_{c}_{suffix}"
+
+    name = fit(table, column, "seq")
+    k = 0
+    while name in taken:
+        k += 1
+        name = fit(table, column, f"seq{k}")
+    return name
+
+
 _FAST_INSERT_HEAD = re.compile(
     r"\s*insert\s+into\s+(?P<table>(?:\"(?:[^\"]|\"\")*\"|[A-Za-z_][\w$]*)(?:\s*\.\s*(?:\"(?:[^\"]|\"\")*\"|[A-Za-z_][\w$]*))?)"
     r"\s*(?:\((?P<cols>[^()]*)\))?\s*values\s*", re.I | re.S)
@@ -2477,6 +2778,13 @@ def const_eval(e: exp.Expression, params: Sequence[Any], ctx: dict[str, Any]) ->
         return value
     if isinstance(e, exp.Array):
         return [const_eval(x, params, ctx) for x in e.expressions]
+    if isinstance(e, exp.Anonymous) and e.name.lower() in _SEQ_FUNCTIONS and "sequences" in ctx:
+        args = []
+        for a in e.expressions:
+            if isinstance(a, exp.Cast) and a.to.sql("postgres").lower() in ("regclass", "text", "varchar"):
+                a = a.this  # 'name'::regclass: the name (resolved by the call)
+            args.append(const_eval(a, params, ctx))
+        return ctx["sequences"](e.name, args)
     raise NotConstant()
 
 

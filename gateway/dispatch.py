@@ -514,6 +514,7 @@ class RoutedSession:
         self._tx_wanted = False
         self._tx_open = False
         self._block_queries: tuple[Any, Any] | None = None  # (block's catalog view, its CatalogQueries)
+        self._pid: int | None = None  # the connection's backend pid (its currval/lastval state)
 
     @property
     def engine(self) -> Any:
@@ -553,6 +554,7 @@ class RoutedSession:
         return self._block_queries[1]
 
     def execute(self, sql: str, params: Sequence[Any], info: SessionInfo) -> Result:
+        self._pid = info.backend_pid
         if self._backend.catalog_handles(sql):
             return self._catalog_queries().execute(sql, params, info)
         return self._engine_for_statement().execute(sql, params, info)
@@ -592,6 +594,9 @@ class RoutedSession:
             self._engine_session.cancel()
 
     def close(self) -> None:
+        sequences = getattr(getattr(self._backend, "catalog", None), "sequences", None)
+        if sequences is not None and self._pid is not None:
+            sequences.end_session(self._pid)  # currval/lastval are the connection's
         if self._engine_session is not None:
             try:
                 if self._tx_open:
