@@ -10,6 +10,7 @@ under concurrent sessions.
 from __future__ import annotations
 
 import json
+from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
@@ -117,15 +118,30 @@ CREATE TABLE IF NOT EXISTS sequence_values (
 """
 
 
-class RelationReads:
+class RelationReads(ABC):
     """Lookups over a name -> definition map (``_all``) and ``get_schema``: shared by the catalog
     and by a transaction's view of it (:class:`catalog.txn.CatalogTxn`)."""
 
-    def _all(self) -> dict[tuple[str, str], TableDef]:
-        raise NotImplementedError
+    @abstractmethod
+    def _all(self) -> dict[tuple[str, str], TableDef]: ...
 
-    def get_schema(self, name: str) -> SchemaDef | None:
-        raise NotImplementedError
+    @abstractmethod
+    def get_schema(self, name: str) -> SchemaDef | None: ...
+
+    def schema_drop_members(self, name: str, if_exists: bool, cascade: bool) -> list[TableDef] | None:
+        """The relations DROP SCHEMA takes with it (2BP01 without CASCADE); None when the schema
+        does not exist and IF EXISTS was given (3F000 without)."""
+        if self.get_schema(name) is None:
+            if if_exists:
+                return None
+            raise SqlError("3F000", f'schema "{name}" does not exist')
+        members = self.list_tables(name)
+        if members and not cascade:
+            raise SqlError("2BP01", f"cannot drop schema {name} because other objects depend on it",
+                           detail="\n".join(f"{'view' if t.kind == 'view' else 'table'} {t.qualified_name} depends on schema {name}"
+                                            for t in members),
+                           hint="Use DROP ... CASCADE to drop the dependent objects too.")
+        return members
 
     def get_table(self, schema: str, name: str) -> TableDef | None:
         t = self._all().get((schema, name))
@@ -219,13 +235,6 @@ class Catalog(SqliteStore, RelationReads):
             raise SqlError("42939", f'unacceptable schema name "{name}"',
                            detail='The prefix "pg_" is reserved for system schemas.')
 
-    @staticmethod
-    def refuse_schema_drop(name: str, members: list[TableDef]) -> None:
-        raise SqlError("2BP01", f"cannot drop schema {name} because other objects depend on it",
-                       detail="\n".join(f"{relation_word(t)} {t.qualified_name} depends on schema {name}"
-                                        for t in members),
-                       hint="Use DROP ... CASCADE to drop the dependent objects too.")
-
     def create_schema(self, name: str, if_not_exists: bool = False, owner: str = "tidegate") -> bool:
         """Create a schema; returns False when it existed and ``if_not_exists`` was given."""
         self.check_schema_name(name)
@@ -241,13 +250,9 @@ class Catalog(SqliteStore, RelationReads):
     def drop_schema(self, name: str, if_exists: bool = False, cascade: bool = False) -> list[TableDef]:
         """Drop a schema; returns the relations dropped with it (CASCADE) so storage can remove them."""
         with self.transaction():
-            if self.get_schema(name) is None:
-                if if_exists:
-                    return []
-                raise SqlError("3F000", f'schema "{name}" does not exist')
-            members = self.list_tables(name)
-            if members and not cascade:
-                self.refuse_schema_drop(name, members)
+            members = self.schema_drop_members(name, if_exists, cascade)
+            if members is None:
+                return []
             self._conn.execute("DELETE FROM relations WHERE schema=?", (name,))
             self._conn.execute("DELETE FROM schemas WHERE name=?", (name,))
             self._bump()

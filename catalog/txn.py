@@ -155,13 +155,9 @@ class CatalogTxn(RelationReads):
         return True
 
     def drop_schema(self, name: str, if_exists: bool = False, cascade: bool = False) -> list[TableDef]:
-        if self.get_schema(name) is None:
-            if if_exists:
-                return []
-            raise SqlError("3F000", f'schema "{name}" does not exist')
-        members = self.list_tables(name)
-        if members and not cascade:
-            Catalog.refuse_schema_drop(name, members)
+        members = self.schema_drop_members(name, if_exists, cascade)
+        if members is None:
+            return []
         for t in members:
             self._set(None, t.oid)
         self._schema_set(name, None)
