@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 
 from catalog.flows import FlowDef, render_create_flow
+from catalog.store import is_temp_schema
 from engine.flows import syntax
 from engine.flows.plan import analyze, check_sink, find_sources, parse_query, sink_definition
 from engine.flows.syntax import is_flow_statement
@@ -80,7 +81,7 @@ def _unknown(name: str) -> SqlError:
 
 def current_schema(session: EngineSession, info: SessionInfo) -> str:
     for s in info.search_path:
-        if session.catalog.get_schema(s) is not None:
+        if not is_temp_schema(s) and session.catalog.get_schema(s) is not None:
             return s
     return "public"
 
