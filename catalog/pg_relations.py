@@ -648,7 +648,7 @@ def build_rows(catalog: Catalog, owner: str = "tidegate") -> dict[tuple[str, str
                 add("pg_description", objoid=t.oid, classoid=1259, objsubid=i, description=c.comment)
             add("columns", "information_schema", **information_schema_column(t, db, i, owned.get((t.oid, c.name))))
         add("tables", "information_schema", table_catalog=db, table_schema=t.schema, table_name=t.name,
-            table_type="VIEW" if is_view else ("LOCAL TEMPORARY" if persistence == "t" else "BASE TABLE"), is_insertable_into="NO" if is_view else "YES",
+            table_type="LOCAL TEMPORARY" if persistence == "t" else ("VIEW" if is_view else "BASE TABLE"), is_insertable_into="NO" if is_view else "YES",
             is_typed="NO")
         privileges = {t_owner: {p: t_owner for p in PRIVILEGES["r"]}}
         for grantee, privs in catalog.roles.grants_on("r", t.oid).items():
@@ -753,7 +753,7 @@ def _sequence_catalog_rows(t: TableDef, p: SequenceParams, by_oid: dict[int, Tab
                            relacl: Any, db: str, add: Any) -> None:
     add("pg_class", oid=t.oid, relname=t.name, relnamespace=nsp, reltype=0, reloftype=0, relowner=owner_oid,
         relacl=relacl, relam=0, relfilenode=t.oid, reltablespace=0, relpages=1, reltuples=1.0, relallvisible=0,
-        reltoastrelid=0, relhasindex=False, relisshared=False, relpersistence="p", relkind="S", relnatts=3,
+        reltoastrelid=0, relhasindex=False, relisshared=False, relpersistence="t" if is_temp_schema(t.schema) else "p", relkind="S", relnatts=3,
         relchecks=0, relhasrules=False, relhastriggers=False, relhassubclass=False, relrowsecurity=False,
         relforcerowsecurity=False, relispopulated=True, relreplident="n", relispartition=False, relrewrite=0,
         relfrozenxid=0, relminmxid=0)

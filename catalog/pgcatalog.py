@@ -1733,7 +1733,8 @@ class CatalogQueries:
             raise _UdfError("42602", "invalid name syntax")
         name = parts[-1]
         if len(parts) >= 2:
-            oid = mirror.by_name.get((parts[-2], name))
+            schema = info.temp_schema if parts[-2] == "pg_temp" else parts[-2]
+            oid = mirror.by_name.get((schema, name))
         else:
             oid = None
             for s in ["pg_catalog"] + [p for p in info.search_path if p != "pg_catalog"]:

@@ -266,15 +266,16 @@ class Catalog(SqliteStore, RelationReads):
             self._bump()
             return True
 
-    def create_temp_schema(self, name: str) -> SchemaDef:
+    def create_temp_schema(self, name: str, owner: str = "tidegate") -> SchemaDef:
         """A session's temporary schema, created at once (not with the caller's transaction: as in
-        PostgreSQL it stays until the session ends). Idempotent."""
+        PostgreSQL it stays until the session ends). Idempotent. Owned by the session's user, who
+        thereby may use it (PostgreSQL lets a session use its own temporary schema implicitly)."""
         if not is_temp_schema(name):
             raise SqlError("42939", f'unacceptable temporary schema name "{name}"')
         with self.transaction():
             s = self.get_schema(name)
             if s is None:
-                s = SchemaDef(name, self.next_oid(), "tidegate")
+                s = SchemaDef(name, self.next_oid(), owner)
                 self._conn.execute("INSERT INTO schemas VALUES (?, ?, ?, NULL)", (s.name, s.oid, s.owner))
                 self._bump()
             return s

@@ -79,6 +79,13 @@ _DEFAULT = object()  # the DEFAULT keyword in a VALUES row
 
 # -- the engine ---------------------------------------------------------------------------------
 
+def _refuse_other_temp_schema(schema: str) -> None:
+    """A relation cannot be created in a temporary schema unless as a temporary one of this session
+    (callers have already turned ``pg_temp`` / the session's own schema into CREATE TEMP)."""
+    if is_temp_schema(schema):
+        raise SqlError("0A000", "cannot create relations in temporary schemas of other sessions")
+
+
 class Engine:
     """Owns Spark, the Delta table store and background maintenance for one gateway."""
 
@@ -566,6 +573,20 @@ class EngineSession:
             block.committed()
         self._temp_on_commit()
 
+    def discard_temp(self) -> None:
+        """DISCARD TEMP: drop this session's temporary relations (inside a block, through the
+        block's catalog, so ROLLBACK brings them back)."""
+        if self.temp_schema is None:
+            return
+        if self._ddl is None:
+            self.engine.discard_temp_schema(self.temp_schema)
+            self.temp_schema = None
+            return
+        for t in sorted(self.catalog.list_tables(self.temp_schema), key=lambda t: t.kind != "view"):
+            if self.catalog.get_table(t.schema, t.name) is not None:
+                self.catalog.drop_table(t.schema, t.name)
+                self._forget_relation(t)
+
     def _temp_on_commit(self) -> None:
         """A transaction committed (a block, or a statement outside one): empty the temporary
         tables created ON COMMIT DELETE ROWS and drop those created ON COMMIT DROP."""
@@ -665,7 +686,7 @@ class EngineSession:
         if (first in ("CREATE", "ALTER", "DROP") and w[1] == "SEQUENCE") or (
                 first == "CREATE" and w[1] in ("TEMP", "TEMPORARY", "UNLOGGED") and w[2] == "SEQUENCE"):
             return self._sequence_statement(sql, info)
-        if first == "CREATE" and (w[1] == "TABLE" or w[1] in ("TEMP", "TEMPORARY", "UNLOGGED")):
+        if first == "CREATE" and (w[1] == "TABLE" or (w[1] in ("TEMP", "TEMPORARY", "UNLOGGED") and w[2] == "TABLE")):
             result = self._create_table(sql, params, info)
             self.engine.flows.nudge()  # a pending flow may be waiting for this table
             return result
@@ -924,7 +945,7 @@ class EngineSession:
         if not catalog.roles.has(info, "d", DATABASE_OID, None, "TEMPORARY"):
             raise SqlError("42501", f'permission denied to create temporary tables in database "{catalog.database}"',
                            hint="A superuser can GRANT TEMPORARY ON DATABASE to the role.")
-        catalog.create_temp_schema(own)
+        catalog.create_temp_schema(own, owner=info.user)
         self.temp_schema = own
         return own
 
@@ -956,6 +977,7 @@ class EngineSession:
                 ct.options[ddl.ON_COMMIT_OPTION] = ct.on_commit
         else:
             schema = ct.schema or self._current_schema(info)
+            _refuse_other_temp_schema(schema)
         if ct.as_query_sql is not None:
             return self._create_table_as(ct, schema, params, info)
         if self.catalog.get_schema(schema) is None:
@@ -1014,6 +1036,10 @@ class EngineSession:
         name = parts[-1]
         if st.action == "create":
             schema = parts[-2] if len(parts) > 1 else self._current_schema(info)
+            if schema == "pg_temp" or schema == info.temp_schema:
+                raise SqlError("0A000", "temporary sequences are not supported",
+                               hint="Create the sequence in an ordinary schema, or use a serial column of a temporary table.")
+            _refuse_other_temp_schema(schema)
             if self.catalog.get_schema(schema) is None:
                 raise SqlError("3F000", f'schema "{schema}" does not exist')
             self.catalog.roles.check_schema(info, schema, "CREATE")
@@ -1265,6 +1291,7 @@ class EngineSession:
             schema = self._temp_schema_for(schema, info)  # CREATE TEMP VIEW: the session's own
         else:
             schema = schema or self._current_schema(info)
+            _refuse_other_temp_schema(schema)
         query = tree.expression
         if query is None:
             raise SqlError("42601", "CREATE VIEW needs AS query")

@@ -596,6 +596,12 @@ class RoutedSession:
             self._tx_open = False
             self._engine_session.rollback()
 
+    def discard_temp(self) -> None:
+        """DISCARD TEMP / DISCARD ALL: drop the session's temporary relations (inside a block, as
+        the block's DDL)."""
+        if getattr(self._engine_session, "temp_schema", None) is not None:
+            self._engine_for_statement().discard_temp()
+
     def cancel(self) -> None:
         if self._engine_session is not None:
             self._engine_session.cancel()
