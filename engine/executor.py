@@ -1285,6 +1285,7 @@ class EngineSession:
             columns_alias = [_ident(e) for e in target.expressions]
             target = target.this
         schema, name = self._table_name(target)
+        explicit_schema = schema
         props = tree.args.get("properties")
         temp = props is not None and any(isinstance(p, exp.TemporaryProperty) for p in props.expressions)
         if temp or schema == "pg_temp" or (schema is not None and schema == info.temp_schema):
@@ -1303,18 +1304,27 @@ class EngineSession:
         # Validate the query (and learn its columns) through the translator and Spark's analysis.
         self.engine.runtime.wait()
 
-        def work() -> list[ColumnDef]:
+        def work() -> tuple[list[ColumnDef], bool]:
             qtree = self._parse_one(query_sql)
             # As in PostgreSQL, the view's reads are checked when it is used (as its owner), not now.
-            tq, _ = self._translate(qtree, [], replace(info, internal=True))
+            tq, resolver = self._translate(qtree, [], replace(info, internal=True))
             df = self.spark.sql(tq.spark_sql)
             arrow = sparkmod.arrow_schema_of(df)
             names = list(tq.output_names) if tq.output_names else arrow.names
             types = list(tq.output_types) if tq.output_types else [None] * len(names)
+            reads_temp = any(is_temp_schema(t.schema) for t in resolver.tables.values())
             return [ColumnDef(n, t if t is not None else pg_type_for_arrow(f.type))
-                    for n, t, f in zip(names, types, arrow)]
+                    for n, t, f in zip(names, types, arrow)], reads_temp
 
-        view_cols = self._run(work, query_sql)
+        view_cols, reads_temp = self._run(work, query_sql)
+        notices = []
+        if reads_temp and not is_temp_schema(schema):
+            # PostgreSQL: a view over a temporary table is itself temporary
+            if explicit_schema is not None:
+                raise SqlError("42P16", "cannot create temporary relation in non-temporary schema",
+                               detail="The view reads a temporary table, so it is a temporary view.")
+            schema = self._temp_schema_for(None, info)
+            notices.append(f'view "{name}" will be a temporary view')
         existing = self.catalog.get_table(schema, name)
         view = TableDef(schema, name, view_cols, kind="view", view_sql=query_sql,
                         owner=None if info.internal else info.user)
@@ -1327,7 +1337,7 @@ class EngineSession:
             self.catalog.replace_table(replace(view, oid=existing.oid, comment=existing.comment, owner=existing.owner))
         else:
             self.catalog.create_table(view)
-        return CommandResult("CREATE VIEW")
+        return CommandResult("CREATE VIEW", notices=notices)
 
     def _dependent_views(self, t: TableDef) -> list[TableDef]:
         out = []

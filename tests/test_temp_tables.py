@@ -150,7 +150,11 @@ def test_catalog_rows_of_a_temp_table(request: pytest.FixtureRequest) -> None:
         f"SELECT table_schema, table_type FROM information_schema.tables WHERE table_name = '{t}'",
         f"SELECT column_name FROM information_schema.columns WHERE table_name = '{t}' ORDER BY ordinal_position",
         "SELECT current_schema()",
-        f"DROP TABLE {t}",
+        # a view over a temporary table is a temporary view
+        f"CREATE VIEW {t}_v AS SELECT id FROM {t}",
+        f"SELECT relpersistence FROM pg_class WHERE relname = '{t}_v'",
+        f"CREATE VIEW public.{t}_w AS SELECT id FROM {t}",
+        f"DROP VIEW {t}_v", f"DROP TABLE {t}",
     ])
     assert out[1][1] == [("t", "r", "pg_temp_N")]
 

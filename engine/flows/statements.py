@@ -106,6 +106,10 @@ def _create(session: EngineSession, rt: FlowRuntime, stmt: syntax.CreateFlow, in
                        hint="Use WITH (flow_type = 'batching').")
     tree = parse_query(stmt.query)
     sources, missing = find_sources(catalog, tree, info, schema)
+    if sink_schema == "pg_temp" or is_temp_schema(sink_schema) or any(is_temp_schema(t.schema) for t in sources):
+        # a flow outlives the session; a temporary table does not
+        raise SqlError("0A000", f'flow "{stmt.name}" cannot read or write a temporary table',
+                       hint="Use ordinary tables as the flow's sources and sink.")
     sink_label = f"{sink_schema}.{stmt.sink_table}"
     if any(t.qualified_name == sink_label for t in sources) or sink_label in missing:
         raise SqlError("42P16", f'flow "{stmt.name}" cannot sink into its own source table "{sink_label}"',
