@@ -317,3 +317,13 @@ def test_discard_temp_and_discard_all(request: pytest.FixtureRequest) -> None:
         f"CREATE TEMP TABLE {t} (b int)", f"SELECT * FROM {t}",
     ])
     assert out[6][1] == [(1,)] and out[8][1] == "error"
+
+
+def test_flows_refuse_temporary_tables(tidegate: TidegateServer) -> None:
+    """A flow outlives the session that creates it: it may not read or write a temporary table."""
+    t = _p("tt_flowsrc_")
+    with psycopg.connect(tidegate.dsn, autocommit=True) as conn:
+        conn.execute(f"CREATE TEMP TABLE {t} (host text, v int)")
+        got = _run(conn, f"CREATE FLOW {t}_f SINK TO {t}_sink AS SELECT host, count(*) AS n FROM {t} GROUP BY host")
+        assert got[1:] == ("error", "0A000")
+        assert _run(conn, f"SELECT count(*) FROM information_schema.flows WHERE flow_name = '{t}_f'")[1] == [(0,)]
