@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from catalog.roles import PRIVILEGES, RoleDef
-from catalog.store import SEQUENCE_TYPE_NAMES, SEQUENCE_TYPE_OIDS, Catalog, SequenceParams, TableDef
+from catalog.store import SEQUENCE_TYPE_NAMES, SEQUENCE_TYPE_OIDS, Catalog, SequenceParams, TableDef, is_temp_schema
 from tidegate.pgtypes import TYPES_BY_OID, ColumnType
 
 # PostgreSQL type name -> (DuckDB column type, PostgreSQL type OID reported to clients).
@@ -618,11 +618,12 @@ def build_rows(catalog: Catalog, owner: str = "tidegate") -> dict[tuple[str, str
         has_pk = bool(t.primary_key) and not is_view
         nsp = ns_oid.get(t.schema, PUBLIC_NS)
         t_owner = t.owner or owner
+        persistence = "t" if is_temp_schema(t.schema) else "p"  # a session's temporary relation
         add("pg_class", oid=t.oid, relname=t.name, relnamespace=nsp, reltype=0, reloftype=0,
             relowner=role_oid.get(t_owner, BOOTSTRAP_ROLE), relacl=acl("r", t.oid, t.owner),
             relam=0 if is_view else 2, relfilenode=0 if is_view else t.oid,
             reltablespace=0, relpages=0, reltuples=-1.0, relallvisible=0, reltoastrelid=0,
-            relhasindex=has_pk, relisshared=False, relpersistence="p", relkind="v" if is_view else "r",
+            relhasindex=has_pk, relisshared=False, relpersistence=persistence, relkind="v" if is_view else "r",
             relnatts=len(t.columns), relchecks=0, relhasrules=is_view, relhastriggers=False,
             relhassubclass=False, relrowsecurity=False, relforcerowsecurity=False, relispopulated=True,
             relreplident="n" if is_view else "d", relispartition=False, relrewrite=0, relfrozenxid=0,
@@ -647,7 +648,7 @@ def build_rows(catalog: Catalog, owner: str = "tidegate") -> dict[tuple[str, str
                 add("pg_description", objoid=t.oid, classoid=1259, objsubid=i, description=c.comment)
             add("columns", "information_schema", **information_schema_column(t, db, i, owned.get((t.oid, c.name))))
         add("tables", "information_schema", table_catalog=db, table_schema=t.schema, table_name=t.name,
-            table_type="VIEW" if is_view else "BASE TABLE", is_insertable_into="NO" if is_view else "YES",
+            table_type="LOCAL TEMPORARY" if persistence == "t" else ("VIEW" if is_view else "BASE TABLE"), is_insertable_into="NO" if is_view else "YES",
             is_typed="NO")
         privileges = {t_owner: {p: t_owner for p in PRIVILEGES["r"]}}
         for grantee, privs in catalog.roles.grants_on("r", t.oid).items():
@@ -675,7 +676,7 @@ def build_rows(catalog: Catalog, owner: str = "tidegate") -> dict[tuple[str, str
             add("pg_class", oid=idx, relname=pkn, relnamespace=nsp, reltype=0, reloftype=0,
                 relowner=BOOTSTRAP_ROLE, relam=403, relfilenode=idx, reltablespace=0, relpages=1,
                 reltuples=0.0, relallvisible=0, reltoastrelid=0, relhasindex=False, relisshared=False,
-                relpersistence="p", relkind="i", relnatts=len(keys), relchecks=0, relhasrules=False,
+                relpersistence=persistence, relkind="i", relnatts=len(keys), relchecks=0, relhasrules=False,
                 relhastriggers=False, relhassubclass=False, relrowsecurity=False,
                 relforcerowsecurity=False, relispopulated=True, relreplident="n", relispartition=False,
                 relrewrite=0, relfrozenxid=0, relminmxid=0)
@@ -752,7 +753,7 @@ def _sequence_catalog_rows(t: TableDef, p: SequenceParams, by_oid: dict[int, Tab
                            relacl: Any, db: str, add: Any) -> None:
     add("pg_class", oid=t.oid, relname=t.name, relnamespace=nsp, reltype=0, reloftype=0, relowner=owner_oid,
         relacl=relacl, relam=0, relfilenode=t.oid, reltablespace=0, relpages=1, reltuples=1.0, relallvisible=0,
-        reltoastrelid=0, relhasindex=False, relisshared=False, relpersistence="p", relkind="S", relnatts=3,
+        reltoastrelid=0, relhasindex=False, relisshared=False, relpersistence="t" if is_temp_schema(t.schema) else "p", relkind="S", relnatts=3,
         relchecks=0, relhasrules=False, relhastriggers=False, relhassubclass=False, relrowsecurity=False,
         relforcerowsecurity=False, relispopulated=True, relreplident="n", relispartition=False, relrewrite=0,
         relfrozenxid=0, relminmxid=0)

@@ -34,7 +34,7 @@ from catalog import flows as flowmeta
 from catalog import refresh as refreshmeta
 from catalog import pg_relations as rels
 from catalog.sqltokens import Token, significant, split_ident_chain, string_value, tokenize
-from catalog.store import Catalog, SequenceParams, TableDef
+from catalog.store import Catalog, SequenceParams, TableDef, is_temp_schema
 from tidegate.errors import SqlError
 from tidegate.pgtypes import TYPES_BY_NAME, TYPES_BY_OID, ColumnType, lookup_type_name, pg_type_for_arrow
 from tidegate.results import ResultField, RowStream
@@ -1279,7 +1279,7 @@ _MACROS = [
     "CREATE MACRO pg_conversion_is_visible(o) AS true",
     "CREATE MACRO pg_ts_config_is_visible(o) AS true",
     "CREATE MACRO pg_tablespace_location(o) AS ''",
-    "CREATE MACRO pg_my_temp_schema() AS CAST(0 AS BIGINT)",
+    "CREATE MACRO pg_my_temp_schema() AS tg_my_temp_schema()",
     "CREATE MACRO pg_is_other_temp_schema(o) AS false",
     "CREATE MACRO pg_relation_is_publishable(o) AS false",
     "CREATE MACRO pg_get_replica_identity_index(o) AS CAST(NULL AS BIGINT)",
@@ -1699,8 +1699,9 @@ class CatalogQueries:
 
     def _current_schema(self, info: SessionInfo) -> str | None:
         mirror = self._mirror_now()
+        explicit_temp = "pg_temp" in info.settings.get("search_path", "")
         for s in info.search_path:
-            if s in mirror.namespaces:
+            if s in mirror.namespaces and (explicit_temp or not is_temp_schema(s)):
                 return s
         return None
 
@@ -1732,7 +1733,8 @@ class CatalogQueries:
             raise _UdfError("42602", "invalid name syntax")
         name = parts[-1]
         if len(parts) >= 2:
-            oid = mirror.by_name.get((parts[-2], name))
+            schema = info.temp_schema if parts[-2] == "pg_temp" else parts[-2]
+            oid = mirror.by_name.get((schema, name))
         else:
             oid = None
             for s in ["pg_catalog"] + [p for p in info.search_path if p != "pg_catalog"]:
@@ -2093,6 +2095,11 @@ class CatalogQueries:
         udf("tg_current_schemas", current_schemas, [T.BOOLEAN], duckdb.list_type(T.VARCHAR))
         udf("tg_current_setting", current_setting, [T.VARCHAR, T.BOOLEAN], T.VARCHAR, special=True)
         udf("tg_backend_pid", backend_pid, [], T.INTEGER)
+
+        def my_temp_schema() -> int:
+            return this._mirror_now().namespaces.get(this._info().temp_schema, 0)
+
+        udf("tg_my_temp_schema", my_temp_schema, [], T.BIGINT)
         udf("tg_table_is_visible", table_is_visible, [T.BIGINT], T.BOOLEAN)
         udf("tg_format_type", format_type, [T.BIGINT, T.BIGINT], T.VARCHAR, special=True)
         udf("tg_indexdef", indexdef, [T.BIGINT, T.BIGINT, T.BOOLEAN], T.VARCHAR)

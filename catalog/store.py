@@ -27,6 +27,18 @@ DATABASE_NAME = "tidegate"
 # OIDs below this are PostgreSQL's own (pg_catalog objects, types); user objects start here.
 FIRST_USER_OID = 16384
 SYSTEM_SCHEMAS = ("pg_catalog", "information_schema")
+# A session's temporary schema is ``pg_temp_<backend pid>`` (tidegate.session.SessionInfo.temp_schema).
+TEMP_SCHEMA_PREFIX = "pg_temp_"
+
+
+def is_temp_schema(name: str | None) -> bool:
+    """Whether ``name`` is some session's temporary schema (users cannot create ``pg_`` schemas)."""
+    return bool(name) and name.startswith(TEMP_SCHEMA_PREFIX) and name[len(TEMP_SCHEMA_PREFIX):].isdigit()
+
+
+def own_temp_schema(search_path: list[str]) -> str | None:
+    """The session's temporary schema: the one ``pg_temp_N`` its effective search path holds."""
+    return next((s for s in search_path if is_temp_schema(s)), None)
 
 
 @dataclass
@@ -152,7 +164,14 @@ class RelationReads(ABC):
                 if (schema is None or s == schema) and (kind is None or t.kind == kind)]
 
     def resolve_table(self, name: str, schema: str | None, search_path: list[str]) -> TableDef:
-        """Find a relation as PostgreSQL does: qualified, or the first search_path schema holding it."""
+        """Find a relation as PostgreSQL does: qualified, or the first search_path schema holding it.
+
+        ``pg_temp`` names the session's temporary schema (the one in its effective search path);
+        another session's temporary schema cannot be named (42P01, as if it did not exist)."""
+        if schema == "pg_temp":
+            schema = own_temp_schema(search_path) or schema
+        elif is_temp_schema(schema) and schema not in search_path:
+            raise SqlError("42P01", f'relation "{schema}.{name}" does not exist')
         if schema is not None:
             t = self.get_table(schema, name)
             if t is None:
@@ -246,6 +265,23 @@ class Catalog(SqliteStore, RelationReads):
             self._conn.execute("INSERT INTO schemas VALUES (?, ?, ?, NULL)", (name, self.next_oid(), owner))
             self._bump()
             return True
+
+    def create_temp_schema(self, name: str, owner: str = "tidegate") -> SchemaDef:
+        """A session's temporary schema, created at once (not with the caller's transaction: as in
+        PostgreSQL it stays until the session ends). Idempotent. Owned by the session's user, who
+        thereby may use it (PostgreSQL lets a session use its own temporary schema implicitly)."""
+        if not is_temp_schema(name):
+            raise SqlError("42939", f'unacceptable temporary schema name "{name}"')
+        with self.transaction():
+            s = self.get_schema(name)
+            if s is None:
+                s = SchemaDef(name, self.next_oid(), owner)
+                self._conn.execute("INSERT INTO schemas VALUES (?, ?, ?, NULL)", (s.name, s.oid, s.owner))
+                self._bump()
+            return s
+
+    def temp_schemas(self) -> list[SchemaDef]:
+        return [s for s in self.list_schemas() if is_temp_schema(s.name)]
 
     def drop_schema(self, name: str, if_exists: bool = False, cascade: bool = False) -> list[TableDef]:
         """Drop a schema; returns the relations dropped with it (CASCADE) so storage can remove them."""

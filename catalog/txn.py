@@ -16,7 +16,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from catalog.store import Catalog, CatalogChanges, RelationReads, SchemaDef, TableDef, _now, _table_to_json
+from catalog.store import (Catalog, CatalogChanges, RelationReads, SchemaDef, TableDef, _now, _table_to_json,
+                           is_temp_schema)
 from tidegate.errors import SqlError
 
 
@@ -175,4 +176,50 @@ class CatalogTxn(RelationReads):
         self._schema_set(name, replace(s, comment=comment))
 
 
-__all__ = ["CatalogTxn"]
+class SessionView(RelationReads):
+    """The catalog (or a block's :class:`CatalogTxn`) as one session may see it: without the
+    temporary schemas of other sessions (``own``: this session's, None: hide every one). Catalog
+    queries (pg_class, information_schema, psql's \\d) read through it, so another session's
+    temporary tables are not listed; reads only, everything else is the base's."""
+
+    def __init__(self, base: Catalog | CatalogTxn, own: str | None) -> None:
+        self.base = base
+        self.own = own
+        self._source: dict | None = None
+        self._filtered: dict[tuple[str, str], TableDef] = {}
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "base":
+            raise AttributeError(name)
+        return getattr(self.base, name)
+
+    @property
+    def database(self) -> str:
+        return self.base.database
+
+    @property
+    def roles(self) -> Any:
+        return self.base.roles
+
+    @property
+    def version(self) -> Any:
+        return self.base.version
+
+    def _hidden(self, schema: str) -> bool:
+        return is_temp_schema(schema) and schema != self.own
+
+    def _all(self) -> dict[tuple[str, str], TableDef]:
+        source = self.base._all()
+        if source is not self._source:
+            self._filtered = {k: t for k, t in source.items() if not self._hidden(k[0])}
+            self._source = source
+        return self._filtered
+
+    def get_schema(self, name: str) -> SchemaDef | None:
+        return None if self._hidden(name) else self.base.get_schema(name)
+
+    def list_schemas(self) -> list[SchemaDef]:
+        return [s for s in self.base.list_schemas() if not self._hidden(s.name)]
+
+
+__all__ = ["CatalogTxn", "SessionView"]

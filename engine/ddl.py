@@ -202,6 +202,37 @@ class CreateTable:
     # columns backed by a sequence: SERIAL types (identity None) and identity columns ("a" / "d"),
     # with the sequence options given (parse_sequence_options)
     generated: dict[str, tuple[str | None, dict]] = field(default_factory=dict)
+    temp: bool = False  # CREATE TEMP[ORARY] TABLE: the session's own (pg_temp)
+    on_commit: str | None = None  # ON COMMIT PRESERVE ROWS / DELETE ROWS / DROP: "preserve" | "delete" | "drop"
+
+
+# A temporary table's ON COMMIT action other than PRESERVE ROWS, kept in TableDef.options.
+ON_COMMIT_OPTION = "on_commit"
+_ON_COMMIT = {("PRESERVE", "ROWS"): "preserve", ("DELETE", "ROWS"): "delete", ("DROP",): "drop"}
+
+
+def _on_commit(toks: list[Tok], j: int, ct: CreateTable, sql: str) -> int:
+    """``ON COMMIT {PRESERVE ROWS | DELETE ROWS | DROP}`` at ``toks[j]`` (the ON); the index after it."""
+    words = [t.upper for t in toks[j + 2:j + 4]]
+    for key, action in _ON_COMMIT.items():
+        if tuple(words[:len(key)]) == key:
+            if ct.on_commit is not None:
+                raise SqlError("42601", "conflicting or redundant options", position=toks[j].start + 1)
+            ct.on_commit = action
+            return j + 2 + len(key)
+    k = j + 2
+    raise SqlError("42601", "syntax error at end of input" if k >= len(toks) else f'syntax error at or near "{toks[k].text}"',
+                   position=toks[k].start + 1 if k < len(toks) else len(sql))
+
+
+def _is_on_commit(toks: list[Tok], j: int) -> bool:
+    return j + 1 < len(toks) and toks[j].upper == "ON" and toks[j + 1].upper == "COMMIT"
+
+
+def _check_on_commit(ct: CreateTable) -> None:
+    if ct.on_commit is not None and not ct.temp:
+        raise SqlError("42P16", "ON COMMIT can only be used on temporary tables",
+                       hint="Write CREATE TEMP TABLE, or leave ON COMMIT out.")
 
 
 def is_create_table(sql: str) -> bool:
@@ -217,8 +248,13 @@ def parse_create_table(sql: str) -> CreateTable:
     if toks[i].upper != "CREATE":
         raise SqlError("42601", "syntax error", position=1)
     i += 1
-    if toks[i].upper in ("TEMP", "TEMPORARY", "UNLOGGED"):
-        raise SqlError("0A000", f"CREATE {toks[i].upper} TABLE is not supported")
+    temp = False
+    if toks[i].upper in ("TEMP", "TEMPORARY"):
+        temp = True
+        i += 1
+    elif toks[i].upper == "UNLOGGED":
+        raise SqlError("0A000", "CREATE UNLOGGED TABLE is not supported",
+                       hint="Create an ordinary table (every table is logged in its Delta log).")
     if toks[i].upper != "TABLE":
         raise SqlError("42601", f'syntax error at or near "{toks[i].text}"', position=toks[i].start + 1)
     i += 1
@@ -239,9 +275,15 @@ def parse_create_table(sql: str) -> CreateTable:
     if len(name_parts) == 3 and name_parts[0] != "tidegate":
         raise SqlError("0A000", f'cross-database references are not implemented: "{".".join(name_parts)}"')
     schema = name_parts[-2] if len(name_parts) >= 2 else None
-    ct = CreateTable(schema, name_parts[-1], if_not_exists)
+    ct = CreateTable(schema, name_parts[-1], if_not_exists, temp=temp)
+    if _is_on_commit(toks, i):  # CREATE TEMP TABLE t ON COMMIT ... AS query
+        i = _on_commit(toks, i, ct, sql)
+        if i >= len(toks) or toks[i].upper != "AS":
+            raise SqlError("42601", "syntax error at end of input" if i >= len(toks) else
+                           f'syntax error at or near "{toks[i].text}"', position=toks[i].start + 1 if i < len(toks) else len(sql))
 
     if i < len(toks) and toks[i].upper == "AS":
+        _check_on_commit(ct)
         ct.as_query_sql = sql[toks[i + 1].start:].strip().rstrip(";") if i + 1 < len(toks) else ""
         if not ct.as_query_sql:
             raise SqlError("42601", "syntax error at end of input", position=len(sql))
@@ -336,6 +378,9 @@ def parse_create_table(sql: str) -> CreateTable:
                     raise SqlError("42601", "syntax error in WITH options", position=el[0].start + 1)
             j = end + 1
             continue
+        if _is_on_commit(toks, j):
+            j = _on_commit(toks, j, ct, sql)
+            continue
         if t.upper == "FORMAT":  # refreshable tables: FORMAT PLAIN ENCODE CSV (k = v, ...)
             from engine.refresh import parse_format_clause
 
@@ -394,6 +439,7 @@ def parse_create_table(sql: str) -> CreateTable:
             raise SqlError("22023", "identity column type must be smallint, integer, or bigint")
         c.not_null = True
         c.identity = gen[0]
+    _check_on_commit(ct)
     _validate(ct)
     return ct
 
@@ -746,11 +792,15 @@ def render_create_table(t: TableDef) -> str:
         lines.append(f"  TIME INDEX ({quote_ident(t.time_index)})")
     if t.primary_key:
         lines.append(f"  PRIMARY KEY ({', '.join(quote_ident(k) for k in t.primary_key)})")
-    name = quote_ident(t.name) if t.schema == "public" else f"{quote_ident(t.schema)}.{quote_ident(t.name)}"
-    out = f"CREATE TABLE IF NOT EXISTS {name} (\n" + ",\n".join(lines) + "\n)"
+    temp = t.schema.startswith("pg_temp_")
+    name = quote_ident(t.name) if t.schema == "public" or temp else f"{quote_ident(t.schema)}.{quote_ident(t.name)}"
+    out = f"CREATE {'TEMPORARY ' if temp else ''}TABLE IF NOT EXISTS {name} (\n" + ",\n".join(lines) + "\n)"
     from engine.refresh import masked_secrets, split_format_clause  # FORMAT PLAIN ENCODE ... of refreshable tables
 
     options, format_clause = split_format_clause(masked_secrets(t.options))
+    on_commit = options.pop(ON_COMMIT_OPTION, None)
+    if on_commit is not None:
+        out += " ON COMMIT " + {"delete": "DELETE ROWS", "drop": "DROP"}.get(on_commit, "PRESERVE ROWS")
     if options:
         out += "\nWITH(\n" + ",\n".join(f"  {k} = {quote_literal(v)}" for k, v in sorted(options.items())) + "\n)"
     out += format_clause

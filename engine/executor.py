@@ -35,7 +35,9 @@ import pyarrow.compute as pc
 import sqlglot
 from sqlglot import exp
 
-from catalog.store import Catalog, ColumnDef, SequenceParams, TableDef, relation_word, sequence_named
+from catalog.store import (Catalog, ColumnDef, SequenceParams, TableDef, is_temp_schema, relation_word,
+                           sequence_named)
+from catalog.roles import DATABASE_OID
 from catalog.txn import CatalogTxn
 from engine import ddl, privileges, txnlog
 from engine.blockddl import BlockDdl
@@ -77,6 +79,13 @@ _DEFAULT = object()  # the DEFAULT keyword in a VALUES row
 
 # -- the engine ---------------------------------------------------------------------------------
 
+def _refuse_other_temp_schema(schema: str) -> None:
+    """A relation cannot be created in a temporary schema unless as a temporary one of this session
+    (callers have already turned ``pg_temp`` / the session's own schema into CREATE TEMP)."""
+    if is_temp_schema(schema):
+        raise SqlError("0A000", "cannot create relations in temporary schemas of other sessions")
+
+
 class Engine:
     """Owns Spark, the Delta table store and background maintenance for one gateway."""
 
@@ -93,6 +102,10 @@ class Engine:
         recovered = txnlog.recover(self.store, self.journal, catalog)
         if recovered:
             log.info("completed %d transaction(s) interrupted during COMMIT", recovered)
+        # Temporary tables of sessions of a gateway that died (kill -9) belong to no session now.
+        for s in catalog.temp_schemas():
+            log.info("removing temporary schema %s left by a previous run", s.name)
+            self.discard_temp_schema(s.name)
         self.maintenance: Maintenance = Maintenance(self.store, catalog, settings)
         from engine.flows import FlowRuntime
 
@@ -114,6 +127,22 @@ class Engine:
 
     def open_session(self) -> EngineSession:
         return EngineSession(self)
+
+    def discard_temp_schema(self, name: str) -> None:
+        """Drop a session's temporary schema with its relations, their grants, sequence values
+        and storage (at session end; at start for a crashed gateway's sessions)."""
+        s = self.catalog.get_schema(name)
+        if s is None or not is_temp_schema(name):
+            return
+        dropped = self.catalog.drop_schema(name, if_exists=True, cascade=True)
+        for t in dropped:
+            self.catalog.roles.forget_object("r", t.oid)
+            if t.kind == "sequence":
+                self.catalog.sequences.forget(t.oid)
+            elif t.kind == "table":
+                self.store.drop(t.location)
+        self.catalog.roles.forget_object("n", s.oid)
+        self.store.drop_schema_dir(s.oid)
 
     def take_spark_session(self) -> tuple[SparkSession, dict[str, _ViewEntry]]:
         """A closed connection's Spark session and its table views, else a new session."""
@@ -255,6 +284,7 @@ class EngineSession:
         self._ddl: BlockDdl | None = None  # the open block's catalog changes and storage
         self._closed = False
         self._overriding: str | None = None  # INSERT ... OVERRIDING {SYSTEM|USER} VALUE
+        self.temp_schema: str | None = None  # pg_temp_<pid>, once this session created a temporary relation
 
     @property
     def catalog(self) -> Catalog | CatalogTxn:
@@ -491,6 +521,12 @@ class EngineSession:
     def close(self) -> None:
         if self._pending is not None:
             self.rollback()
+        if self.temp_schema is not None:  # the session's temporary tables end with it
+            try:
+                self.engine.discard_temp_schema(self.temp_schema)
+            except Exception:  # noqa: BLE001 - the next start removes what is left
+                log.warning("session %s: temporary schema %s not removed", self.id, self.temp_schema, exc_info=True)
+            self.temp_schema = None
         self._closed = True
         self.engine.locks.release_all(self.id)
         self._analyzed = None
@@ -535,6 +571,38 @@ class EngineSession:
             self.engine.locks.release_all(self.id)
         if block is not None:
             block.committed()
+        self._temp_on_commit()
+
+    def discard_temp(self) -> None:
+        """DISCARD TEMP: drop this session's temporary relations (inside a block, through the
+        block's catalog, so ROLLBACK brings them back)."""
+        if self.temp_schema is None:
+            return
+        if self._ddl is None:
+            self.engine.discard_temp_schema(self.temp_schema)
+            self.temp_schema = None
+            return
+        for t in sorted(self.catalog.list_tables(self.temp_schema), key=lambda t: t.kind != "view"):
+            if self.catalog.get_table(t.schema, t.name) is not None:
+                self.catalog.drop_table(t.schema, t.name)
+                self._forget_relation(t)
+
+    def _temp_on_commit(self) -> None:
+        """A transaction committed (a block, or a statement outside one): empty the temporary
+        tables created ON COMMIT DELETE ROWS and drop those created ON COMMIT DROP."""
+        if self.temp_schema is None or self._pending is not None:
+            return
+        for t in self.engine.catalog.list_tables(self.temp_schema, kind="table"):
+            action = t.options.get(ddl.ON_COMMIT_OPTION)
+            if action == "drop":
+                if self.engine.catalog.get_table(t.schema, t.name) is None:
+                    continue
+                self.engine.catalog.drop_table(t.schema, t.name)
+                self._forget_relation(t)
+                self._drop_owned_sequences({t.oid})
+            elif action == "delete" and t.location and self.store.snapshot(t.location).files:
+                self.store.apply_op(WriteOp(t, "overwrite", storage_schema(t.columns).empty_table()))
+                self._forget_view(t.location)
 
     def rollback(self) -> None:
         self._pending = None
@@ -593,7 +661,10 @@ class EngineSession:
         info = info or SessionInfo()
         try:
             with pgvalues.use_session_zone(info.timezone):  # value input in the session's TimeZone
-                return self._execute(sql, list(params), info)
+                result = self._execute(sql, list(params), info)
+            if self._pending is None:  # the statement was its own transaction: it committed
+                self._temp_on_commit()
+            return result
         except SqlError as exc:
             if exc.sqlstate == "42P01" and exc.position is None:
                 exc.position = _relation_position(sql, exc.message)
@@ -615,7 +686,7 @@ class EngineSession:
         if (first in ("CREATE", "ALTER", "DROP") and w[1] == "SEQUENCE") or (
                 first == "CREATE" and w[1] in ("TEMP", "TEMPORARY", "UNLOGGED") and w[2] == "SEQUENCE"):
             return self._sequence_statement(sql, info)
-        if first == "CREATE" and (w[1] == "TABLE" or w[1] in ("TEMP", "TEMPORARY", "UNLOGGED")):
+        if first == "CREATE" and (w[1] == "TABLE" or (w[1] in ("TEMP", "TEMPORARY", "UNLOGGED") and w[2] == "TABLE")):
             result = self._create_table(sql, params, info)
             self.engine.flows.nudge()  # a pending flow may be waiting for this table
             return result
@@ -853,10 +924,30 @@ class EngineSession:
         raise SqlError("0A000", f"{' '.join(w for w in words[:3])} is not supported")
 
     def _current_schema(self, info: SessionInfo) -> str:
+        """Where an unqualified CREATE puts a relation: the first existing schema on search_path
+        other than the temporary one (CREATE TEMP names it)."""
         for s in info.search_path:
-            if self.catalog.get_schema(s) is not None:
+            if not is_temp_schema(s) and self.catalog.get_schema(s) is not None:
                 return s
         return "public"
+
+    def _temp_schema_for(self, schema: str | None, info: SessionInfo) -> str:
+        """The schema of a new temporary relation: the session's ``pg_temp_N``, created now if
+        needed (it lasts until the session ends, whatever the transaction does). Needs the
+        TEMPORARY privilege on the database (42501)."""
+        own = info.temp_schema
+        if schema is not None and schema not in ("pg_temp", own):
+            if is_temp_schema(schema):
+                raise SqlError("0A000", "cannot create relations in temporary schemas of other sessions")
+            raise SqlError("42P16", "cannot create temporary relation in non-temporary schema",
+                           hint="Leave the schema out (or write pg_temp.name).")
+        catalog = self.engine.catalog
+        if not catalog.roles.has(info, "d", DATABASE_OID, None, "TEMPORARY"):
+            raise SqlError("42501", f'permission denied to create temporary tables in database "{catalog.database}"',
+                           hint="A superuser can GRANT TEMPORARY ON DATABASE to the role.")
+        catalog.create_temp_schema(own, owner=info.user)
+        self.temp_schema = own
+        return own
 
     def _table_name(self, node: exp.Table) -> tuple[str | None, str]:
         catalog_part = node.args.get("catalog")
@@ -877,12 +968,22 @@ class EngineSession:
     def _create_table(self, sql: str, params: list[Any], info: SessionInfo) -> CommandResult:
         ct = ddl.parse_create_table(sql)
         self.engine.refresh.check_create(ct.options, info)  # connector tables: superuser, readable path
-        schema = ct.schema or self._current_schema(info)
+        if ct.schema == "pg_temp" or (ct.schema is not None and ct.schema == info.temp_schema):
+            ct.temp = True  # CREATE TABLE pg_temp.t: a temporary table, as in PostgreSQL
+        if ct.temp:
+            self._check_temp_table(ct)
+            schema = self._temp_schema_for(ct.schema, info)
+            if ct.on_commit in ("delete", "drop"):
+                ct.options[ddl.ON_COMMIT_OPTION] = ct.on_commit
+        else:
+            schema = ct.schema or self._current_schema(info)
+            _refuse_other_temp_schema(schema)
         if ct.as_query_sql is not None:
             return self._create_table_as(ct, schema, params, info)
         if self.catalog.get_schema(schema) is None:
             raise SqlError("3F000", f'schema "{schema}" does not exist')
-        self.catalog.roles.check_schema(info, schema, "CREATE")
+        if not ct.temp:
+            self.catalog.roles.check_schema(info, schema, "CREATE")
         if self.catalog.get_table(schema, ct.name) is not None:
             if ct.if_not_exists:
                 return CommandResult("CREATE TABLE", notices=[f'relation "{ct.name}" already exists, skipping'])
@@ -935,6 +1036,10 @@ class EngineSession:
         name = parts[-1]
         if st.action == "create":
             schema = parts[-2] if len(parts) > 1 else self._current_schema(info)
+            if schema == "pg_temp" or schema == info.temp_schema:
+                raise SqlError("0A000", "temporary sequences are not supported",
+                               hint="Create the sequence in an ordinary schema, or use a serial column of a temporary table.")
+            _refuse_other_temp_schema(schema)
             if self.catalog.get_schema(schema) is None:
                 raise SqlError("3F000", f'schema "{schema}" does not exist')
             self.catalog.roles.check_schema(info, schema, "CREATE")
@@ -1111,10 +1216,18 @@ class EngineSession:
             return
         python_value(value, c.type, c.name)
 
+    @staticmethod
+    def _check_temp_table(ct: ddl.CreateTable) -> None:
+        """What a temporary table cannot have: connector / refreshable tables read other storage."""
+        if ct.options.get("connector") or ct.options.get("refresh_mode"):
+            raise SqlError("0A000", "a temporary table cannot be a connector or refreshable table",
+                           hint="Create it as an ordinary table, or leave TEMP out.")
+
     def _create_table_as(self, ct: ddl.CreateTable, schema: str, params: list[Any], info: SessionInfo) -> CommandResult:
         if self.catalog.get_schema(schema) is None:
             raise SqlError("3F000", f'schema "{schema}" does not exist')
-        self.catalog.roles.check_schema(info, schema, "CREATE")
+        if not ct.temp:
+            self.catalog.roles.check_schema(info, schema, "CREATE")
         if self.catalog.get_table(schema, ct.name) is not None:
             if ct.if_not_exists:
                 return CommandResult("CREATE TABLE AS", notices=[f'relation "{ct.name}" already exists, skipping'])
@@ -1172,29 +1285,46 @@ class EngineSession:
             columns_alias = [_ident(e) for e in target.expressions]
             target = target.this
         schema, name = self._table_name(target)
-        schema = schema or self._current_schema(info)
+        explicit_schema = schema
+        props = tree.args.get("properties")
+        temp = props is not None and any(isinstance(p, exp.TemporaryProperty) for p in props.expressions)
+        if temp or schema == "pg_temp" or (schema is not None and schema == info.temp_schema):
+            schema = self._temp_schema_for(schema, info)  # CREATE TEMP VIEW: the session's own
+        else:
+            schema = schema or self._current_schema(info)
+            _refuse_other_temp_schema(schema)
         query = tree.expression
         if query is None:
             raise SqlError("42601", "CREATE VIEW needs AS query")
-        self.catalog.roles.check_schema(info, schema, "CREATE")
+        if not temp:
+            self.catalog.roles.check_schema(info, schema, "CREATE")
         query_sql = _original_query_text(sql) or query.sql("postgres")
         if columns_alias:
             query_sql = f"SELECT * FROM ({query_sql}) AS __tg_v({', '.join(ddl.quote_ident(c) for c in columns_alias)})"
         # Validate the query (and learn its columns) through the translator and Spark's analysis.
         self.engine.runtime.wait()
 
-        def work() -> list[ColumnDef]:
+        def work() -> tuple[list[ColumnDef], bool]:
             qtree = self._parse_one(query_sql)
             # As in PostgreSQL, the view's reads are checked when it is used (as its owner), not now.
-            tq, _ = self._translate(qtree, [], replace(info, internal=True))
+            tq, resolver = self._translate(qtree, [], replace(info, internal=True))
             df = self.spark.sql(tq.spark_sql)
             arrow = sparkmod.arrow_schema_of(df)
             names = list(tq.output_names) if tq.output_names else arrow.names
             types = list(tq.output_types) if tq.output_types else [None] * len(names)
+            reads_temp = any(is_temp_schema(t.schema) for t in resolver.tables.values())
             return [ColumnDef(n, t if t is not None else pg_type_for_arrow(f.type))
-                    for n, t, f in zip(names, types, arrow)]
+                    for n, t, f in zip(names, types, arrow)], reads_temp
 
-        view_cols = self._run(work, query_sql)
+        view_cols, reads_temp = self._run(work, query_sql)
+        notices = []
+        if reads_temp and not is_temp_schema(schema):
+            # PostgreSQL: a view over a temporary table is itself temporary
+            if explicit_schema is not None:
+                raise SqlError("42P16", "cannot create temporary relation in non-temporary schema",
+                               detail="The view reads a temporary table, so it is a temporary view.")
+            schema = self._temp_schema_for(None, info)
+            notices.append(f'view "{name}" will be a temporary view')
         existing = self.catalog.get_table(schema, name)
         view = TableDef(schema, name, view_cols, kind="view", view_sql=query_sql,
                         owner=None if info.internal else info.user)
@@ -1207,7 +1337,7 @@ class EngineSession:
             self.catalog.replace_table(replace(view, oid=existing.oid, comment=existing.comment, owner=existing.owner))
         else:
             self.catalog.create_table(view)
-        return CommandResult("CREATE VIEW")
+        return CommandResult("CREATE VIEW", notices=notices)
 
     def _dependent_views(self, t: TableDef) -> list[TableDef]:
         out = []

@@ -1032,6 +1032,10 @@ class Connection:
             self._notice(n.severity, n.sqlstate, n.message)
         if reply.action is not None:
             what, name = reply.action
+            if what in ("discard_all", "discard_temp"):  # both drop the session's temporary relations
+                discard = getattr(self.session, "discard_temp", None)
+                if discard is not None:
+                    await self.blocking(discard)
             if what == "discard_all":
                 await self._close_portals(keep=portal)
                 self.statements = {k: v for k, v in self.statements.items() if v is portal.stmt}

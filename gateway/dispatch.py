@@ -513,7 +513,8 @@ class RoutedSession:
         self._lock = threading.Lock()
         self._tx_wanted = False
         self._tx_open = False
-        self._block_queries: tuple[Any, Any] | None = None  # (block's catalog view, its CatalogQueries)
+        # ((id of the block's catalog view or the catalog, own temporary schema), its CatalogQueries, the view)
+        self._block_queries: tuple[Any, Any, Any] | None = None
         self._pid: int | None = None  # the connection's backend pid (its currval/lastval state)
 
     @property
@@ -544,13 +545,19 @@ class RoutedSession:
         """Catalog queries answer from the catalog as this session sees it: inside a block that
         ran DDL, with that DDL (a mirror of its own, built when first asked)."""
         view = getattr(self._engine_session, "catalog_in_block", None) if self._tx_open else None
-        if view is None:
+        # A session with temporary tables sees its own temporary schema (the shared mirror shows none).
+        own = getattr(self._engine_session, "temp_schema", None)
+        if view is None and own is None:
             self._block_queries = None
             return self._backend.queries
-        if self._block_queries is None or self._block_queries[0] is not view:
+        base = view if view is not None else getattr(self._backend, "catalog", None)
+        if base is None:
+            return self._backend.queries
+        if self._block_queries is None or self._block_queries[0] != (id(base), own):
             from catalog.pgcatalog import CatalogQueries
+            from catalog.txn import SessionView
 
-            self._block_queries = (view, CatalogQueries(view, warm=False))
+            self._block_queries = ((id(base), own), CatalogQueries(SessionView(base, own), warm=False), base)
         return self._block_queries[1]
 
     def execute(self, sql: str, params: Sequence[Any], info: SessionInfo) -> Result:
@@ -588,6 +595,12 @@ class RoutedSession:
         if self._tx_open:
             self._tx_open = False
             self._engine_session.rollback()
+
+    def discard_temp(self) -> None:
+        """DISCARD TEMP / DISCARD ALL: drop the session's temporary relations (inside a block, as
+        the block's DDL)."""
+        if getattr(self._engine_session, "temp_schema", None) is not None:
+            self._engine_for_statement().discard_temp()
 
     def cancel(self) -> None:
         if self._engine_session is not None:
@@ -634,7 +647,10 @@ class RoutedBackend:
             settings.data_dir.mkdir(parents=True, exist_ok=True)
             self.settings = settings
             self.catalog = Catalog(settings.catalog_path)
-            self.queries = CatalogQueries(self.catalog)
+            # Sessions' temporary schemas are not in the shared mirror (see _catalog_queries).
+            from catalog.txn import SessionView
+
+            self.queries = CatalogQueries(SessionView(self.catalog, None))
             self.engine = Engine(settings, self.catalog)
             self.catalog.roles.sync_configured([(u.name, u.superuser) for u in settings.users])
         except BaseException:

@@ -588,7 +588,9 @@ def execute(sql: str, settings: SessionSettings, in_block: bool) -> SessionReply
                 raise SqlError("25001", "DISCARD ALL cannot run inside a transaction block")
             settings.reset_all()
             return SessionReply("DISCARD ALL", action=("discard_all", None))
-        return SessionReply("DISCARD " + ("TEMP" if what == "temporary" else what.upper()))
+        if what in ("temp", "temporary"):  # the backend drops the session's temporary relations
+            return SessionReply("DISCARD TEMP", action=("discard_temp", None))
+        return SessionReply("DISCARD " + what.upper())
     if head == "deallocate":
         rest = toks[1:]
         if rest and rest[0].text == "prepare":

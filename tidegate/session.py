@@ -43,9 +43,20 @@ class SessionInfo:
                 name = name.lower()
             if name == "$user":
                 name = self.user
-            if name:
+            if name == "pg_temp":  # the alias of this session's temporary schema
+                name = self.temp_schema
+            if name and name not in out:
                 out.append(name)
+        # As in PostgreSQL, the session's temporary schema is searched first for relations unless
+        # search_path names pg_temp elsewhere (it exists only once a temporary table was created).
+        if self.temp_schema not in out:
+            out.insert(0, self.temp_schema)
         return out
+
+    @property
+    def temp_schema(self) -> str:
+        """This session's temporary schema (``pg_temp_<backend pid>``)."""
+        return f"pg_temp_{self.backend_pid}"
 
     @property
     def timezone(self) -> str:

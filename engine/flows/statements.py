@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 
 from catalog.flows import FlowDef, render_create_flow
+from catalog.store import is_temp_schema
 from engine.flows import syntax
 from engine.flows.plan import analyze, check_sink, find_sources, parse_query, sink_definition
 from engine.flows.syntax import is_flow_statement
@@ -80,7 +81,7 @@ def _unknown(name: str) -> SqlError:
 
 def current_schema(session: EngineSession, info: SessionInfo) -> str:
     for s in info.search_path:
-        if session.catalog.get_schema(s) is not None:
+        if not is_temp_schema(s) and session.catalog.get_schema(s) is not None:
             return s
     return "public"
 
@@ -105,6 +106,10 @@ def _create(session: EngineSession, rt: FlowRuntime, stmt: syntax.CreateFlow, in
                        hint="Use WITH (flow_type = 'batching').")
     tree = parse_query(stmt.query)
     sources, missing = find_sources(catalog, tree, info, schema)
+    if sink_schema == "pg_temp" or is_temp_schema(sink_schema) or any(is_temp_schema(t.schema) for t in sources):
+        # a flow outlives the session; a temporary table does not
+        raise SqlError("0A000", f'flow "{stmt.name}" cannot read or write a temporary table',
+                       hint="Use ordinary tables as the flow's sources and sink.")
     sink_label = f"{sink_schema}.{stmt.sink_table}"
     if any(t.qualified_name == sink_label for t in sources) or sink_label in missing:
         raise SqlError("42P16", f'flow "{stmt.name}" cannot sink into its own source table "{sink_label}"',
