@@ -2131,7 +2131,8 @@ class EngineSession:
                     source = source.append_column(f"__tg_old_{m}", old_matched.column(m))
                 if not self._keys(t):
                     source = dedupe_last(source, [f"__tg_old_{m}" for m in match_cols])
-                self._write(WriteOp(t, "update", source, keys=match_cols, null_safe=not self._keys(t),
+                # null-safe: key-less tables, and a time-series table's tags (NULL is a tag value)
+                self._write(WriteOp(t, "update", source, keys=match_cols, null_safe=not self._keys(t) or bool(t.time_index),
                                     base_version=version))
         result_rows = None
         if tree.args.get("returning") is not None:
@@ -2177,7 +2178,8 @@ class EngineSession:
             else:
                 source = deleted.select(match_cols)
                 source = dedupe_last(source, match_cols)
-                self._write(WriteOp(t, "delete", source, keys=match_cols, null_safe=not self._keys(t),
+                # null-safe: key-less tables, and a time-series table's tags (NULL is a tag value)
+                self._write(WriteOp(t, "delete", source, keys=match_cols, null_safe=not self._keys(t) or bool(t.time_index),
                                     base_version=version))
         result_rows = None
         if returning is not None:

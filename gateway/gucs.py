@@ -563,7 +563,9 @@ def execute(sql: str, settings: SessionSettings, in_block: bool) -> SessionReply
         if len(toks) != 2 or toks[1].kind not in ("word", "qid"):
             raise SqlError("42601", f'syntax error at or near "{toks[2].text if len(toks) > 2 else "USE"}"',
                            hint="USE takes one database (schema) name: USE name")
-        settings.set("search_path", '"' + toks[1].text.replace('"', '""') + '"', local=False, in_block=in_block)
+        name = toks[1].text
+        shown = name if re.fullmatch(r"[a-z_][a-z0-9_$]*", name) else '"' + name.replace('"', '""') + '"'
+        settings.set("search_path", shown, local=False, in_block=in_block)
         return SessionReply("SET")
     if head == "show":
         fields = describe(sql, settings)
