@@ -8,8 +8,6 @@ SELECT column_name FROM information_schema.columns WHERE table_name = 'bt_Logs' 
 
 SHOW CREATE TABLE `bt_Logs`;
 
-SELECT * FROM bt_Logs;
-
 SELECT `unterminated FROM x;
 
 DROP TABLE `bt_Logs`;

@@ -36,7 +36,7 @@ SELECT * FROM tiv_tz;
 SHOW CREATE TABLE tiv_ns;
 
 -- text keeps PostgreSQL's input rules
-INSERT INTO tiv_ms VALUES ('d', '0');
+INSERT INTO tiv_ms VALUES ('d', 'not a time');
 
 -- other columns keep PostgreSQL's rules
 CREATE TABLE tiv_plain (a TIMESTAMP(0), b TIMESTAMP(9), d DATE);
