@@ -500,7 +500,7 @@ def information_schema_column(table: TableDef, db: str, attnum: int,
         "table_catalog": db, "table_schema": table.schema, "table_name": table.name,
         "column_name": col.name, "ordinal_position": attnum,
         "column_default": None if col.identity is not None else col.default,
-        "is_nullable": "NO" if (col.not_null or col.name in table.primary_key) else "YES",
+        "is_nullable": "NO" if (col.not_null or (col.name in table.primary_key and not table.time_index)) else "YES",
         "data_type": data_type, "character_maximum_length": char_len, "character_octet_length": octet,
         "numeric_precision": num_prec, "numeric_precision_radix": num_radix, "numeric_scale": num_scale,
         "datetime_precision": dt_prec, "interval_type": None, "interval_precision": None,
@@ -636,7 +636,7 @@ def build_rows(catalog: Catalog, owner: str = "tidegate") -> dict[tuple[str, str
                 attlen=ct.pg.typlen, attnum=i, attndims=1 if ct.is_array else 0, attcacheoff=-1,
                 atttypmod=ct.typmod, attbyval=ct.pg.typlen in (1, 2, 4, 8), attalign="i",
                 attstorage=_storage(ct), attcompression="",
-                attnotnull=(c.not_null or c.name in t.primary_key) and not is_view,
+                attnotnull=(c.not_null or (c.name in t.primary_key and not t.time_index)) and not is_view,
                 atthasdef=c.default is not None and c.identity is None, atthasmissing=False,
                 attidentity=c.identity or "", attgenerated="",
                 attisdropped=False, attislocal=True, attinhcount=0,
@@ -713,7 +713,7 @@ def build_rows(catalog: Catalog, owner: str = "tidegate") -> dict[tuple[str, str
             add("constraint_table_usage", "information_schema", table_catalog=db, table_schema=t.schema,
                 table_name=t.name, constraint_catalog=db, constraint_schema=t.schema, constraint_name=pkn)
         for c in t.columns:
-            if c.not_null or c.name in t.primary_key:
+            if c.not_null or (c.name in t.primary_key and not t.time_index):  # time-series tags may be NULL
                 cname = f"{nsp}_{t.oid}_{t.columns.index(c) + 1}_not_null"
                 add("table_constraints", "information_schema", constraint_catalog=db,
                     constraint_schema=t.schema, constraint_name=cname, table_catalog=db,

@@ -17,12 +17,12 @@ _TOKEN_RE = re.compile(
     |(?P<comment>--[^\n]*|/\*.*?\*/)
     |(?P<str>[eE]'(?:[^'\\]|\\.|'')*'|[bBxXnN]?'(?:[^']|'')*'(?:\s*\n\s*'(?:[^']|'')*')*)
     |(?P<dollar>\$(?P<tag>[A-Za-z_][A-Za-z_0-9]*|)\$.*?\$(?P=tag)\$)
-    |(?P<qid>"(?:[^"]|"")*")
+    |(?P<qid>"(?:[^"]|"")*"|`(?:[^`]|``)*`)
     |(?P<param>\$\d+)
     |(?P<num>(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)
     |(?P<word>[A-Za-z_\u0080-\uffff][A-Za-z_0-9$\u0080-\uffff]*)
     |(?P<cast>::)
-    |(?P<op>[~!@#%^&|`?+\-*/<>=]+)
+    |(?P<op>[~!@#%^&|?+\-*/<>=]+)
     |(?P<punct>[(),;.\[\]:{}])
     """,
     re.S | re.X,
@@ -46,7 +46,9 @@ class Token:
         """The identifier this token names (case-folded unless quoted), or None."""
         if self.kind == "word":
             return self.text.lower()
-        if self.kind == "qid":
+        if self.kind == "qid":  # "name", or GreptimeDB's `name` (the splitter rewrites those first)
+            if self.text[0] == "`":
+                return self.text[1:-1].replace("``", "`")
             return self.text[1:-1].replace('""', '"')
         return None
 

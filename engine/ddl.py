@@ -10,6 +10,7 @@ removed and recorded, and the tail after the column list (``WITH (k = v)``, ``CO
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -204,6 +205,7 @@ class CreateTable:
     generated: dict[str, tuple[str | None, dict]] = field(default_factory=dict)
     temp: bool = False  # CREATE TEMP[ORARY] TABLE: the session's own (pg_temp)
     on_commit: str | None = None  # ON COMMIT PRESERVE ROWS / DELETE ROWS / DROP: "preserve" | "delete" | "drop"
+    notices: list[str] = field(default_factory=list)  # sent with the command's result
 
 
 # A temporary table's ON COMMIT action other than PRESERVE ROWS, kept in TableDef.options.
@@ -381,6 +383,13 @@ def parse_create_table(sql: str) -> CreateTable:
         if _is_on_commit(toks, j):
             j = _on_commit(toks, j, ct, sql)
             continue
+        if t.upper == "PARTITION" and [x.upper for x in toks[j + 1:j + 3]] == ["ON", "COLUMNS"]:
+            # GreptimeDB's partition rules spread a table's regions over datanodes; one Delta table
+            # has no regions, and Delta partitions (one directory per distinct value) are not ranges.
+            raise SqlError("0A000", "PARTITION ON COLUMNS is not supported: a table is stored as one Delta table",
+                           position=t.start + 1,
+                           hint="Remove the PARTITION ON COLUMNS (...) (...) clause; queries return the same rows "
+                                "without it.")
         if t.upper == "FORMAT":  # refreshable tables: FORMAT PLAIN ENCODE CSV (k = v, ...)
             from engine.refresh import parse_format_clause
 
@@ -745,7 +754,20 @@ def _validate(ct: CreateTable) -> None:
         if col.type.pg.name not in ("timestamp", "timestamptz", "int8", "date"):
             raise SqlError("42804", f'TIME INDEX column "{col.name}" must be a timestamp, not {col.type.sql()}')
     for c in ct.columns:
-        if c.name in ct.primary_key or c.name == ct.time_index:
+        if c.type.pg.name in ("timestamp", "timestamptz") and (c.type.precision or 0) > 6:
+            word = "TIMESTAMP" if c.type.pg.name == "timestamp" else "TIMESTAMP WITH TIME ZONE"
+            if c.name == ct.time_index:
+                # GreptimeDB's TIMESTAMP(9) time index: kept (integers written to it are nanoseconds)
+                ct.notices.append(f'{word}({c.type.precision}) time index "{c.name}" keeps its precision, but '
+                                  "values are stored with microsecond resolution (Delta Lake's): "
+                                  "digits below the microsecond are rounded")
+            else:  # PostgreSQL's rule for every other column
+                ct.notices.append(f"{word}({c.type.precision}) precision reduced to maximum allowed, 6")
+                c.type = dataclasses.replace(c.type, precision=6)
+    for c in ct.columns:
+        # PostgreSQL: PRIMARY KEY implies NOT NULL. A time-series table's PRIMARY KEY columns are
+        # GreptimeDB tags, which may be NULL (a NULL tag is one series); its time index may not.
+        if c.name == ct.time_index or (ct.time_index is None and c.name in ct.primary_key):
             c.not_null = True
     from engine.refresh import validate_options  # connector / refresh_mode / refresh_interval_sec
 

@@ -26,7 +26,7 @@ import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, replace
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
@@ -46,7 +46,7 @@ from engine.flows import statements as flow_statements
 from engine import spark as sparkmod
 from engine.storage import (
     Snapshot, TableStore, WriteOp, coerce_array, dedupe_last, duplicate_keys, key_text,
-    python_value, storage_schema, storage_to_result, storage_type,
+    python_value, round_to_precision, storage_schema, storage_to_result, storage_type,
 )
 from tidegate import pgvalues
 from tidegate.config import Settings
@@ -392,7 +392,8 @@ class EngineSession:
             elif op.kind == "upsert":
                 new = frame(data.select(names))
                 keys = new.select([F.col(k).alias("__tg_old_" + k) for k in op.keys])
-                df = df.join(keys, match(df, keys, op.keys, "__tg_old_", False), "left_anti").unionByName(new)
+                # null-safe: a time-series table's NULL tag is a series like any other
+                df = df.join(keys, match(df, keys, op.keys, "__tg_old_", True), "left_anti").unionByName(new)
             elif op.kind == "delete":
                 gone = frame(data.select(op.keys).rename_columns(["__tg_old_" + k for k in op.keys]))
                 df = df.join(gone, match(df, gone, op.keys, "__tg_old_", op.null_safe), "left_anti")
@@ -686,6 +687,8 @@ class EngineSession:
         if (first in ("CREATE", "ALTER", "DROP") and w[1] == "SEQUENCE") or (
                 first == "CREATE" and w[1] in ("TEMP", "TEMPORARY", "UNLOGGED") and w[2] == "SEQUENCE"):
             return self._sequence_statement(sql, info)
+        if first in ("CREATE", "DROP") and w[1] == "DATABASE":
+            return self._database_statement(sql, info)
         if first == "CREATE" and (w[1] == "TABLE" or (w[1] in ("TEMP", "TEMPORARY", "UNLOGGED") and w[2] == "TABLE")):
             result = self._create_table(sql, params, info)
             self.engine.flows.nudge()  # a pending flow may be waiting for this table
@@ -995,7 +998,7 @@ class EngineSession:
                                         time_index=ct.time_index, options=ct.options, comment=ct.comment), info)
         if not ct.generated:
             self._create_storage_and_entry(table, ct.if_not_exists)
-            return CommandResult("CREATE TABLE")
+            return CommandResult("CREATE TABLE", notices=ct.notices)
         # SERIAL / identity columns: a sequence each, owned by the column, created with the table
         # (one catalog transaction outside a block; the block's changes inside one)
         sequences = []
@@ -1018,7 +1021,7 @@ class EngineSession:
             for seq in sequences:
                 self.catalog.create_table(seq)
             self._create_storage_and_entry(table, ct.if_not_exists)
-        return CommandResult("CREATE TABLE")
+        return CommandResult("CREATE TABLE", notices=ct.notices)
 
     # -- sequences ---------------------------------------------------------------------------
 
@@ -1278,6 +1281,42 @@ class EngineSession:
             return self._create_view(tree, sql, info)
         raise SqlError("0A000", f"CREATE {kind or 'statement'} is not supported")
 
+    def _database_statement(self, sql: str, info: SessionInfo) -> CommandResult:
+        """GreptimeDB's ``CREATE DATABASE [IF NOT EXISTS] db``: one PostgreSQL database holds
+        everything here, and a GreptimeDB database is a schema of it (``db.table`` names its
+        tables, ``USE db`` sets the search path), so it creates schema ``db``. DROP DATABASE
+        would drop a schema's tables under another statement's name: refused with the way to do it."""
+        r = ddl.TokenReader(sql)
+        verb = r.one_of("CREATE", "DROP")
+        r.expect("DATABASE")
+        exists_clause = r.accept("IF", "NOT", "EXISTS") if verb == "CREATE" else r.accept("IF", "EXISTS")
+        name = r.ident()
+        current = self.catalog.database
+        if verb == "DROP":
+            if name == current:
+                raise SqlError("55006", "cannot drop the currently open database")
+            raise SqlError("0A000", "DROP DATABASE is not supported: a GreptimeDB database is a schema here",
+                           hint=f"Use DROP SCHEMA {ddl.quote_ident(name)} CASCADE to drop it and its tables.")
+        if not r.at_end():
+            raise SqlError("0A000", f'CREATE DATABASE options ("{r.peek().text}" ...) are not supported',
+                           hint=f"A database is created as a schema of database \"{current}\": "
+                                f"run CREATE DATABASE {ddl.quote_ident(name)} without options, "
+                                "and give table options (such as ttl) in CREATE TABLE ... WITH (...).")
+        if name == current:
+            if exists_clause:
+                return CommandResult("CREATE DATABASE", notices=[f'database "{name}" already exists, skipping'])
+            raise SqlError("42P04", f'database "{name}" already exists')
+        self.catalog.roles.check_database(info, "CREATE")
+        if self.catalog.get_schema(name) is not None:
+            if exists_clause:
+                return CommandResult("CREATE DATABASE", notices=[f'database "{name}" already exists, skipping'])
+            raise SqlError("42P04", f'database "{name}" already exists',
+                           detail=f'Schema "{name}" of database "{current}" is that database.')
+        self.catalog.create_schema(name, owner=info.user)
+        return CommandResult("CREATE DATABASE", notices=[
+            f'database "{name}" is schema "{name}" of database "{current}": name its tables '
+            f'{ddl.quote_ident(name)}.table, or run USE {ddl.quote_ident(name)} to make it the default'])
+
     def _create_view(self, tree: exp.Create, sql: str, info: SessionInfo) -> CommandResult:
         target = tree.this
         columns_alias: list[str] = []
@@ -1496,7 +1535,7 @@ class EngineSession:
             has_rows = self._row_count(t) > 0
             if col.not_null and fill is None and has_rows:
                 raise SqlError("23502", f'column "{col.name}" of relation "{t.name}" contains null values')
-            new = replace(t, columns=t.columns + [col])
+            new = replace(t, columns=_placed(t, col, action.args.get("position")))
             if fill is not None and has_rows:
                 self._rewrite(t, new, {col.name: fill})
             else:
@@ -1566,7 +1605,7 @@ class EngineSession:
         allow_null = action.args.get("allow_null")
         if allow_null is not None:
             if allow_null:
-                if name in t.primary_key or name == t.time_index:
+                if name == t.time_index or (t.time_index is None and name in t.primary_key):
                     raise SqlError("42P16", f'column "{name}" is in a primary key')
                 new_col = replace(c, not_null=False)
             else:
@@ -1806,6 +1845,8 @@ class EngineSession:
         overriding = self._overriding
         for c in t.columns:
             given = values.get(c.name)
+            if given is not None and c.name == t.time_index:
+                given = _epoch_values(given, c)
             if c.identity is not None and given is not None:
                 explicit = (not isinstance(given, list)) or any(v is not _DEFAULT for v in given)
                 if explicit and overriding == "user":
@@ -1834,7 +1875,7 @@ class EngineSession:
                 arr = _fast_array(given, c)
             else:
                 arr = coerce_array(given, c.type, c.name)
-            arrays.append(arr)
+            arrays.append(round_to_precision(arr, c.type))  # literals and defaults too, as PostgreSQL
         table = pa.Table.from_arrays(arrays, schema=storage_schema(t.columns))
         self._check_not_null(t, table)
         return table
@@ -2024,7 +2065,9 @@ class EngineSession:
         values: dict[str, Any] = {}
         for i, c in enumerate(target_cols[:result.num_columns]):
             src_type = types[i] if i < len(types) else None
-            _check_assignable(c, src_type)
+            if not (c.name == t.time_index and src_type is not None and _epoch_scale(c) is not None
+                    and src_type.pg.name in ("int2", "int4", "int8")):  # epoch integers: _build_rows
+                _check_assignable(c, src_type)
             col = result.column(i)
             if src_type is not None:
                 col = storage_to_result(col, src_type)
@@ -2218,7 +2261,8 @@ class EngineSession:
                     source = source.append_column(f"__tg_old_{m}", old_matched.column(m))
                 if not self._keys(t):
                     source = dedupe_last(source, [f"__tg_old_{m}" for m in match_cols])
-                self._write(WriteOp(t, "update", source, keys=match_cols, null_safe=not self._keys(t),
+                # null-safe: key-less tables, and a time-series table's tags (NULL is a tag value)
+                self._write(WriteOp(t, "update", source, keys=match_cols, null_safe=not self._keys(t) or bool(t.time_index),
                                     base_version=version))
         result_rows = None
         if tree.args.get("returning") is not None:
@@ -2264,7 +2308,8 @@ class EngineSession:
             else:
                 source = deleted.select(match_cols)
                 source = dedupe_last(source, match_cols)
-                self._write(WriteOp(t, "delete", source, keys=match_cols, null_safe=not self._keys(t),
+                # null-safe: key-less tables, and a time-series table's tags (NULL is a tag value)
+                self._write(WriteOp(t, "delete", source, keys=match_cols, null_safe=not self._keys(t) or bool(t.time_index),
                                     base_version=version))
         result_rows = None
         if returning is not None:
@@ -2641,6 +2686,72 @@ def _storable_type(t: ColumnType) -> ColumnType:
     if base.pg.name in ("unknown", "record", "void", "name", "char"):
         return ColumnType(TEXT).array_of() if t.is_array else ColumnType(TEXT)
     return t
+
+
+def _epoch_scale(c: ColumnDef) -> tuple[int, int] | None:
+    """GreptimeDB's unit for an integer written to a timestamp TIME INDEX column, as (multiplier,
+    divisor) to microseconds: TIMESTAMP(0) seconds, TIMESTAMP / TIMESTAMP(1..3) milliseconds (its
+    default precision), (4..6) microseconds, (7..9) nanoseconds. None: not a timestamp column."""
+    if c.type.is_array or c.type.pg.name not in ("timestamp", "timestamptz"):
+        return None
+    p = c.type.precision
+    if p == 0:
+        return 1_000_000, 1
+    if p is None or p <= 3:
+        return 1_000, 1
+    if p <= 6:
+        return 1, 1
+    return 1, 1_000
+
+
+def _epoch_values(given: list[Any] | pa.Array | pa.ChunkedArray, c: ColumnDef) -> list[Any] | pa.Array:
+    """A time-series table's time index takes integers as epoch values in its unit
+    (:func:`_epoch_scale`); everything else is left to PostgreSQL's input rules. Nanoseconds are
+    rounded (half up) to the microseconds Delta stores."""
+    scale = _epoch_scale(c)
+    if scale is None:
+        return given
+    mul, div = scale
+    tz = timezone.utc if c.type.pg.name == "timestamptz" else None
+
+    def micros(v: int) -> int:
+        return v * mul if div == 1 else (v + div // 2) // div
+
+    if isinstance(given, list):
+        if not any(type(v) is int for v in given):
+            return given
+        out = []
+        for v in given:
+            if type(v) is int:  # not bool
+                try:
+                    v = datetime(1970, 1, 1, tzinfo=tz) + timedelta(microseconds=micros(v))
+                except OverflowError:
+                    raise SqlError("22008", "timestamp out of range",
+                                   detail=f'{v} is not an epoch value column "{c.name}" can hold.') from None
+            out.append(v)
+        return out
+    if not pa.types.is_integer(given.type):
+        return given
+    us = [None if v is None else micros(v) for v in given.to_pylist()]
+    try:
+        arr = pa.array(us, pa.int64())
+        return arr.cast(pa.timestamp("us", tz="UTC" if tz else None))
+    except (OverflowError, pa.ArrowInvalid):
+        raise SqlError("22008", "timestamp out of range") from None
+
+
+def _placed(t: TableDef, col: ColumnDef, position: exp.ColumnPosition | None) -> list[ColumnDef]:
+    """``t``'s columns with ``col`` added at GreptimeDB's ``FIRST`` / ``AFTER c`` (default: last).
+    Only the catalog's order changes: storage is read and written by column name."""
+    if position is None:
+        return t.columns + [col]
+    if position.args.get("position") == "FIRST":
+        return [col] + t.columns
+    after = _ident(position.this.this if isinstance(position.this, exp.Column) else position.this)
+    at = next((i for i, c in enumerate(t.columns) if c.name == after), None)
+    if at is None:
+        raise SqlError("42703", f'column "{after}" of relation "{t.name}" does not exist')
+    return t.columns[:at + 1] + [col] + t.columns[at + 1:]
 
 
 def _check_assignable(c: ColumnDef, src: ColumnType | None) -> None:

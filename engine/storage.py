@@ -254,6 +254,13 @@ def python_value(v: Any, t: ColumnType, column: str) -> Any:
             return _fit_string(s, t)
         if name == "bytea":
             return _bytea(v)
+        if name in ("timestamp", "timestamptz", "date") and isinstance(v, (int, float, Decimal)):
+            # PostgreSQL has no assignment cast from numbers to dates and times (a time-series
+            # table's time index takes epoch integers, converted before this: executor._epoch_values)
+            src = ("boolean" if isinstance(v, bool) else "integer" if isinstance(v, int) and -2**31 <= v < 2**31
+                   else "bigint" if isinstance(v, int) else "numeric")
+            raise SqlError("42804", f'column "{column}" is of type {t.sql()} but expression is of type {src}',
+                           hint="You will need to rewrite or cast the expression.")
         if name == "date":
             if isinstance(v, datetime):
                 return v.date()
@@ -354,17 +361,31 @@ def coerce_array(arr: pa.Array | pa.ChunkedArray, t: ColumnType, column: str) ->
     Vectorised when the input is already (castable to) the storage type; otherwise per value.
     time(p)/timestamp(p) values are rounded to p fractional digits, as PostgreSQL does.
     """
-    out = _coerce_array(arr, t, column)
-    if t.pg.name in ("timestamp", "timestamptz", "time") and t.precision is not None and t.precision < 6 and out.null_count < len(out):
-        step = 10 ** (6 - t.precision)
-        raw = out.cast(pa.int64()) if t.pg.name != "time" else out
-        # round half away from zero to a multiple of ``step`` microseconds
-        half = pc.if_else(pc.less(raw, 0), -(step // 2), step // 2)
-        rounded = pc.multiply(pc.divide(pc.add(raw, half), step), step)
-        rounded = pc.if_else(pc.less(pc.add(raw, half), 0),
-                             pc.multiply(pc.negate(pc.divide(pc.negate(pc.add(raw, half)), step)), step), rounded)
-        out = rounded if t.pg.name == "time" else rounded.cast(out.type)
-    return out
+    return round_to_precision(_coerce_array(arr, t, column), t)
+
+
+# PostgreSQL counts timestamps from 2000-01-01, and rounds half away from *that* zero.
+_PG_EPOCH_US = 946_684_800_000_000
+
+
+def round_to_precision(out: pa.Array, t: ColumnType) -> pa.Array:
+    """A storage array of time(p)/timestamp(p) values rounded to p fractional digits as PostgreSQL
+    rounds them (half away from zero, timestamps counted from 2000-01-01: 1999-12-31 23:59:59.5
+    is 23:59:59 in timestamp(0)). Other types and p >= 6 are returned as they are."""
+    if not (t.pg.name in ("timestamp", "timestamptz", "time") and not t.is_array and t.precision is not None
+            and t.precision < 6 and out.null_count < len(out)):
+        return out
+    step = 10 ** (6 - t.precision)
+    raw = out.cast(pa.int64()) if t.pg.name != "time" else out
+    if t.pg.name != "time":
+        raw = pc.subtract(raw, _PG_EPOCH_US)
+    half = pc.if_else(pc.less(raw, 0), -(step // 2), step // 2)
+    moved = pc.add(raw, half)
+    # integer division truncates toward zero: away from zero on both sides
+    rounded = pc.multiply(pc.divide(moved, step), step)
+    if t.pg.name == "time":
+        return rounded
+    return pc.add(rounded, _PG_EPOCH_US).cast(out.type)
 
 
 def _coerce_array(arr: pa.Array | pa.ChunkedArray, t: ColumnType, column: str) -> pa.Array:
@@ -719,7 +740,10 @@ class TableStore:
                 data = op.data if isinstance(op.data, pa.Table) else op.data.read_all()
                 if data.num_rows == 0:
                     return dt.version(), op
-                merger = dt.merge(data, predicate=key_match(op.keys, null_safe=False), source_alias="s",
+                # NULL keys only occur as a time-series table's tags (a NULL tag is one series):
+                # matched null-safely then; otherwise the plain equality is the faster join.
+                null_keys = any(data.column(k).null_count for k in op.keys)
+                merger = dt.merge(data, predicate=key_match(op.keys, null_safe=null_keys), source_alias="s",
                                   target_alias="t", commit_properties=props, writer_properties=WRITER_PROPERTIES)
                 if op.kind == "upsert":
                     merger = merger.when_matched_update_all().when_not_matched_insert_all()
@@ -876,8 +900,11 @@ def local_files(dt: DeltaTable) -> list[str]:
 def all_new(dt: DeltaTable, location: str, keys: list[str], data: Any) -> bool:
     """Whether ``data`` has rows and none has a key tuple ``dt`` already stores (then an upsert
     is an append, about 3x cheaper than a merge)."""
-    return (isinstance(data, pa.Table) and data.num_rows > 0
-            and _existing_keys(dt, location, keys, data).num_rows == 0)
+    if not isinstance(data, pa.Table) or data.num_rows == 0:
+        return False
+    if any(data.column(k).null_count for k in keys):
+        return False  # the key join below never matches NULL tags: let the null-safe merge decide
+    return _existing_keys(dt, location, keys, data).num_rows == 0
 
 
 def _existing_keys(dt: DeltaTable, location: str, keys: list[str], candidates: pa.Table) -> pa.Table:

@@ -202,6 +202,13 @@ def _offset_of(sql: str, line: int, col: int) -> int:
     return offset + col
 
 
+def _schema_key(column: str) -> str:
+    """A column's key in the sqlglot schema: sqlglot folds unquoted keys to lower case, so a
+    column whose name has upper case (created as "Host" or `Host`) is keyed quoted, and only
+    the quoted reference "Host" finds it, as in PostgreSQL."""
+    return column if column == column.lower() else '"' + column.replace('"', '""') + '"'
+
+
 def parse_postgres(sql: str) -> list[exp.Expression]:
     """Parse PostgreSQL text into statements; syntax errors become 42601 with a position."""
     try:
@@ -1007,7 +1014,7 @@ class _Translator:
             return
         if (rel.schema, rel.name) not in self.tables:
             self.tables.append((rel.schema, rel.name))
-        self.schema[rel.view_name] = {col.lower(): _sqlglot_type(ct) for col, ct in rel.columns}
+        self.schema[rel.view_name] = {_schema_key(col): _sqlglot_type(ct) for col, ct in rel.columns}
         node.set("this", exp.to_identifier(rel.view_name))
         node.set("db", None)
         node.set("catalog", None)
@@ -2279,7 +2286,7 @@ def translate_expression(
     """
     use_session_zone(resolver)
     translator = _Translator(resolver, params)
-    translator.schema[view_name] = {name.lower(): _sqlglot_type(ct) for name, ct in columns}
+    translator.schema[view_name] = {_schema_key(name): _sqlglot_type(ct) for name, ct in columns}
     select = exp.Select(expressions=[exp.alias_(expression.copy(), "__value")]).from_(
         exp.Table(this=exp.to_identifier(view_name))
     )

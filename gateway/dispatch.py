@@ -120,7 +120,7 @@ def classify(sql: str) -> Classified:
         return Classified(Kind.FETCH, cmd)
     if head == "close":
         return Classified(Kind.CLOSE, cmd)
-    if head in ("set", "reset", "discard", "deallocate", "unlisten"):
+    if head in ("set", "reset", "discard", "deallocate", "unlisten", "use"):  # USE db: GreptimeDB's SET search_path
         return Classified(Kind.SESSION, cmd)
     if head == "listen" or head == "notify":
         return Classified(Kind.UNSUPPORTED, cmd, unsupported=f"{cmd} is not supported")

@@ -558,6 +558,15 @@ def execute(sql: str, settings: SessionSettings, in_block: bool) -> SessionReply
     if not toks:
         raise SqlError("42601", "syntax error at end of input")
     head = toks[0].text
+    if head == "use" and toks[0].kind == "word":
+        # GreptimeDB's USE db: a database is a schema here, so USE sets the search path to it
+        if len(toks) != 2 or toks[1].kind not in ("word", "qid"):
+            raise SqlError("42601", f'syntax error at or near "{toks[2].text if len(toks) > 2 else "USE"}"',
+                           hint="USE takes one database (schema) name: USE name")
+        name = toks[1].text
+        shown = name if re.fullmatch(r"[a-z_][a-z0-9_$]*", name) else '"' + name.replace('"', '""') + '"'
+        settings.set("search_path", shown, local=False, in_block=in_block)
+        return SessionReply("SET")
     if head == "show":
         fields = describe(sql, settings)
         assert fields is not None

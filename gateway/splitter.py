@@ -8,6 +8,10 @@ Identifiers follow PostgreSQL's lexer rules here, once for every later reader of
 zero-length quoted identifier ("") is a syntax error (42601), and an identifier longer than
 NAMEDATALEN-1 = 63 bytes is truncated to 63 bytes (at a character boundary) with a NOTICE
 (42622), so ``CREATE TABLE <64 chars>`` and ``SELECT ... FROM <its first 63>`` meet.
+
+GreptimeDB's (MySQL's) backtick-quoted identifiers (`` `log` ``, with ```` `` ```` for a backtick) are
+rewritten here to PostgreSQL's ``"log"``: a backtick is no token of PostgreSQL's own grammar (no
+operator uses it), so every later reader sees one spelling of a quoted identifier, case kept.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from functools import lru_cache
 
 from tidegate.errors import SqlError
 
-_SPECIAL = re.compile(r"""'|"|\$|/\*|--|;""")
+_SPECIAL = re.compile(r"""'|"|`|\$|/\*|--|;""")
 _DOLLAR_TAG = re.compile(r"\$([A-Za-z_\u0080-\uffff][A-Za-z0-9_\u0080-\uffff]*)?\$")
 _PARAM = re.compile(r"\$([0-9]+)")
 _BLOCK = re.compile(r"/\*|\*/")
@@ -69,7 +73,7 @@ def _skip_quoted(sql: str, pos: int, quote: str, backslash: bool) -> int:
     while True:
         end = sql.find(quote, pos)
         if end < 0:
-            what = "quoted identifier" if quote == '"' else "quoted string"
+            what = "quoted identifier" if quote in '"`' else "quoted string"
             raise SqlError("42601", f"unterminated {what} at or near \"{sql[pos - 1:pos + 20]}\"", position=pos)
         if backslash:
             # count the backslashes right before the quote: odd means it is escaped
@@ -125,6 +129,10 @@ def _scan(sql: str, edits: list[Edit] | None = None) -> tuple[list[tuple[int, in
             pos = _skip_quoted(sql, i + 1, '"', False)
             if edits is not None:
                 _quoted_identifier(sql, i, pos, edits)
+        elif tok == "`":
+            pos = _skip_quoted(sql, i + 1, "`", False)
+            if edits is not None:
+                _backtick_identifier(sql, i, pos, edits)
         elif tok == "--":
             nl = sql.find("\n", i)
             pos = n if nl < 0 else nl + 1
@@ -165,6 +173,16 @@ def _quoted_identifier(sql: str, start: int, end: int, edits: list[Edit]) -> Non
         edits.append((start, end, '"' + cut.replace('"', '""') + '"', _truncation_notice(name, cut)))
 
 
+def _backtick_identifier(sql: str, start: int, end: int, edits: list[Edit]) -> None:
+    """`name` -> "name" (``""`` for a double quote inside), truncated like any identifier."""
+    name = sql[start + 1:end - 1].replace("``", "`")
+    if not name:
+        raise SqlError("42601", "zero-length delimited identifier at or near \"``\"", position=start + 1)
+    cut = truncate_identifier(name)
+    notice = _truncation_notice(name, cut) if cut != name else ""
+    edits.append((start, end, '"' + cut.replace('"', '""') + '"', notice))
+
+
 def strip_leading(sql: str, pos: int = 0) -> int:
     """Index of the first character that is neither whitespace nor inside a comment."""
     n = len(sql)
@@ -199,7 +217,7 @@ def _split(sql: str) -> list[Statement]:
         mine = [ed for ed in edits if body_start <= ed[0] < e]
         for ed_start, ed_end, replacement, _ in reversed(mine):
             text = text[:ed_start - body_start] + replacement + text[ed_end - body_start:]
-        out.append(Statement(text, body_start, mp, tuple(ed[3] for ed in mine)))
+        out.append(Statement(text, body_start, mp, tuple(ed[3] for ed in mine if ed[3])))
     return out
 
 

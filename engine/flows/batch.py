@@ -258,10 +258,12 @@ def _to_sink_rows(result: pa.Table, plan: FlowPlan, sink: TableDef) -> pa.Table:
             arr = coerce_array(pa.array([datetime(1970, 1, 1)] * n, pa.timestamp("us")), c.type, c.name)
         else:
             arr = pa.nulls(n, storage_schema([c]).field(0).type)
-        if c.not_null and arr.null_count:
-            raise SqlError("23502", f'null value in column "{c.name}" of relation "{sink.name}" violates not-null constraint',
-                           detail="The flow produced a row whose time index is NULL.")
         arrays.append(arr)
+    for c, arr in zip(sink.columns, arrays):
+        if c.not_null and arr.null_count:
+            what = "time index" if c.name == sink.time_index else "NOT NULL column"
+            raise SqlError("23502", f'null value in column "{c.name}" of relation "{sink.name}" violates not-null constraint',
+                           detail=f'The flow produced a row whose {what} "{c.name}" is NULL.')
     return pa.Table.from_arrays(arrays, schema=storage_schema(sink.columns))
 
 
