@@ -242,13 +242,13 @@ def drop_dependents(s: EngineSession, dropped: list[TableDef], cascade: bool) ->
     oids = {t.oid for t in dropped}
     notices = []
     for t in dropped:
-        for child, con in referencing(s, t):
-            if child.oid in oids:
-                continue
-            if not cascade:
-                raise SqlError("2BP01", f"cannot drop table {t.name} because other objects depend on it",
-                               detail=f"constraint {con['name']} on table {child.name} depends on table {t.name}",
-                               hint="Use DROP ... CASCADE to drop the dependent objects too.")
+        deps = [(child, con) for child, con in referencing(s, t) if child.oid not in oids]
+        if deps and not cascade:
+            raise SqlError("2BP01", f"cannot drop table {t.name} because other objects depend on it",
+                           detail="\n".join(f"constraint {con['name']} on table {child.name} depends on table {t.name}"
+                                            for child, con in deps),
+                           hint="Use DROP ... CASCADE to drop the dependent objects too.")
+        for child, con in deps:
             notices.append(f"drop cascades to constraint {con['name']} on table {child.name}")
             fresh = s.catalog.get_table(child.schema, child.name)
             if fresh is not None:
@@ -287,10 +287,6 @@ def add_constraints(s: EngineSession, t: TableDef, action: Any, info: SessionInf
             raise SqlError("0A000", f"ALTER TABLE ADD {node.sql('postgres')} is not supported",
                            hint="UNIQUE and FOREIGN KEY constraints can be added; a PRIMARY KEY only in CREATE TABLE.")
         specs.append(ddl.table_constraint(inner, name))
-    own = {c["name"] for c in t.constraints} | {f"{t.name}_pkey"} if t.primary_key else {c["name"] for c in t.constraints}
-    for spec in specs:
-        if spec["name"] is not None and spec["name"] in own:
-            raise SqlError("42710", f'constraint "{spec["name"]}" for relation "{t.name}" already exists')
     added = resolve_new(s, t.name, t.schema, t.columns, t.primary_key, t.time_index, specs, t, info)
     new = replace(t, constraints=list(t.constraints) + added)
     for con in added:
