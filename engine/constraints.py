@@ -147,8 +147,14 @@ def stored_values(s: EngineSession, t: TableDef, cols: list[str], candidates: pa
     if wanted.num_rows == 0:
         return wanted
     wanted = _distinct(wanted.cast(storage_schema([t.column(k) for k in cols])), cols)
-    if not s._pending_ops(t):
-        return _distinct(s.store.existing_keys(t.location, cols, wanted), cols)
+    pending = s._pending_ops(t)
+    if all(op.kind == "append" and isinstance(op.data, pa.Table) for op in pending):
+        # committed rows plus the block's own appends (an executemany): no Spark scan needed
+        found = [s.store.existing_keys(t.location, cols, wanted).select(cols)]
+        for op in pending:
+            mine = _distinct(non_null_keys(op.data, cols).cast(wanted.schema), cols)
+            found.append(mine.join(wanted, keys=cols, join_type="inner").select(cols))
+        return _distinct(pa.concat_tables([f.cast(wanted.schema) for f in found]), cols)
     rows, _ = s._scan_with_flag(t, t.name, None, [], [], info, True)
     have = _distinct(rows.select(cols).cast(wanted.schema), cols)
     return have.join(wanted, keys=cols, join_type="inner")

@@ -342,3 +342,30 @@ def test_sqlalchemy_create_all_and_orm(request: pytest.FixtureRequest) -> None:
             engine.dispose()
     assert seen[0] == seen[1]
     assert seen[1][1:3] == ("23505", "23503")
+
+
+def test_unique_across_statements_of_one_transaction(request: pytest.FixtureRequest) -> None:
+    """executemany and an explicit block: a later statement clashing with an earlier, uncommitted one."""
+    t = _p("cx_")
+    results = []
+    for name in ("postgres", "tidegate"):
+        target = target_for(request, name)
+        out: list[object] = []
+        with psycopg.connect(target.dsn, autocommit=True) as conn:
+            conn.execute(f"CREATE TABLE {t} (id int, u text UNIQUE)")
+            with conn.cursor() as cur:
+                try:
+                    cur.executemany(f"INSERT INTO {t} VALUES (%s, %s)", [(1, "a"), (2, "b"), (3, "a")])
+                except psycopg.Error as e:
+                    out.append((e.sqlstate, e.diag.message_primary, e.diag.message_detail))
+                cur.executemany(f"INSERT INTO {t} VALUES (%s, %s)", [(1, "a"), (2, "b"), (3, None), (4, None)])
+            out.append(conn.execute(f"SELECT id, u FROM {t} ORDER BY id").fetchall())
+        with psycopg.connect(target.dsn) as conn:
+            out += _run(conn, [f"DELETE FROM {t} WHERE u = 'a'", f"INSERT INTO {t} VALUES (5, 'a')",
+                               f"INSERT INTO {t} VALUES (6, 'b')"])
+            conn.rollback()
+            out += _run(conn, [f"INSERT INTO {t} VALUES (7, 'c')", f"INSERT INTO {t} VALUES (8, 'c')"])
+            conn.rollback()
+        results.append(out)
+    assert results[0] == results[1]
+    assert results[1][0][0] == "23505"
