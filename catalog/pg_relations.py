@@ -615,7 +615,7 @@ def build_rows(catalog: Catalog, owner: str = "tidegate") -> dict[tuple[str, str
         if t.kind == "sequence":
             continue
         is_view = t.kind == "view"
-        has_pk = bool(t.primary_key) and not is_view
+        has_pk = bool(table_indexes(t)) and not is_view  # relhasindex, pg_tables.hasindexes
         nsp = ns_oid.get(t.schema, PUBLIC_NS)
         t_owner = t.owner or owner
         persistence = "t" if is_temp_schema(t.schema) else "p"  # a session's temporary relation
@@ -669,49 +669,66 @@ def build_rows(catalog: Catalog, owner: str = "tidegate") -> dict[tuple[str, str
             hasrules=False, hastriggers=False, rowsecurity=False)
         add("pg_stat_user_tables", relid=t.oid, schemaname=t.schema, relname=t.name, seq_scan=0,
             n_live_tup=0, n_dead_tup=0)
-        if has_pk:
-            idx, con, pkn = index_oid(t), constraint_oid(t), pk_name(t)
-            keys = [next(i for i, c in enumerate(t.columns, 1) if c.name == k) for k in t.primary_key
-                    if t.column(k) is not None]
-            add("pg_class", oid=idx, relname=pkn, relnamespace=nsp, reltype=0, reloftype=0,
-                relowner=BOOTSTRAP_ROLE, relam=403, relfilenode=idx, reltablespace=0, relpages=1,
-                reltuples=0.0, relallvisible=0, reltoastrelid=0, relhasindex=False, relisshared=False,
+        positions = {c.name: i for i, c in enumerate(t.columns, 1)}
+        for ix in table_indexes(t):
+            keys = [positions[k] for k in ix.columns if k in positions]
+            add("pg_class", oid=ix.oid, relname=ix.name, relnamespace=nsp, reltype=0, reloftype=0,
+                relowner=role_oid.get(t_owner, BOOTSTRAP_ROLE), relam=403, relfilenode=ix.oid, reltablespace=0,
+                relpages=1, reltuples=0.0, relallvisible=0, reltoastrelid=0, relhasindex=False, relisshared=False,
                 relpersistence=persistence, relkind="i", relnatts=len(keys), relchecks=0, relhasrules=False,
                 relhastriggers=False, relhassubclass=False, relrowsecurity=False,
                 relforcerowsecurity=False, relispopulated=True, relreplident="n", relispartition=False,
                 relrewrite=0, relfrozenxid=0, relminmxid=0)
             for j, k in enumerate(keys, start=1):
                 kc = t.columns[k - 1]
-                add("pg_attribute", attrelid=idx, attname=kc.name, atttypid=kc.type.pg.oid, attstattarget=-1,
+                add("pg_attribute", attrelid=ix.oid, attname=kc.name, atttypid=kc.type.pg.oid, attstattarget=-1,
                     attlen=kc.type.pg.typlen, attnum=j, attndims=0, attcacheoff=-1, atttypmod=kc.type.typmod,
                     attbyval=kc.type.pg.typlen in (1, 2, 4, 8), attalign="i", attstorage="p",
                     attcompression="", attnotnull=False, atthasdef=False, atthasmissing=False,
                     attidentity="", attgenerated="", attisdropped=False, attislocal=True, attinhcount=0,
                     attcollation=0)
-            add("pg_index", indexrelid=idx, indrelid=t.oid, indnatts=len(keys), indnkeyatts=len(keys),
-                indisunique=True, indnullsnotdistinct=False, indisprimary=True, indisexclusion=False,
+            add("pg_index", indexrelid=ix.oid, indrelid=t.oid, indnatts=len(keys), indnkeyatts=len(keys),
+                indisunique=ix.unique, indnullsnotdistinct=False, indisprimary=ix.primary, indisexclusion=False,
                 indimmediate=True, indisclustered=False, indisvalid=True, indcheckxmin=False,
                 indisready=True, indislive=True, indisreplident=False, indkey=keys,
-                indcollation=[0] * len(keys), indclass=[1978] * len(keys), indoption=[0] * len(keys))
-            add("pg_constraint", oid=con, conname=pkn, connamespace=nsp, contype="p", condeferrable=False,
-                condeferred=False, convalidated=True, conrelid=t.oid, contypid=0, conindid=idx,
+                indcollation=[100 if t.columns[k - 1].type.pg.category == "S" else 0 for k in keys],
+                indclass=[1978] * len(keys),
+                indoption=[(1 if "DESC" in o else 0) + (2 if ("NULLS FIRST" in o or ("DESC" in o and "NULLS LAST" not in o)) else 0)
+                           for o in ix.options[:len(keys)]])
+            add("pg_indexes", schemaname=t.schema, tablename=t.name, indexname=ix.name,
+                indexdef=index_definition(t, qualify=True, name=None if ix.primary else ix.name))
+            if ix.constraint_oid is None:
+                continue
+            add("pg_constraint", oid=ix.constraint_oid, conname=ix.name, connamespace=nsp,
+                contype="p" if ix.primary else "u", condeferrable=False,
+                condeferred=False, convalidated=True, conrelid=t.oid, contypid=0, conindid=ix.oid,
                 conparentid=0, confrelid=0, confupdtype=" ", confdeltype=" ", confmatchtype=" ",
                 conislocal=True, coninhcount=0, connoinherit=True, conkey=keys)
-            add("pg_indexes", schemaname=t.schema, tablename=t.name, indexname=pkn,
-                indexdef=index_definition(t, qualify=True))
-            add("table_constraints", "information_schema", constraint_catalog=db, constraint_schema=t.schema,
-                constraint_name=pkn, table_catalog=db, table_schema=t.schema, table_name=t.name,
-                constraint_type="PRIMARY KEY", is_deferrable="NO", initially_deferred="NO", enforced="YES",
-                nulls_distinct="YES")
-            for j, k in enumerate(t.primary_key, start=1):
-                add("key_column_usage", "information_schema", constraint_catalog=db, constraint_schema=t.schema,
-                    constraint_name=pkn, table_catalog=db, table_schema=t.schema, table_name=t.name,
-                    column_name=k, ordinal_position=j)
-                add("constraint_column_usage", "information_schema", table_catalog=db, table_schema=t.schema,
-                    table_name=t.name, column_name=k, constraint_catalog=db, constraint_schema=t.schema,
-                    constraint_name=pkn)
-            add("constraint_table_usage", "information_schema", table_catalog=db, table_schema=t.schema,
-                table_name=t.name, constraint_catalog=db, constraint_schema=t.schema, constraint_name=pkn)
+            _constraint_usage_rows(add, db, t, ix.name, "PRIMARY KEY" if ix.primary else "UNIQUE", ix.columns)
+        by_oid = {x.oid: x for x in relations}
+        for con in t.constraints:
+            if con["type"] != "f":
+                continue
+            parent = by_oid.get(con.get("ref_oid") or t.oid, t)
+            ppos = {c.name: i for i, c in enumerate(parent.columns, 1)}
+            pix = next((ix for ix in table_indexes(parent) if sorted(ix.columns) == sorted(con["ref_columns"])
+                        and ix.unique), None)
+            add("pg_constraint", oid=extra_oid(t, con["n"]) + 1, conname=con["name"], connamespace=nsp,
+                contype="f", condeferrable=False, condeferred=False, convalidated=True, conrelid=t.oid,
+                contypid=0, conindid=pix.oid if pix else 0, conparentid=0, confrelid=parent.oid,
+                confupdtype=con.get("on_update", "a"), confdeltype=con.get("on_delete", "a"), confmatchtype="s",
+                conislocal=True, coninhcount=0, connoinherit=True,
+                conkey=[positions[k] for k in con["columns"] if k in positions],
+                confkey=[ppos[k] for k in con["ref_columns"] if k in ppos],
+                conpfeqop=[96] * len(con["columns"]), conppeqop=[96] * len(con["columns"]),
+                conffeqop=[96] * len(con["columns"]))
+            _constraint_usage_rows(add, db, t, con["name"], "FOREIGN KEY", con["columns"], parent, con["ref_columns"])
+            rules = {"a": "NO ACTION", "r": "RESTRICT"}
+            add("referential_constraints", "information_schema", constraint_catalog=db, constraint_schema=t.schema,
+                constraint_name=con["name"], unique_constraint_catalog=db if pix else None,
+                unique_constraint_schema=parent.schema if pix else None,
+                unique_constraint_name=pix.name if pix else None, match_option="NONE",
+                update_rule=rules.get(con.get("on_update", "a")), delete_rule=rules.get(con.get("on_delete", "a")))
         for c in t.columns:
             if c.not_null or (c.name in t.primary_key and not t.time_index):  # time-series tags may be NULL
                 cname = f"{nsp}_{t.oid}_{t.columns.index(c) + 1}_not_null"
@@ -724,6 +741,30 @@ def build_rows(catalog: Catalog, owner: str = "tidegate") -> dict[tuple[str, str
                     check_clause=f"{quote_ident(c.name)} IS NOT NULL")
     rows[("pg_catalog", "pg_sequences")] = pg_sequences_rows(catalog, owner)
     return rows
+
+
+def _constraint_usage_rows(add: Any, db: str, t: TableDef, name: str, kind: str, columns: list[str],
+                           parent: TableDef | None = None, ref_columns: list[str] | None = None) -> None:
+    """information_schema rows of a PRIMARY KEY / UNIQUE / FOREIGN KEY constraint."""
+    add("table_constraints", "information_schema", constraint_catalog=db, constraint_schema=t.schema,
+        constraint_name=name, table_catalog=db, table_schema=t.schema, table_name=t.name,
+        constraint_type=kind, is_deferrable="NO", initially_deferred="NO", enforced="YES",
+        nulls_distinct="YES" if kind != "FOREIGN KEY" else None)
+    for j, k in enumerate(columns, start=1):
+        position = None
+        if parent is not None and ref_columns:
+            pk_cols = ref_columns
+            position = pk_cols.index(ref_columns[j - 1]) + 1 if j <= len(ref_columns) else None
+        add("key_column_usage", "information_schema", constraint_catalog=db, constraint_schema=t.schema,
+            constraint_name=name, table_catalog=db, table_schema=t.schema, table_name=t.name,
+            column_name=k, ordinal_position=j, position_in_unique_constraint=position)
+    used, used_cols = (parent, ref_columns) if parent is not None else (t, columns)
+    for k in used_cols or []:
+        add("constraint_column_usage", "information_schema", table_catalog=db, table_schema=used.schema,
+            table_name=used.name, column_name=k, constraint_catalog=db, constraint_schema=t.schema,
+            constraint_name=name)
+    add("constraint_table_usage", "information_schema", table_catalog=db, table_schema=used.schema,
+        table_name=used.name, constraint_catalog=db, constraint_schema=t.schema, constraint_name=name)
 
 
 def sequence_last_values(catalog: Catalog) -> dict[int, int | None]:
@@ -812,19 +853,74 @@ def quote_ident(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-def index_definition(t: TableDef, column: int = 0, qualify: bool = True) -> str:
-    """pg_get_indexdef of a table's primary-key index (``column`` > 0: that key column's name).
+def index_definition(t: TableDef, column: int = 0, qualify: bool = True, name: str | None = None) -> str:
+    """pg_get_indexdef of a table's index ``name`` (None: the primary key's); ``column`` > 0: that
+    key column's name.
 
     Like PostgreSQL, the table is schema-qualified only when it is not visible on search_path."""
+    entry = next((i for i in table_indexes(t) if i.name == name), None) if name is not None else None
+    keys = entry.columns if entry is not None else t.primary_key
     if column > 0:
-        return quote_ident(t.primary_key[column - 1]) if column <= len(t.primary_key) else ""
-    cols = ", ".join(quote_ident(k) for k in t.primary_key)
+        return quote_ident(keys[column - 1]) if column <= len(keys) else ""
+    options = entry.options if entry is not None else [""] * len(keys)
+    cols = ", ".join(quote_ident(k) + (f" {o}" if o else "") for k, o in zip(keys, options))
     table = f"{quote_ident(t.schema)}.{quote_ident(t.name)}" if qualify else quote_ident(t.name)
-    return f"CREATE UNIQUE INDEX {quote_ident(pk_name(t))} ON {table} USING btree ({cols})"
+    unique = entry is None or entry.unique
+    return (f"CREATE {'UNIQUE ' if unique else ''}INDEX {quote_ident(name or pk_name(t))} ON {table} "
+            f"USING btree ({cols})")
 
 
-def constraint_definition(t: TableDef) -> str:
-    return "PRIMARY KEY (" + ", ".join(quote_ident(k) for k in t.primary_key) + ")"
+def constraint_definition(t: TableDef, name: str | None = None) -> str:
+    """pg_get_constraintdef of a table's constraint ``name`` (None: its primary key)."""
+    con = next((c for c in t.constraints if c["name"] == name), None) if name is not None else None
+    if con is None:
+        return "PRIMARY KEY (" + ", ".join(quote_ident(k) for k in t.primary_key) + ")"
+    cols = ", ".join(quote_ident(k) for k in con["columns"])
+    if con["type"] == "u":
+        return f"UNIQUE ({cols})"
+    ref_schema, ref_table = con["ref"]
+    target = quote_ident(ref_table) if ref_schema in ("public", t.schema) else f"{quote_ident(ref_schema)}.{quote_ident(ref_table)}"
+    out = f"FOREIGN KEY ({cols}) REFERENCES {target}({', '.join(quote_ident(k) for k in con['ref_columns'])})"
+    if con.get("on_update") == "r":
+        out += " ON UPDATE RESTRICT"
+    if con.get("on_delete") == "r":
+        out += " ON DELETE RESTRICT"
+    return out
+
+
+@dataclass(frozen=True)
+class IndexEntry:
+    """One index of a table as the catalogs show it (the PK's, a UNIQUE constraint's, CREATE INDEX's)."""
+
+    name: str
+    oid: int
+    columns: list[str]
+    options: list[str]
+    unique: bool
+    primary: bool
+    constraint_oid: int | None  # the constraint the index implements (PK, UNIQUE)
+
+
+def extra_oid(table: TableDef, n: int) -> int:
+    """OIDs of a table's n-th UNIQUE/FOREIGN KEY constraint or CREATE INDEX (index: even, constraint: +1)."""
+    return 3 * SYNTHETIC_BASE + table.oid * 256 + 2 * n
+
+
+def table_indexes(t: TableDef) -> list[IndexEntry]:
+    if t.kind != "table":
+        return []
+    out = []
+    if t.primary_key:
+        out.append(IndexEntry(pk_name(t), index_oid(t), list(t.primary_key), [""] * len(t.primary_key),
+                              True, True, constraint_oid(t)))
+    for c in t.constraints:
+        if c["type"] == "u":
+            out.append(IndexEntry(c["name"], extra_oid(t, c["n"]), list(c["columns"]), [""] * len(c["columns"]),
+                                  True, False, extra_oid(t, c["n"]) + 1))
+    for i in t.indexes:
+        out.append(IndexEntry(i["name"], extra_oid(t, i["n"]), list(i["columns"]),
+                              list(i.get("options") or [""] * len(i["columns"])), i["unique"], False, None))
+    return out
 
 
 # ---------------------------------------------------------------------------------------------

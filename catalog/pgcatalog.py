@@ -1155,14 +1155,20 @@ class _Mirror:
         for (schema, name) in rels.RELATIONS:
             self.by_name[(schema, name)] = rels.system_rel_oid(name)
         self.rel_names: dict[int, tuple[str, str]] = {oid: key for key, oid in self.by_name.items()}
-        self.index_of: dict[int, TableDef] = {}
-        self.constraint_of: dict[int, TableDef] = {}
+        # index / constraint oid -> (table, its name; None for the primary key's)
+        self.index_of: dict[int, tuple[TableDef, str | None]] = {}
+        self.constraint_of: dict[int, tuple[TableDef, str | None]] = {}
         for t in self.tables.values():
-            if t.primary_key and t.kind != "view":
-                self.index_of[rels.index_oid(t)] = t
-                self.constraint_of[rels.constraint_oid(t)] = t
-                self.rel_names[rels.index_oid(t)] = (t.schema, rels.pk_name(t))
-                self.by_name[(t.schema, rels.pk_name(t))] = rels.index_oid(t)
+            for ix in rels.table_indexes(t):
+                key = None if ix.primary else ix.name
+                self.index_of[ix.oid] = (t, key)
+                if ix.constraint_oid is not None:
+                    self.constraint_of[ix.constraint_oid] = (t, key)
+                self.rel_names[ix.oid] = (t.schema, ix.name)
+                self.by_name[(t.schema, ix.name)] = ix.oid
+            for con in t.constraints:
+                if con["type"] == "f":
+                    self.constraint_of[rels.extra_oid(t, con["n"]) + 1] = (t, con["name"])
         self.namespaces: dict[str, int] = {s.name: s.oid for s in catalog.list_schemas()}
         self.namespaces.update({"pg_catalog": rels.PG_CATALOG_NS, "information_schema": rels.INFORMATION_SCHEMA_NS,
                                 "pg_toast": rels.PG_TOAST_NS})
@@ -1820,14 +1826,15 @@ class CatalogQueries:
 
         def indexdef(oid: int, column: int, pretty: bool) -> str | None:
             # PostgreSQL qualifies the table unless pretty-printing and the table is visible
-            t = this._mirror_now().index_of.get(oid)
-            if t is None:
+            found = this._mirror_now().index_of.get(oid)
+            if found is None:
                 return None
-            return rels.index_definition(t, column or 0, qualify=not (pretty and table_is_visible(t.oid)))
+            t, name = found
+            return rels.index_definition(t, column or 0, qualify=not (pretty and table_is_visible(t.oid)), name=name)
 
         def constraintdef(oid: int) -> str | None:
-            t = this._mirror_now().constraint_of.get(oid)
-            return rels.constraint_definition(t) if t else None
+            found = this._mirror_now().constraint_of.get(oid)
+            return rels.constraint_definition(*found) if found else None
 
         def userbyid(oid: int) -> str:
             return this._mirror_now().role_names.get(oid, f"unknown (OID={oid})")

@@ -69,6 +69,12 @@ class TableDef:
     owner: str | None = None  # owning role; None: the bootstrap superuser (catalogs before roles)
     created_at: datetime | None = None
     updated_at: datetime | None = None
+    # UNIQUE ("u") and FOREIGN KEY ("f") constraints, JSON-ready dicts: {"type", "name", "columns",
+    # "n" (a per-table serial, for stable catalog oids)} and for "f" also "ref" ([schema, table]),
+    # "ref_columns", "on_delete", "on_update" (PostgreSQL's confdeltype letters: "a" / "r").
+    constraints: list[dict] = field(default_factory=list)
+    # CREATE [UNIQUE] INDEX: {"name", "columns", "unique", "n"}
+    indexes: list[dict] = field(default_factory=list)
 
     def column(self, name: str) -> ColumnDef | None:
         for c in self.columns:
@@ -79,6 +85,19 @@ class TableDef:
     @property
     def qualified_name(self) -> str:
         return f"{self.schema}.{self.name}"
+
+    def unique_sets(self) -> list[tuple[str, list[str]]]:
+        """(name, columns) of the UNIQUE constraints and unique indexes (not the PRIMARY KEY)."""
+        return ([(c["name"], list(c["columns"])) for c in self.constraints if c["type"] == "u"]
+                + [(i["name"], list(i["columns"])) for i in self.indexes if i["unique"]])
+
+    def index_names(self) -> list[str]:
+        """Names this table's indexes take in its schema's relation namespace (PK, UNIQUE, CREATE INDEX)."""
+        names = [f"{self.name}_pkey"] if self.primary_key and self.kind == "table" else []
+        return names + [c["name"] for c in self.constraints if c["type"] == "u"] + [i["name"] for i in self.indexes]
+
+    def next_serial(self) -> int:
+        return 1 + max([c.get("n", 0) for c in self.constraints] + [i.get("n", 0) for i in self.indexes] + [0])
 
 
 @dataclass
@@ -183,11 +202,22 @@ class RelationReads(ABC):
                 return t
         raise SqlError("42P01", f'relation "{name}" does not exist')
 
+    def index_owner(self, schema: str, name: str) -> TableDef | None:
+        """The table of ``schema`` one of whose indexes (PK, UNIQUE constraint, CREATE INDEX) is ``name``."""
+        for (s, _), t in self._all().items():
+            if s == schema and t.kind == "table" and name in t.index_names():
+                return replace(t, columns=list(t.columns))
+        return None
+
+    def relation_name_taken(self, schema: str, name: str) -> bool:
+        """Whether ``name`` is a relation or an index of ``schema`` (one namespace, as in PostgreSQL)."""
+        return self.get_table(schema, name) is not None or self.index_owner(schema, name) is not None
+
     def check_new_relation(self, table: TableDef) -> None:
         """42P07/3F000/42701 for a definition that cannot be created under this view."""
         if self.get_schema(table.schema) is None:
             raise SqlError("3F000", f'schema "{table.schema}" does not exist')
-        if self.get_table(table.schema, table.name) is not None:
+        if self.relation_name_taken(table.schema, table.name):
             raise SqlError("42P07", f'relation "{table.name}" already exists')
         names = [c.name for c in table.columns]
         dupes = sorted({n for n in names if names.count(n) > 1})

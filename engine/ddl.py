@@ -206,6 +206,9 @@ class CreateTable:
     temp: bool = False  # CREATE TEMP[ORARY] TABLE: the session's own (pg_temp)
     on_commit: str | None = None  # ON COMMIT PRESERVE ROWS / DELETE ROWS / DROP: "preserve" | "delete" | "drop"
     notices: list[str] = field(default_factory=list)  # sent with the command's result
+    # UNIQUE / FOREIGN KEY constraints (see catalog.store.TableDef.constraints); "name" None until
+    # the executor chooses PostgreSQL's default name (choose_constraint_names)
+    constraints: list[dict] = field(default_factory=list)
 
 
 # A temporary table's ON COMMIT action other than PRESERVE ROWS, kept in TableDef.options.
@@ -423,13 +426,18 @@ def parse_create_table(sql: str) -> CreateTable:
     for node in schema_node.expressions:
         if isinstance(node, exp.ColumnDef):
             ct.columns.append(_column_def(node, ct))
-        elif isinstance(node, (exp.Constraint, exp.PrimaryKey)):
-            pk = node if isinstance(node, exp.PrimaryKey) else node.find(exp.PrimaryKey)
-            if pk is None:
-                raise SqlError("0A000", f"table constraint {node.sql('postgres')} is not supported")
-            if ct.primary_key:
-                raise SqlError("42P16", f'multiple primary keys for table "{ct.name}" are not allowed')
-            ct.primary_key = [_ident_name(e) for e in pk.expressions]
+        elif isinstance(node, (exp.Constraint, exp.PrimaryKey, exp.UniqueColumnConstraint, exp.ForeignKey)):
+            name = _ident_name(node.this) if isinstance(node, exp.Constraint) else None
+            inner = node.expressions[0] if isinstance(node, exp.Constraint) and len(node.expressions) == 1 else node
+            if isinstance(inner, exp.PrimaryKey):
+                if ct.primary_key:
+                    raise SqlError("42P16", f'multiple primary keys for table "{ct.name}" are not allowed')
+                ct.primary_key = [_ident_name(e) for e in inner.expressions]
+            elif isinstance(inner, (exp.UniqueColumnConstraint, exp.ForeignKey)):
+                ct.constraints.append(table_constraint(inner, name))
+            else:
+                raise SqlError("0A000", f"table constraint {node.sql('postgres')} is not supported",
+                               hint="PRIMARY KEY, UNIQUE and FOREIGN KEY constraints are supported.")
         else:
             raise SqlError("0A000", f"table element {node.sql('postgres')} is not supported")
     for name, comment in col_comments.items():
@@ -720,9 +728,99 @@ def _column_def(node: exp.ColumnDef, ct: CreateTable) -> ColumnDef:
             ct.primary_key = [name]
         elif isinstance(k, exp.CommentColumnConstraint):
             col.comment = k.this.name
+        elif isinstance(k, exp.UniqueColumnConstraint):
+            ct.constraints.append(unique_constraint(k, _ident_name(cons.this) if cons.this else None, [name]))
+        elif isinstance(k, exp.Reference):
+            ct.constraints.append(foreign_key(k, _ident_name(cons.this) if cons.this else None, [name]))
         else:
             raise SqlError("0A000", f"column constraint {cons.sql('postgres')} is not supported")
     return col
+
+
+# -- UNIQUE and FOREIGN KEY constraints ----------------------------------------------------------
+
+def table_constraint(node: exp.Expression, name: str | None) -> dict:
+    """A table-level UNIQUE (cols) / FOREIGN KEY (cols) REFERENCES ... as a constraint dict."""
+    if isinstance(node, exp.UniqueColumnConstraint):
+        schema = node.this
+        if not isinstance(schema, exp.Schema) or not schema.expressions:
+            raise SqlError("42601", "UNIQUE needs a column list: UNIQUE (col, ...)")
+        return unique_constraint(node, name, [_ident_name(e) for e in schema.expressions])
+    return foreign_key(node.args["reference"], name, [_ident_name(e) for e in node.expressions])
+
+
+def unique_constraint(node: exp.UniqueColumnConstraint, name: str | None, columns: list[str]) -> dict:
+    if node.args.get("nulls"):
+        raise SqlError("0A000", "UNIQUE NULLS NOT DISTINCT is not supported",
+                       hint="Use UNIQUE (NULLs distinct, the default) and declare the columns NOT NULL.")
+    include = node.args.get("include")
+    if include is not None and (include.args.get("include") or include.args.get("with_storage")
+                                or include.args.get("tablespace")):
+        raise SqlError("0A000", f"UNIQUE with index parameters ({include.sql('postgres')}) is not supported",
+                       hint="Write UNIQUE (col, ...) without INCLUDE, WITH or USING INDEX TABLESPACE.")
+    for opt in node.args.get("options") or []:
+        if str(opt).upper() not in ("NOT DEFERRABLE", "INITIALLY IMMEDIATE"):
+            raise SqlError("0A000", f"UNIQUE ... {opt} is not supported: constraints are checked immediately",
+                           hint="Drop the DEFERRABLE clause.")
+    if len(set(columns)) != len(columns):
+        raise SqlError("42701", f'column "{next(c for c in columns if columns.count(c) > 1)}" appears twice in unique constraint')
+    return {"type": "u", "name": name, "columns": columns}
+
+
+_FK_ACTIONS = {"NO ACTION": "a", "RESTRICT": "r"}
+
+
+def foreign_key(ref: exp.Reference, name: str | None, columns: list[str]) -> dict:
+    """REFERENCES t [(cols)] [ON DELETE/UPDATE NO ACTION|RESTRICT] [MATCH SIMPLE]."""
+    target = ref.this
+    ref_columns: list[str] = []
+    if isinstance(target, exp.Schema):
+        ref_columns = [_ident_name(e) for e in target.expressions]
+        target = target.this
+    if not isinstance(target, exp.Table):
+        raise SqlError("42601", "REFERENCES needs a table name")
+    if target.args.get("catalog") is not None and _ident_name(target.args["catalog"]) != "tidegate":
+        raise SqlError("0A000", f'cross-database references are not implemented: "{target.sql("postgres")}"')
+    schema = _ident_name(target.args["db"]) if target.args.get("db") is not None else None
+    fk: dict = {"type": "f", "name": name, "columns": columns, "ref": [schema, _ident_name(target.this)],
+                "ref_columns": ref_columns, "on_delete": "a", "on_update": "a"}
+    for opt in ref.args.get("options") or []:
+        words = " ".join(str(opt).upper().split())
+        if words.startswith(("ON DELETE ", "ON UPDATE ")):
+            action = words[10:]
+            if action not in _FK_ACTIONS:
+                raise SqlError("0A000", f"FOREIGN KEY ... {words} is not supported",
+                               hint="Use ON DELETE/ON UPDATE NO ACTION or RESTRICT (the default) and delete or "
+                                    "update the referencing rows yourself.")
+            fk["on_delete" if words.startswith("ON DELETE") else "on_update"] = _FK_ACTIONS[action]
+        elif words in ("MATCH SIMPLE", "NOT DEFERRABLE", "INITIALLY IMMEDIATE"):
+            continue
+        else:
+            raise SqlError("0A000", f"FOREIGN KEY ... {words} is not supported",
+                           hint="Foreign keys are MATCH SIMPLE and checked immediately; drop the clause.")
+    return fk
+
+
+def choose_constraint_names(table: str, constraints: list[dict], taken: set[str]) -> list[dict]:
+    """PostgreSQL's default names for unnamed constraints (``<table>_<cols>_key`` / ``_fkey``, a
+    number appended while the name is taken); 42710 for a name given twice."""
+    out = []
+    for c in constraints:
+        c = dict(c)
+        if c["name"] is None:
+            base = f"{table}_{'_'.join(c['columns'])}_{'key' if c['type'] == 'u' else 'fkey'}"
+            name, k = base, 0
+            while name in taken:
+                k += 1
+                name = f"{base}{k}"
+            c["name"] = name
+        elif c["name"] in taken:
+            if c["type"] == "u":
+                raise SqlError("42P07", f'relation "{c["name"]}" already exists')
+            raise SqlError("42710", f'constraint "{c["name"]}" for relation "{table}" already exists')
+        taken.add(c["name"])
+        out.append(c)
+    return out
 
 
 def default_text(node: exp.Expression) -> str:
@@ -747,6 +845,10 @@ def _validate(ct: CreateTable) -> None:
     for k in ct.primary_key:
         if k not in names:
             raise SqlError("42703", f'column "{k}" named in key does not exist')
+    for con in ct.constraints:
+        for k in con["columns"]:
+            if k not in names:
+                raise SqlError("42703", f'column "{k}" named in key does not exist')
     if ct.time_index is not None:
         if ct.time_index not in names:
             raise SqlError("42703", f'column "{ct.time_index}" named in TIME INDEX does not exist')
@@ -814,6 +916,8 @@ def render_create_table(t: TableDef) -> str:
         lines.append(f"  TIME INDEX ({quote_ident(t.time_index)})")
     if t.primary_key:
         lines.append(f"  PRIMARY KEY ({', '.join(quote_ident(k) for k in t.primary_key)})")
+    for con in t.constraints:
+        lines.append(f"  {constraint_definition(con, t.schema, name_it=True)}")
     temp = t.schema.startswith("pg_temp_")
     name = quote_ident(t.name) if t.schema == "public" or temp else f"{quote_ident(t.schema)}.{quote_ident(t.name)}"
     out = f"CREATE {'TEMPORARY ' if temp else ''}TABLE IF NOT EXISTS {name} (\n" + ",\n".join(lines) + "\n)"
@@ -828,4 +932,20 @@ def render_create_table(t: TableDef) -> str:
     out += format_clause
     if t.comment is not None:
         out += f"\nCOMMENT {quote_literal(t.comment)}"
+    return out
+
+
+def constraint_definition(con: dict, schema: str, *, name_it: bool = False) -> str:
+    """``UNIQUE (a, b)`` / ``FOREIGN KEY (a) REFERENCES p(id)`` as pg_get_constraintdef shows it."""
+    cols = ", ".join(quote_ident(c) for c in con["columns"])
+    head = f"CONSTRAINT {quote_ident(con['name'])} " if name_it else ""
+    if con["type"] == "u":
+        return f"{head}UNIQUE ({cols})"
+    ref_schema, ref_table = con["ref"]
+    target = quote_ident(ref_table) if ref_schema in (None, "public", schema) else f"{quote_ident(ref_schema)}.{quote_ident(ref_table)}"
+    out = f"{head}FOREIGN KEY ({cols}) REFERENCES {target}({', '.join(quote_ident(c) for c in con['ref_columns'])})"
+    if con.get("on_update") == "r":
+        out += " ON UPDATE RESTRICT"
+    if con.get("on_delete") == "r":
+        out += " ON DELETE RESTRICT"
     return out

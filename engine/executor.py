@@ -39,7 +39,7 @@ from catalog.store import (Catalog, ColumnDef, SequenceParams, TableDef, is_temp
                            sequence_named)
 from catalog.roles import DATABASE_OID
 from catalog.txn import CatalogTxn
-from engine import ddl, privileges, txnlog
+from engine import constraints, ddl, privileges, txnlog
 from engine.blockddl import BlockDdl
 from engine.locks import TableLocks
 from engine.flows import statements as flow_statements
@@ -702,6 +702,8 @@ class EngineSession:
             fast = self._insert_fast(sql, params, info)
             if fast is not None:
                 return fast
+        if (first == "CREATE" and (w[1] == "INDEX" or w[1:3] == ["UNIQUE", "INDEX"])) or w[:2] == ["DROP", "INDEX"]:
+            return constraints.index_statement(self, sql, info)
         if self.engine.refresh.handles(w[:3]):  # REFRESH TABLE t [WAIT], SHOW REFRESH STATUS
             return self.engine.refresh.execute(sql, info)
         if first == "SHOW":
@@ -994,8 +996,14 @@ class EngineSession:
         for c in ct.columns:
             if c.default is not None:
                 self._check_default(c, info)
+        cons = constraints.resolve_new(self, ct.name, schema, ct.columns, ct.primary_key, ct.time_index,
+                                       ct.constraints, None, info)
         table = self.new_table(TableDef(schema, ct.name, ct.columns, primary_key=ct.primary_key,
-                                        time_index=ct.time_index, options=ct.options, comment=ct.comment), info)
+                                        time_index=ct.time_index, options=ct.options, comment=ct.comment,
+                                        constraints=cons), info)
+        if any(c.get("ref_oid") == 0 for c in cons):  # self-references: the table's own oid
+            table = replace(table, constraints=[dict(c, ref_oid=table.oid) if c.get("ref_oid") == 0 else c
+                                                for c in cons])
         if not ct.generated:
             self._create_storage_and_entry(table, ct.if_not_exists)
             return CommandResult("CREATE TABLE", notices=ct.notices)
@@ -1448,6 +1456,7 @@ class EngineSession:
         if cascade:
             self._refuse_flow_cascade_in_block(targets)
         notices += flow_statements.drop_dependent_flows(self, [t for t in targets if t.kind == "table"], cascade)
+        notices += constraints.drop_dependents(self, [t for t in targets if t.kind == "table"], cascade)
         for t in targets:
             self._lock_for_ddl(t)
         for t in targets:
@@ -1553,6 +1562,7 @@ class EngineSession:
                     raise SqlError("0A000", f'cannot drop column "{name}": it is part of the primary key or the time index')
                 if len(new.columns) == 1:
                     raise SqlError("0A000", "a table must keep at least one column")
+                new = constraints.without_column(self, new, name, bool(action.args.get("cascade")))
                 new = replace(new, columns=[c for c in new.columns if c.name != name])
             if new is not t:
                 self._rewrite(t, new, {})
@@ -1575,6 +1585,7 @@ class EngineSession:
             cols = [replace(c, name=to) if c.name == old else c for c in t.columns]
             new = replace(t, columns=cols, primary_key=[to if k == old else k for k in t.primary_key],
                           time_index=to if t.time_index == old else t.time_index)
+            new = constraints.renamed_column(self, new, old, to)
             self._rewrite(t, new, {}, renames={to: old})
             stored = self.catalog.replace_table(new)
             for seq in self.catalog.list_tables(kind="sequence"):  # ownership follows the column
@@ -1592,6 +1603,10 @@ class EngineSession:
             return renamed
         if isinstance(action, exp.AlterColumn):
             return self._alter_column(t, action)
+        if isinstance(action, exp.AddConstraint):
+            return constraints.add_constraints(self, t, action, info)
+        if isinstance(action, exp.Drop) and (action.args.get("kind") or "").upper() == "CONSTRAINT":
+            return constraints.drop_constraints(self, t, action)
         raise SqlError("0A000", f"ALTER TABLE action {action.sql('postgres')} is not supported")
 
     def _alter_column(self, t: TableDef, action: exp.AlterColumn) -> TableDef:
@@ -1645,6 +1660,7 @@ class EngineSession:
         tables = [self._resolve_target(node, info) for node in tree.expressions]
         for t in tables:
             self.catalog.roles.check_table(info, t, "TRUNCATE")
+        constraints.check_truncate(self, tables)
         for t in tables:
             with self._rewriting(t):
                 base = self.store.version(t.location)
@@ -1761,7 +1777,7 @@ class EngineSession:
                     v = v.value
                 columns_values[c.name].append(v)
         data = self._build_rows(t, columns_values, len(rows), ctx, info)
-        op = self._plan_insert(t, data, None)
+        op = self._plan_insert(t, data, None, info)
         self._write(op)
         return CommandResult(f"INSERT 0 {data.num_rows}")
 
@@ -1902,13 +1918,20 @@ class EngineSession:
         return t.options.get("append_mode", "false").lower() == "true"
 
     def _plan_insert(self, t: TableDef, data: pa.Table, on_conflict: exp.OnConflict | None,
-                     ) -> WriteOp:
+                     info: SessionInfo | None = None) -> WriteOp:
         """The write for inserting ``data`` under ``t``'s key semantics and ON CONFLICT."""
         keys = self._keys(t)
+        uniques = t.unique_sets()
+        info = info or SessionInfo()
+        if uniques or any(c["type"] == "f" for c in t.constraints):
+            if on_conflict is not None:
+                self._refuse_conflict_with_constraints(t, on_conflict, keys)
+            constraints.check_unique(self, t, data, info)
+            constraints.check_references(self, t, data, info)
         if not keys or (t.time_index and self._append_mode(t)):
             if on_conflict is not None and not keys:
                 raise SqlError("42P10", "there is no unique or exclusion constraint matching the ON CONFLICT specification")
-            return WriteOp(t, "append", data)
+            return WriteOp(t, "append", data, unique_sets=uniques)
         if t.time_index and on_conflict is None:
             return WriteOp(t, "upsert", dedupe_last(data, keys), keys=keys)
         # Unique keys (PostgreSQL semantics).
@@ -1921,7 +1944,7 @@ class EngineSession:
             if taken:
                 raise self._unique_error(t, dict(zip(keys, taken[0])))
             # checked again when it commits, against what others committed meanwhile
-            return WriteOp(t, "append", data, keys=keys, unique=True)
+            return WriteOp(t, "append", data, keys=keys, unique=True, unique_sets=uniques)
         conflict_cols = [_ident(e.this.this if isinstance(e, exp.Ordered) else e.this if isinstance(e, exp.Column) else e)
                          for e in (on_conflict.args.get("conflict_keys") or [])]
         if conflict_cols and sorted(conflict_cols) != sorted(keys):
@@ -1945,7 +1968,9 @@ class EngineSession:
                     hits, keys=keys, join_type="left outer")
                 keep = pc.filter(joined.column("__tg_i"), pc.is_null(joined.column("__tg_hit"))).combine_chunks()
                 data = data.take(keep.sort())
-            return WriteOp(t, "append", data, keys=keys, skip_existing=True)
+            if uniques:  # the rows left after skipping PRIMARY KEY conflicts must not break a UNIQUE
+                constraints.check_unique(self, t, data, info)
+            return WriteOp(t, "append", data, keys=keys, skip_existing=True, unique_sets=uniques)
         dups = duplicate_keys(data, keys)
         if dups.num_rows:
             raise SqlError("21000", "ON CONFLICT DO UPDATE command cannot affect row a second time",
@@ -1959,6 +1984,24 @@ class EngineSession:
         if on_conflict.args.get("where") is not None:
             raise SqlError("0A000", "ON CONFLICT DO UPDATE ... WHERE is not supported")
         return WriteOp(t, "merge", data, keys=keys, updates=updates)
+
+    def _refuse_conflict_with_constraints(self, t: TableDef, on_conflict: exp.OnConflict, keys: list[str]) -> None:
+        """ON CONFLICT on a table with UNIQUE constraints: only ``ON CONFLICT (primary key) DO NOTHING``."""
+        cols = [_ident(e.this.this if isinstance(e, exp.Ordered) else e.this if isinstance(e, exp.Column) else e)
+                for e in (on_conflict.args.get("conflict_keys") or [])]
+        action = on_conflict.args.get("action")
+        nothing = bool(on_conflict.args.get("nothing")) or (action is not None and "NOTHING" in action.name.upper())
+        cname = _ident(on_conflict.args["constraint"]) if on_conflict.args.get("constraint") is not None else None
+        for name, ucols in t.unique_sets():
+            if (cols and sorted(cols) == sorted(ucols)) or cname == name:
+                raise SqlError("0A000", f'ON CONFLICT on unique constraint "{name}" is not supported',
+                               hint="ON CONFLICT works on the PRIMARY KEY; make the unique columns the primary key, "
+                                    "or check for the row before inserting.")
+        if not (keys and nothing and (sorted(cols) == sorted(keys) or cname == f"{t.name}_pkey")):
+            raise SqlError("0A000", f'ON CONFLICT on table "{t.name}", which has UNIQUE constraints, supports only '
+                                    "ON CONFLICT (primary key columns) DO NOTHING",
+                           hint="Name the primary key columns as the conflict target and use DO NOTHING, or drop "
+                                "the UNIQUE constraints.")
 
     def _keys_in_transaction(self, t: TableDef, keys: list[str], committed: pa.Table,
                              candidates: pa.Table) -> list[tuple]:
@@ -2027,7 +2070,7 @@ class EngineSession:
         # ON CONFLICT decides from what is stored: it holds the table's write lock as UPDATE does, so
         # a racing upsert of the same key waits and then sees this one (the right count, no lost update).
         with self._rewriting(t) if conflict is not None else nullcontext():
-            op = self._plan_insert(t, data, conflict)
+            op = self._plan_insert(t, data, conflict, info)
             rows_written = op.data.num_rows if isinstance(op.data, pa.Table) else 0
             stored = self._write(op)
         if stored is not None and op.skip_existing:
@@ -2238,6 +2281,10 @@ class EngineSession:
         new = pa.Table.from_arrays(new_cols, schema=storage_schema(t.columns))
         if count:
             self._check_not_null(t, new)
+            changed = {c.name for c, _ in sets}
+            constraints.check_unique(self, t, new, info, moving=old_matched, changed=changed)
+            constraints.check_references(self, t, new, info, changed=changed)
+            constraints.check_referenced(self, t, old_matched, info, remaining=new)
             keys = self._keys(t)
             if keys and any(c.name in keys for c, _ in sets):
                 dups = duplicate_keys(new, keys)
@@ -2263,7 +2310,8 @@ class EngineSession:
                     source = dedupe_last(source, [f"__tg_old_{m}" for m in match_cols])
                 # null-safe: key-less tables, and a time-series table's tags (NULL is a tag value)
                 self._write(WriteOp(t, "update", source, keys=match_cols, null_safe=not self._keys(t) or bool(t.time_index),
-                                    base_version=version))
+                                    base_version=version,
+                                    unique_sets=[u for u in t.unique_sets() if changed & set(u[1])]))
         result_rows = None
         if tree.args.get("returning") is not None:
             result_rows = self._returning(t, new, tree.args["returning"], params, info)
@@ -2286,7 +2334,7 @@ class EngineSession:
         alias = target.alias or t.name
         where = tree.args.get("where")
         returning = tree.args.get("returning")
-        if where is None and returning is None and not self._pending_ops(t):
+        if where is None and returning is None and not self._pending_ops(t) and not constraints.referencing(self, t):
             base = self.store.version(t.location)
             count = self._row_count(t)
             if count:
@@ -2303,6 +2351,7 @@ class EngineSession:
         deleted = rows_all if matched_only else rows_all.filter(mask)
         count = deleted.num_rows
         if count:
+            constraints.check_referenced(self, t, deleted, info)
             if match_cols is None:
                 self._write(WriteOp(t, "overwrite", rows_all.filter(pc.invert(mask)), base_version=version))
             else:
@@ -2387,12 +2436,13 @@ class EngineSession:
                 yield out
 
         keys = self._keys(t)
-        needs_whole = bool(keys) and not (t.time_index and self._append_mode(t))
+        needs_whole = (bool(keys) and not (t.time_index and self._append_mode(t))) or bool(t.constraints) \
+            or any(i["unique"] for i in t.indexes)
         if needs_whole or self._pending is not None:
             data = pa.Table.from_batches(list(convert()), schema=schema)
             if data.num_rows == 0:
                 return 0
-            op = self._plan_insert(t, data, None)
+            op = self._plan_insert(t, data, None, info)
             self._write(op)
             return data.num_rows
         failure: list[BaseException] = []

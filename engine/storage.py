@@ -500,6 +500,9 @@ class WriteOp:
     unique: bool = False
     # "append" of INSERT ... ON CONFLICT DO NOTHING: rows whose ``keys`` exist at commit are dropped.
     skip_existing: bool = False
+    # "append"/"update" of a table with UNIQUE constraints or unique indexes: (name, columns) each
+    # re-checked at commit under the table's lock (23505), NULLs distinct as in PostgreSQL.
+    unique_sets: list[tuple[str, list[str]]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -660,6 +663,13 @@ class TableStore:
         """Rows of the key columns that already exist among ``candidates`` (pruned by stats)."""
         with self.lock(location):
             return _existing_keys(self._table(location), location, keys, candidates)
+
+    def unique_clash(self, location: str, cols: list[str], data: pa.Table,
+                     excluded: Sequence[pa.Table] = ()) -> dict[str, Any] | None:
+        """The first NULL-free ``cols`` tuple of ``data`` the table already stores (see :func:`unique_clash`)."""
+        with self.lock(location):
+            dt = self._table(location)
+        return unique_clash(dt, location, cols, data, excluded)
 
     def rows_with_keys(self, location: str, keys: list[str], candidates: pa.Table) -> pa.Table:
         """The current full rows whose key tuples occur in ``candidates``, in the candidates' order.
@@ -846,6 +856,15 @@ class TableStore:
                     hits, keys=op.keys, join_type="left outer")
                 keep = pc.filter(joined.column("__tg_i"), pc.is_null(joined.column("__tg_hit"))).combine_chunks()
                 op = replace(op, data=op.data.take(keep.sort()))
+        if op.kind in ("append", "update") and op.unique_sets and isinstance(op.data, pa.Table) and op.data.num_rows:
+            excluded = [freed] if freed is not None and freed.num_rows else []
+            if op.kind == "update":
+                excluded.append(op.data.select([f"__tg_old_{k}" for k in op.keys]).rename_columns(op.keys))
+            for name, cols in op.unique_sets:
+                clash = unique_clash(dt, location, cols, op.data, excluded)
+                if clash is not None:
+                    raise SqlError("23505", f'duplicate key value violates unique constraint "{name}"',
+                                   detail=f"{key_text(clash)} already exists.")
         return op
 
     def _rows_changed(self, dt: DeltaTable, op: WriteOp) -> bool:
@@ -916,6 +935,51 @@ def _existing_keys(dt: DeltaTable, location: str, keys: list[str], candidates: p
     # string_view: the key columns are read in the candidates' types and matched by the join.
     existing = pads.dataset(files, format="parquet", schema=wanted.schema).to_table(columns=keys)
     return existing.join(wanted.group_by(keys).aggregate([]), keys=keys, join_type="inner")
+
+
+def non_null_keys(data: pa.Table, cols: list[str]) -> pa.Table:
+    """``data``'s ``cols`` in the rows where none of them is NULL (NULLs are distinct in a UNIQUE)."""
+    keys = data.select(cols)
+    mask = None
+    for c in cols:
+        valid = pc.is_valid(keys.column(c))
+        mask = valid if mask is None else pc.and_(mask, valid)
+    return keys.filter(mask) if mask is not None else keys
+
+
+def unique_clash(dt: DeltaTable, location: str, cols: list[str], data: pa.Table,
+                 excluded: Sequence[pa.Table] = ()) -> dict[str, Any] | None:
+    """The first ``cols`` value tuple of ``data`` (NULL-free) that a stored row of ``dt`` holds,
+    ignoring stored rows matching a row of an ``excluded`` table on its columns (rows the same
+    write or transaction removes); None when there is none."""
+    wanted = non_null_keys(data, cols)
+    if wanted.num_rows == 0:
+        return None
+    files = key_files(dt, location, cols, wanted)
+    if not files:
+        return None
+    extra = [k for e in excluded for k in e.column_names if k not in cols]
+    read = cols + list(dict.fromkeys(extra))
+    schema = pa.schema([data.schema.field(k) if k in data.column_names else excluded_field(excluded, k) for k in read])
+    stored = pads.dataset(files, format="parquet", schema=schema).to_table(columns=read)
+    stored = stored.join(wanted.group_by(cols).aggregate([]), keys=cols, join_type="inner")
+    for ex in excluded:
+        if stored.num_rows == 0:
+            break
+        names = ex.column_names
+        gone = ex.group_by(names).aggregate([])
+        gone = gone.append_column("__tg_gone", pa.repeat(True, gone.num_rows))
+        stored = stored.join(gone.cast(pa.schema([stored.schema.field(k) for k in names] + [gone.schema.field("__tg_gone")])),
+                             keys=names, join_type="left outer")
+        stored = stored.filter(pc.is_null(stored.column("__tg_gone"))).drop_columns(["__tg_gone"])
+    return stored.select(cols).slice(0, 1).to_pylist()[0] if stored.num_rows else None
+
+
+def excluded_field(excluded: Sequence[pa.Table], name: str) -> pa.Field:
+    for e in excluded:
+        if name in e.column_names:
+            return e.schema.field(name)
+    raise KeyError(name)
 
 
 def key_files(dt: DeltaTable, location: str, keys: list[str], candidates: pa.Table) -> list[str]:
@@ -1013,6 +1077,7 @@ def coalesce(ops: list[WriteOp]) -> list[WriteOp]:
         prev = out[-1] if out else None
         if (prev is not None and prev.table.location == op.table.location and prev.kind == op.kind
                 and op.kind in ("append", "upsert") and prev.keys == op.keys and prev.unique == op.unique
+                and prev.unique_sets == op.unique_sets
                 and prev.skip_existing == op.skip_existing and not prev.app_id and not op.app_id
                 and isinstance(prev.data, pa.Table) and isinstance(op.data, pa.Table)):
             try:

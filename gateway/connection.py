@@ -26,7 +26,7 @@ from gateway.copyfmt import CopyDecoder, CopyEncoder
 from gateway import messages as m
 from gateway.auth import MAX_AUTH_MESSAGE
 from gateway.dispatch import (BackendSession, Classified, Kind, classify, parse_close, parse_copy, parse_declare,
-                              parse_fetch, parse_savepoint_name)
+                              parse_fetch, parse_fetch_motion, parse_savepoint_name, scroll_motion)
 from gateway.messages import ProtocolError
 from gateway.splitter import Statement, split_statements
 from tidegate.errors import SqlError
@@ -112,6 +112,10 @@ class Portal:
     final_tag: str | None = None  # CommandResult with RETURNING rows: its tag
     inline: bool = False
     holdable: bool = False  # DECLARE ... WITH HOLD: survives the end of the transaction
+    # DECLARE ... SCROLL CURSOR: every row, read at DECLARE, and the position (0: before the first
+    # row, n: on row n, len + 1: after the last), as PostgreSQL counts it
+    scroll_rows: pa.Table | None = None
+    scroll_pos: int = 0
 
     def close(self) -> Callable[[], None] | None:
         stream, self.stream, self.iterator, self.pending = self.stream, None, None, None
@@ -616,7 +620,7 @@ class Connection:
                 hit = gucs.match_set_config(stmt.sql)
                 stmt.fields = [ResultField(hit[3] if hit else "set_config", _TEXT)]
             elif kind == Kind.FETCH:
-                verb, name, _ = parse_fetch(stmt.sql)
+                verb, name, _, _ = parse_fetch_motion(stmt.sql)
                 cursor = self.portals.get(name)
                 if cursor is None:
                     raise SqlError("34000", f'cursor "{name}" does not exist')
@@ -960,8 +964,6 @@ class Connection:
         d = parse_declare(portal.stmt.sql)
         if self.status == "I" and not d.hold and not self.implicit_open:
             raise SqlError("25P01", "DECLARE CURSOR can only be used in transaction blocks")
-        if d.scroll:
-            raise SqlError("0A000", "SCROLL cursors are not supported")
         if d.name in self.portals:
             raise SqlError("42P03", f'cursor "{d.name}" already exists')
         query_cls = classify(d.query)
@@ -975,14 +977,47 @@ class Connection:
         if cursor.stream is None:
             raise SqlError("42601", "DECLARE CURSOR must be followed by a query that returns rows")
         cursor.fields = cursor.stream.fields
+        if d.scroll:  # materialised: FETCH moves both ways over rows held in memory
+            stream = cursor.stream
+            cursor.scroll_rows = await self.blocking(self._materialise, stream)
         self.portals[d.name] = cursor
         self.send(m.command_complete("DECLARE CURSOR"))
 
+    @staticmethod
+    def _materialise(stream: RowStream) -> pa.Table:
+        try:
+            batches = [b for b in stream.batches if b.num_rows]
+        finally:
+            stream.close()
+        if batches:
+            return pa.Table.from_batches(batches)
+        return pa.Table.from_batches([], schema=pa.schema(
+            [pa.field(f"c{i}", pa.null()) for i in range(len(stream.fields))]))
+
+    async def _fetch_scroll(self, portal: Portal, cursor: Portal, simple: bool) -> None:
+        """FETCH / MOVE on a SCROLL cursor: any direction, PostgreSQL's positions and counts."""
+        verb, _, kind, count = parse_fetch_motion(portal.stmt.sql)
+        table = cursor.scroll_rows
+        rows, cursor.scroll_pos = scroll_motion(kind, count, cursor.scroll_pos, table.num_rows)
+        fields = cursor.fields
+        formats = [0] * len(fields) if simple else self._expand_formats(portal.result_formats, len(fields))
+        if simple and verb == "fetch":
+            self.send(m.row_description(fields, formats))
+        if verb == "fetch" and len(rows):
+            picked = table.take(pa.array(list(rows), pa.int64()))
+            self.send(encode_data_rows(picked.combine_chunks().to_batches()[0] if picked.num_rows else picked,
+                                       fields, formats, timezone=self.info.timezone))
+        self.send(m.command_complete(f"{verb.upper()} {len(rows)}"))
+
     async def _fetch(self, portal: Portal, simple: bool) -> None:
-        verb, name, count = parse_fetch(portal.stmt.sql)
+        _, name, _, _ = parse_fetch_motion(portal.stmt.sql)
         cursor = self.portals.get(name)
         if cursor is None or cursor is portal:
             raise SqlError("34000", f'cursor "{name}" does not exist')
+        if cursor.scroll_rows is not None:
+            await self._fetch_scroll(portal, cursor, simple)
+            return
+        verb, name, count = parse_fetch(portal.stmt.sql)
         if cursor.stream is None:
             self.send(m.command_complete(f"{verb.upper()} 0"))
             return

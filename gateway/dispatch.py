@@ -180,26 +180,72 @@ def parse_declare(sql: str) -> Declare:
 
 
 def parse_fetch(sql: str) -> tuple[str, str, int | None]:
-    """(verb, cursor name, count) for FETCH/MOVE; count None = ALL. Only forward motion is supported."""
+    """(verb, cursor name, count) for FETCH/MOVE on a cursor that only scans forward; count None = ALL."""
+    verb, name, kind, count = parse_fetch_motion(sql)
+    if kind == "forward" and (count is None or count > 0):
+        return verb, name, count
+    raise SqlError("55000", "cursor can only scan forward",
+                   hint="Declare it with SCROLL option to enable backward scan.")
+
+
+def parse_fetch_motion(sql: str) -> tuple[str, str, str, int | None]:
+    """(verb, cursor name, kind, count) of FETCH/MOVE: kind "forward" / "backward" (count rows,
+    None = ALL; may be 0 or negative as written), "absolute" / "relative" (count = the position)."""
     m = _FETCH.match(sql)
     if not m:
         raise SqlError("42601", "syntax error in FETCH/MOVE")
     verb = m.group("verb").lower()
-    d = " ".join((m.group("dir") or "next").lower().split())
-    count: int | None
-    if d in ("next", "forward"):
-        count = 1
-    elif d in ("all", "forward all"):
-        count = None
-    elif re.fullmatch(r"(forward )?[-+]?\d+", d):
-        count = int(d.split()[-1])
-        if count <= 0:
-            raise SqlError("55000", "cursor can only scan forward",
-                           hint="Declare it with SCROLL option to enable backward scan.")
+    words = (m.group("dir") or "next").lower().split()
+    name = ident_name(m.group("name"))
+    fixed = {"next": ("forward", 1), "prior": ("backward", 1), "first": ("absolute", 1), "last": ("absolute", -1),
+             "all": ("forward", None), "forward": ("forward", 1), "backward": ("backward", 1)}
+    if len(words) == 1 and words[0] in fixed:
+        kind, count = fixed[words[0]]
+    elif len(words) == 1:
+        kind, count = "forward", int(words[0])
+    elif words[1] == "all":
+        kind, count = words[0], None
     else:
-        raise SqlError("55000", "cursor can only scan forward",
-                       hint="Declare it with SCROLL option to enable backward scan.")
-    return verb, ident_name(m.group("name")), count
+        kind, count = words[0], int(words[1])
+    return verb, name, kind, count
+
+
+def scroll_motion(kind: str, count: int | None, pos: int, total: int) -> tuple[range, int]:
+    """PostgreSQL's cursor motion over ``total`` materialised rows from position ``pos`` (0: before
+    the first row, 1..total: on that row, total + 1: after the last): the 0-based row indexes a
+    FETCH returns (in order) and the new position."""
+    if kind == "absolute":
+        target = count if count >= 0 else total + 1 + count
+        if target <= 0:
+            return range(0), 0
+        if target > total:
+            return range(0), total + 1
+        return range(target - 1, target), target
+    if kind == "relative":
+        if count == 0:
+            return (range(pos - 1, pos) if 1 <= pos <= total else range(0)), pos
+        target = pos + count
+        if target < 1:
+            return range(0), 0
+        if target > total:
+            return range(0), total + 1
+        return range(target - 1, target), target
+    if count is not None and count < 0:
+        kind, count = ("backward" if kind == "forward" else "forward"), -count
+    if count == 0:  # FORWARD 0 / BACKWARD 0: the current row again
+        return (range(pos - 1, pos) if 1 <= pos <= total else range(0)), pos
+    if kind == "forward":
+        first = pos  # 0-based index of the next row
+        last = total if count is None else min(total, pos + count)
+        rows = range(first, max(first, last))
+        moved = len(rows)
+        return rows, pos + moved if count is not None and moved == count else total + 1
+    # backward: rows pos-1, pos-2, ... (1-based) -> 0-based pos-2 down
+    start = min(pos, total + 1) - 1  # 1-based row before the current position
+    stop = 0 if count is None else max(0, start - count)
+    rows = range(start - 1, stop - 1, -1)
+    moved = len(rows)
+    return rows, (start - moved + 1) if count is not None and moved == count else 0
 
 
 def parse_close(sql: str) -> str | None:
