@@ -202,6 +202,11 @@ def _find_window(plan: FlowPlan, tree: exp.Expression, sources: list[TableDef]) 
         return
     group = tree.args.get("group")
     keys = list(group.expressions) if group is not None else []
+    distinct = tree.args.get("distinct")
+    if not keys and isinstance(distinct, exp.Distinct) and not distinct.args.get("on") and not _has_aggregate(tree):
+        # SELECT DISTINCT a, b is GROUP BY a, b: its output columns are the sink's keys (one row
+        # per distinct combination; without keys the sink would keep a single row).
+        keys = [_unalias(it).copy() for it in tree.expressions]
     plan.aggregating = bool(keys) or _has_aggregate(tree)
     for key in keys:
         idx = _group_to_output(tree, key)
