@@ -394,27 +394,56 @@ def compatible(out: ColumnType, sink: ColumnType) -> bool:
 
 def check_sink(plan: FlowPlan, sink: TableDef) -> None:
     """Refuse a sink whose columns do not take the flow's output (42P16, listing the differences)."""
+    sink_columns(plan, sink)
+
+
+def sink_columns(plan: FlowPlan, sink: TableDef) -> list[str]:
+    """The sink column each output column is stored in, in output order (42P16 when none fits).
+
+    Outputs are matched to sink columns by name when every output name is a sink column;
+    otherwise, as GreptimeDB does, by position: the sink's columns other than ``update_at`` and
+    ``__ts_placeholder``, in order, take the outputs in order, whatever their names.
+    """
     out = dict(zip(plan.output_names, plan.output_types))
     sink_cols = {c.name: c for c in sink.columns}
     optional = {UPDATE_AT, TS_PLACEHOLDER}
-    missing = [n for n in plan.output_names if n not in sink_cols]
-    extra = [c.name for c in sink.columns if c.name not in out and c.name not in optional]
-    clashes = [f"{n} (flow: {t.sql()}, sink: {sink_cols[n].type.sql()})"
-               for n, t in out.items() if n in sink_cols and not compatible(t, sink_cols[n].type)]
-    if not (missing or extra or clashes):
-        return
     flow_text = ", ".join(f"{n} {t.sql()}" for n, t in out.items())
     sink_text = ", ".join(f"{c.name} {c.type.sql()}" for c in sink.columns)
-    parts = [f'sink table "{sink.qualified_name}" does not match the output of the flow',
-             f"flow output columns: {flow_text}", f"sink columns: {sink_text}"]
-    if extra:
-        parts.append(f"extra in sink: {', '.join(extra)}")
-    if missing:
-        parts.append(f"missing in sink: {', '.join(missing)}")
+    head = [f'sink table "{sink.qualified_name}" does not match the output of the flow',
+            f"flow output columns: {flow_text}", f"sink columns: {sink_text}"]
+    hint = ("Make the sink's columns match the query's output (by name, or in order and type), or sink into "
+            "a new table to have it created.")
+    missing = [n for n in plan.output_names if n not in sink_cols]
+    if not missing:
+        extra = [c.name for c in sink.columns if c.name not in out and c.name not in optional]
+        clashes = [f"{n} (flow: {t.sql()}, sink: {sink_cols[n].type.sql()})"
+                   for n, t in out.items() if not compatible(t, sink_cols[n].type)]
+        if not (extra or clashes):
+            return list(plan.output_names)
+        parts = list(head)
+        if extra:
+            parts.append(f"extra in sink: {', '.join(extra)}")
+        if clashes:
+            parts.append(f"type clash: {'; '.join(clashes)}")
+        raise SqlError("42P16", "; ".join(parts), hint=hint)
+    positional = [c for c in sink.columns if c.name not in optional]
+    if len(positional) != len(plan.output_names):
+        parts = head + [f"missing in sink: {', '.join(missing)}",
+                        f"matched by position (the names differ), the sink has {len(positional)} column(s) "
+                        f"for the flow's {len(plan.output_names)} output column(s)"]
+        raise SqlError("42P16", "; ".join(parts), hint=hint)
+    clashes = [f"position {i + 1}: {n} (flow: {t.sql()}) into {c.name} (sink: {c.type.sql()})"
+               for i, (n, t, c) in enumerate(zip(plan.output_names, plan.output_types, positional))
+               if not compatible(t, c.type)]
     if clashes:
-        parts.append(f"type clash: {'; '.join(clashes)}")
-    raise SqlError("42P16", "; ".join(parts),
-                   hint="Make the sink's columns match the query's output, or sink into a new table to have it created.")
+        parts = head + ["matched by position (the names differ)", f"type clash: {'; '.join(clashes)}"]
+        raise SqlError("42P16", "; ".join(parts), hint=hint)
+    return [c.name for c in positional]
+
+
+def sink_column_of(plan: FlowPlan, sink: TableDef, output: str) -> str:
+    """The sink column holding output column ``output``."""
+    return sink_columns(plan, sink)[plan.output_names.index(output)]
 
 
 def upsert_keys(sink: TableDef, plan: FlowPlan) -> list[str]:
@@ -423,6 +452,6 @@ def upsert_keys(sink: TableDef, plan: FlowPlan) -> list[str]:
     if sink.time_index and sink.time_index not in keys:
         keys.append(sink.time_index)
     if not keys:
-        keys = [n for n in plan.output_names]
+        keys = sink_columns(plan, sink)
     return keys
 
