@@ -207,6 +207,7 @@ def _find_window(plan: FlowPlan, tree: exp.Expression, sources: list[TableDef]) 
         # SELECT DISTINCT a, b is GROUP BY a, b: its output columns are the sink's keys (one row
         # per distinct combination; without keys the sink would keep a single row).
         keys = [_unalias(it).copy() for it in tree.expressions]
+    from_distinct = group is None and bool(keys)
     plan.aggregating = bool(keys) or _has_aggregate(tree)
     for key in keys:
         idx = _group_to_output(tree, key)
@@ -239,7 +240,9 @@ def _find_window(plan: FlowPlan, tree: exp.Expression, sources: list[TableDef]) 
                 candidates.append((idx, _unalias(it)))
                 break
     if not candidates:
-        plan.full_reason = "no timestamp column among the GROUP BY keys" if plan.aggregating else "no timestamp output column"
+        plan.full_reason = ("no timestamp output column" if not plan.aggregating else
+                            "no timestamp column among the DISTINCT columns" if from_distinct else
+                            "no timestamp column among the GROUP BY keys")
         return
     idx, expr = candidates[0]
     fn, column = _window_fn(expr)
@@ -447,11 +450,19 @@ def sink_column_of(plan: FlowPlan, sink: TableDef, output: str) -> str:
 
 
 def upsert_keys(sink: TableDef, plan: FlowPlan) -> list[str]:
-    """The columns a sink row is identified by: its primary key and time index."""
+    """The columns a sink row is identified by: its primary key and time index.
+
+    A flow without aggregation writing to a sink without primary key keeps every distinct output
+    row: its rows are identified by all their (comparable) columns, not by the time index alone
+    (an auto-created sink's ``__ts_placeholder`` would otherwise keep a single row).
+    """
     keys = list(sink.primary_key)
+    if not plan.aggregating and not keys:
+        names = sink_columns(plan, sink)
+        keys = [n for n, t in zip(names, plan.output_types)
+                if not t.is_array and t.pg.name not in ("json", "jsonb")]
     if sink.time_index and sink.time_index not in keys:
         keys.append(sink.time_index)
     if not keys:
         keys = sink_columns(plan, sink)
     return keys
-

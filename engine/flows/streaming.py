@@ -128,7 +128,7 @@ def streamable(plan: FlowPlan) -> str | None:
     distinct = tree.args.get("distinct")
     if plan.aggregating or distinct is not None:
         if plan.window is None:
-            what = "DISTINCT" if distinct is not None and not plan.aggregating else "an aggregation"
+            what = "DISTINCT" if distinct is not None and tree.args.get("group") is None else "an aggregation"
             return (f"{what} without a time window over the source is not incremental "
                     f"({plan.full_reason or 'no usable time window'})")
         if plan.window.table.oid != plan.sources[0].oid:
