@@ -52,6 +52,7 @@ SHOW FLOW STATUS LIKE 'flow_cpu_1m';
 -- Dropping a source a flow reads keeps the flow, pending until the table exists again.
 DROP TABLE flow_metrics;
 
+-- SQLNESS REPLACE \d{4}-\d{2}-\d{2}\s\d{2}:\d{2}:\d{2}(\.\d+)?\+00:00 <time>
 SHOW FLOW STATUS LIKE 'flow_cpu_1m';
 
 DROP FLOW flow_cpu_1m;

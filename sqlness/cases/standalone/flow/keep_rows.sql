@@ -88,6 +88,7 @@ DROP FLOW flow_kr_pos_flow;
 
 DROP TABLE flow_kr_src;
 
+-- SQLNESS REPLACE \d{4}-\d{2}-\d{2}\s\d{2}:\d{2}:\d{2}(\.\d+)?\+00:00 <time>
 SHOW FLOW STATUS LIKE 'flow_kr_distinct';
 
 ADMIN FLUSH_FLOW('flow_kr_distinct');
