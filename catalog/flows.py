@@ -81,6 +81,10 @@ class FlowDef:
     owner: str | None = None  # the creating role (None: the bootstrap superuser); its sink's owner
     created_time: datetime | None = None
     updated_time: datetime | None = None
+    # Bumped when a source table is dropped under the flow (it waits, pending, for the table to be
+    # created again): names the app transactions of the sink commits, so the rebuilt flow's first
+    # commits are not mistaken for replays of the old ones.
+    epoch: int = 0
 
     @property
     def pending(self) -> bool:
@@ -301,6 +305,10 @@ class FlowStore(SqliteStore):
 
 # -- INFORMATION_SCHEMA ------------------------------------------------------------------------------
 
+def _compact_json(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"))
+
+
 def information_schema_rows(store: FlowStore | None, database: str,
                             definition_of: Any = None) -> dict[str, pa.Table]:
     """The rows of INFORMATION_SCHEMA.FLOWS and FLOW_STATISTICS, as Arrow tables.
@@ -320,16 +328,20 @@ def information_schema_rows(store: FlowStore | None, database: str,
         opts["flow_type"] = f.flow_type
         node = st.node if not f.pending else None
         values = {
-            "flow_name": f.name, "flow_id": f.flow_id, "state_size": st.state_size, "table_catalog": database,
-            "flow_definition": render(f), "comment": f.comment, "expire_after": f.expire_after,
-            "source_table_ids": json.dumps(list(f.source_ids)),
+            # GreptimeDB's forms: batching flows keep no state (state_size NULL), a flow without
+            # comment shows '', JSON-in-text columns are compact ({"flow_type":"batching"}).
+            "flow_name": f.name, "flow_id": f.flow_id,
+            "state_size": st.state_size if f.flow_type == "streaming" else None, "table_catalog": database,
+            "flow_definition": render(f), "comment": f.comment if f.comment is not None else "",
+            "expire_after": f.expire_after,
+            "source_table_ids": _compact_json(list(f.source_ids)),
             "sink_table_name": f"{database}.{f.sink_schema}.{f.sink_table}",
-            "flownode_ids": json.dumps({"0": 0} if node else {}),
-            "options": json.dumps(dict(sorted(opts.items()))),
+            "flownode_ids": _compact_json({"0": 0} if node else {}),
+            "options": _compact_json(dict(sorted(opts.items()))),
             "created_time": f.created_time, "updated_time": f.updated_time,
             "last_execution_time": st.last_execution_time,
             "source_table_names": ",".join(f"{database}.{s}" for s in f.sources) if not f.pending else "",
-            "flownode_addrs": json.dumps({"0": node}) if node else None,
+            "flownode_addrs": _compact_json({"0": node}) if node else None,
         }
         for k, v in values.items():
             frows[k].append(v)

@@ -88,11 +88,24 @@ __all__ = [
 ]
 
 
+def _date_bin_call(args: list) -> exp.Expression:
+    if len(args) not in (2, 3):
+        return exp.Anonymous(this="date_bin", expressions=args)  # refused with 42883 by check_functions
+    node = exp.DateBin(this=args[0], expression=args[1])
+    if len(args) == 3:
+        node.set("unit", args[2])
+    return node
+
+
 class _TidegateParser(PostgresParser):
     # date_part() must stay distinguishable from EXTRACT (different result type and name).
     FUNCTION_PARSERS = {k: v for k, v in PostgresParser.FUNCTION_PARSERS.items() if k != "DATE_PART"}
     # to_char templates are translated by engine.functions.to_char_format (AM/PM, FM, quoting).
     FUNCTIONS = {k: v for k, v in PostgresParser.FUNCTIONS.items() if k != "TO_CHAR"}
+    # date_bin(stride, source, origin): sqlglot's DateBin turns a third argument that is a string
+    # or a column into a unit name ('2021-07-01 00:00:00' became an unquoted word); keep it as the
+    # expression written (the translator reads the origin under "unit").
+    FUNCTIONS["DATE_BIN"] = lambda args: _date_bin_call(args)
 
     # PostgreSQL reads ``timestamp '2024-07-01'::timestamptz`` as (timestamp '2024-07-01')::timestamptz:
     # the type name binds to its string before any ``::``. sqlglot applies the ``::`` to the bare

@@ -48,23 +48,28 @@ class Replace:
 
 @dataclass
 class SortResult:
-    """``SORT_RESULT [ignore_head] [ignore_tail]``: sort the table body rows (or the lines)."""
+    """``SORT_RESULT [ignore_head] [ignore_tail]``: sort lines of the printed result.
 
-    ignore_head: int = 0
-    ignore_tail: int = 0
+    With counts (the sqlness format): the whole printed result is a list of lines (a table's
+    borders and header lines included); the first ``ignore_head`` and last ``ignore_tail`` lines
+    stay in place and the lines between are sorted, so ``SORT_RESULT 3 1`` sorts the body rows of
+    a table with one header line. Without counts: a table's body rows are sorted (its borders and
+    header stay in place); a result that is not a table has all its lines sorted.
+    """
+
+    ignore_head: int | None = None
+    ignore_tail: int | None = None
 
     def apply(self, result: str) -> str:
         lines = result.split("\n")
-        if _is_table(lines):
-            body = lines[3:-1]
-            return "\n".join(lines[:3] + self._sorted(body) + lines[-1:])
-        return "\n".join(self._sorted(lines))
-
-    def _sorted(self, rows: list[str]) -> list[str]:
-        head = min(self.ignore_head, len(rows))
-        tail = min(self.ignore_tail, len(rows) - head)
-        middle = rows[head:len(rows) - tail]
-        return rows[:head] + sorted(middle) + rows[len(rows) - tail:]
+        if self.ignore_head is None and self.ignore_tail is None:
+            if _is_table(lines):
+                return "\n".join(lines[:3] + sorted(lines[3:-1]) + lines[-1:])
+            return "\n".join(sorted(lines))
+        head = min(self.ignore_head or 0, len(lines))
+        tail = min(self.ignore_tail or 0, len(lines) - head)
+        middle = lines[head:len(lines) - tail]
+        return "\n".join(lines[:head] + sorted(middle) + lines[len(lines) - tail:])
 
 
 def _is_table(lines: list[str]) -> bool:
@@ -164,7 +169,9 @@ def parse_interceptor(text: str, path: Path, line: int) -> Interceptor | None:
         if len(parts) > 2 or not all(p.isdigit() for p in parts):
             raise CaseError(path, line, "SORT_RESULT takes at most two non-negative integers: "
                                         "[ignore_head] [ignore_tail]")
-        nums = [int(p) for p in parts] + [0, 0]
+        if not parts:
+            return SortResult()
+        nums = [int(p) for p in parts] + [0]
         return SortResult(nums[0], nums[1])
     if name == "SLEEP":
         try:

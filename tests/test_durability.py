@@ -56,6 +56,21 @@ def written(data_dir: Path) -> dict[str, list[tuple]]:
                                        ("a", dt.datetime(2024, 1, 1, 0, 1), 3.0),
                                        ("b", dt.datetime(2024, 1, 1, 0, 0), 20.0),
                                        ("c", dt.datetime(2024, 1, 1, 0, 0), 30.0)]
+            # Flow sinks keep every row (DISTINCT is a grouping) across a kill -9.
+            conn.execute("CREATE TABLE dur_flow_src (a int, b text, ts timestamp TIME INDEX)")
+            conn.execute("CREATE FLOW dur_distinct SINK TO dur_distinct_sink EVAL INTERVAL '1 hour' AS "
+                         "SELECT DISTINCT a FROM dur_flow_src")
+            conn.execute("CREATE FLOW dur_distinct2 SINK TO dur_distinct2_sink EVAL INTERVAL '1 hour' AS "
+                         "SELECT DISTINCT a, b FROM dur_flow_src")
+            conn.execute("INSERT INTO dur_flow_src VALUES (20, 'x', '2021-07-01 00:00:00'), "
+                         "(20, 'y', '2021-07-01 00:00:01'), (22, 'x', '2021-07-01 00:00:02')")
+            for flow in ("dur_distinct", "dur_distinct2"):
+                conn.execute(f"ADMIN FLUSH_FLOW('{flow}')")
+            conn.execute("INSERT INTO dur_flow_src VALUES (23, 'x', '2021-07-01 00:00:03')")
+            for flow in ("dur_distinct", "dur_distinct2"):
+                conn.execute(f"ADMIN FLUSH_FLOW('{flow}')")
+            expected["dur_distinct_sink"] = [(20,), (22,), (23,)]
+            expected["dur_distinct2_sink"] = [(20, "x"), (20, "y"), (22, "x"), (23, "x")]
             # A transaction committed just before the crash is durable; one still open is not.
             conn.execute("CREATE TABLE dur_tx (id int)")
             conn.execute("BEGIN")
@@ -83,6 +98,8 @@ QUERIES = {
     "dur_items": "SELECT id, name, price, at FROM dur_items ORDER BY id",
     "dur_metrics": "SELECT host, ts, cpu FROM dur_metrics ORDER BY host, ts",
     "dur_tx": "SELECT id FROM dur_tx ORDER BY id",
+    "dur_distinct_sink": "SELECT a FROM dur_distinct_sink ORDER BY a",
+    "dur_distinct2_sink": "SELECT a, b FROM dur_distinct2_sink ORDER BY a, b",
 }
 
 
@@ -98,6 +115,17 @@ def test_time_index_last_write_wins_after_restart(restarted: TidegateServer) -> 
         rows = conn.execute("SELECT host, cpu FROM dur_metrics WHERE ts = '2024-01-01 00:00:00' ORDER BY host").fetchall()
         assert rows == [("a", 10.0), ("b", 20.0), ("c", 31.5), ("d", 4.0)]
         assert conn.execute("SELECT count(*) FROM dur_metrics").fetchone() == (5,)
+
+
+def test_distinct_flows_keep_rows_after_kill9(restarted: TidegateServer) -> None:
+    """The flows run on after the restart and still keep one sink row per distinct value."""
+    with psycopg.connect(restarted.dsn, autocommit=True) as conn:
+        conn.execute("INSERT INTO dur_flow_src VALUES (24, 'z', '2021-07-01 00:00:04'), (20, 'x', '2021-07-01 00:00:05')")
+        for flow in ("dur_distinct", "dur_distinct2"):
+            conn.execute(f"ADMIN FLUSH_FLOW('{flow}')")
+        assert conn.execute(QUERIES["dur_distinct_sink"]).fetchall() == [(20,), (22,), (23,), (24,)]
+        assert conn.execute(QUERIES["dur_distinct2_sink"]).fetchall() == [
+            (20, "x"), (20, "y"), (22, "x"), (23, "x"), (24, "z")]
 
 
 def test_catalog_survives_kill9(restarted: TidegateServer) -> None:

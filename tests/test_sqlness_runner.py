@@ -230,18 +230,26 @@ def test_replace_interceptor(tmp_path, capsys, dsn):
 
 
 def test_sort_result_with_head_and_tail(tmp_path, capsys, dsn):
+    # Counts are lines of the whole printed result (borders and header included), as in the
+    # sqlness format: "3 1" keeps a table's top border, header and separator and its bottom border.
     write(tmp_path, "standalone/sort.sql",
           "-- SQLNESS SORT_RESULT\n"
           "SELECT * FROM (VALUES ('c'), ('a'), ('b')) AS v(x);\n"
-          "-- SQLNESS SORT_RESULT 1 1\n"
+          "-- SQLNESS SORT_RESULT 3 1\n"
+          "SELECT * FROM (VALUES ('c'), ('a'), ('b')) AS v(x);\n"
+          "-- SQLNESS SORT_RESULT 4 1\n"
           "SELECT * FROM (VALUES ('z'), ('d'), ('c'), ('b'), ('a')) AS v(x);\n"
+          "-- SQLNESS SORT_RESULT 1 1\n"
+          "SELECT * FROM (VALUES ('z'), ('d')) AS v(x);\n"
           "SELECT * FROM (VALUES ('c'), ('a')) AS v(x);\n")
     code, out = run_update_then_check(capsys, tmp_path, dsn)
     assert code == 0, out
-    tables = [block for block in (tmp_path / "standalone/sort.result").read_text().split("\n\n")
+    blocks = [block for block in (tmp_path / "standalone/sort.result").read_text().split("\n\n")
               if block.startswith("+")]
-    rows = [[ln.strip("| ").strip() for ln in t.split("\n")[3:-1]] for t in tables]
-    assert rows == [["a", "b", "c"], ["z", "b", "c", "d", "a"], ["c", "a"]]
+    rows = [[ln.strip("| ").strip() for ln in t.split("\n")[3:-1]] for t in blocks[:3] + blocks[4:]]
+    assert rows == [["a", "b", "c"], ["a", "b", "c"], ["z", "a", "b", "c", "d"], ["c", "a"]]
+    # "1 1": the header line and the separator are sorted with the rows ('+' sorts before '|').
+    assert blocks[3].split("\n") == ["+---+", "+---+", "| d |", "| x |", "| z |", "+---+"]
 
 
 def test_sort_result_leaves_non_table_results(tmp_path, capsys, dsn):

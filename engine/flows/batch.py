@@ -30,7 +30,8 @@ import pyarrow as pa
 from deltalake import CommitProperties, Transaction
 
 from catalog.store import TableDef
-from engine.flows.plan import TS_PLACEHOLDER, UPDATE_AT, FlowPlan, table_refs, upsert_keys
+from engine.flows.plan import (TS_PLACEHOLDER, UPDATE_AT, FlowPlan, sink_column_of, sink_columns, table_refs,
+                               upsert_keys)
 from engine.flows.runtime import ActiveFlow, FlowExecutor, RunResult
 from engine.flows.windows import US, Range, delta_predicate, merge_ranges, spark_predicate, times_to_micros
 from engine.storage import (WRITER_PROPERTIES, Snapshot, TableStore, action_path, coerce_array, dedupe_last,
@@ -44,8 +45,8 @@ log = logging.getLogger(__name__)
 _view_seq = itertools.count(1)
 
 
-def app_id(flow_id: int) -> str:
-    return f"tidegate-flow-{flow_id}"
+def app_id(flow_id: int, epoch: int = 0) -> str:
+    return f"tidegate-flow-{flow_id}" if not epoch else f"tidegate-flow-{flow_id}.{epoch}"
 
 
 class BatchExecutor(FlowExecutor):
@@ -66,7 +67,7 @@ class BatchExecutor(FlowExecutor):
         session = rt.session()
         plan, sink = rt.prepare(af, session)
         progress = rt.flows.progress(flow.flow_id)
-        aid = app_id(flow.flow_id)
+        aid = app_id(flow.flow_id, flow.epoch)
         # A run whose plan was recorded but whose outcome was not: did its sink commit land?
         if progress.planned_seq is not None:
             landed = rt.store.app_version(sink.location, aid)
@@ -195,7 +196,8 @@ class BatchExecutor(FlowExecutor):
         data = dedupe_last(data, keys)
         delete_pred: str | None = None
         if ranges is not None:
-            column = sink.time_index if sink.time_index == window_output else None
+            held = sink_column_of(plan, sink, window_output) if window_output in plan.output_names else None
+            column = sink.time_index if sink.time_index == held else None
             ctype = sink.column(column).type.pg.name if column else None
             if column is None or ctype not in ("timestamp", "timestamptz", "date"):
                 raise SqlError("42P16", f'sink table "{sink.qualified_name}" has no time index holding the '
@@ -242,7 +244,7 @@ def _prune_files(store: TableStore, snap: Snapshot, column: str, ranges: list[Ra
 def _to_sink_rows(result: pa.Table, plan: FlowPlan, sink: TableDef) -> pa.Table:
     """Spark's result -> the sink's storage form (update_at stamped, placeholder time index)."""
     n = result.num_rows
-    by_name = dict(zip(plan.output_names, range(len(plan.output_names))))
+    by_name = {name: i for i, name in enumerate(sink_columns(plan, sink))}
     now = datetime.now(timezone.utc).replace(tzinfo=None)
     now = now.replace(microsecond=now.microsecond // 1000 * 1000)
     arrays = []

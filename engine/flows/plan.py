@@ -202,6 +202,12 @@ def _find_window(plan: FlowPlan, tree: exp.Expression, sources: list[TableDef]) 
         return
     group = tree.args.get("group")
     keys = list(group.expressions) if group is not None else []
+    distinct = tree.args.get("distinct")
+    if not keys and isinstance(distinct, exp.Distinct) and not distinct.args.get("on") and not _has_aggregate(tree):
+        # SELECT DISTINCT a, b is GROUP BY a, b: its output columns are the sink's keys (one row
+        # per distinct combination; without keys the sink would keep a single row).
+        keys = [_unalias(it).copy() for it in tree.expressions]
+    from_distinct = group is None and bool(keys)
     plan.aggregating = bool(keys) or _has_aggregate(tree)
     for key in keys:
         idx = _group_to_output(tree, key)
@@ -234,7 +240,9 @@ def _find_window(plan: FlowPlan, tree: exp.Expression, sources: list[TableDef]) 
                 candidates.append((idx, _unalias(it)))
                 break
     if not candidates:
-        plan.full_reason = "no timestamp column among the GROUP BY keys" if plan.aggregating else "no timestamp output column"
+        plan.full_reason = ("no timestamp output column" if not plan.aggregating else
+                            "no timestamp column among the DISTINCT columns" if from_distinct else
+                            "no timestamp column among the GROUP BY keys")
         return
     idx, expr = candidates[0]
     fn, column = _window_fn(expr)
@@ -389,35 +397,72 @@ def compatible(out: ColumnType, sink: ColumnType) -> bool:
 
 def check_sink(plan: FlowPlan, sink: TableDef) -> None:
     """Refuse a sink whose columns do not take the flow's output (42P16, listing the differences)."""
+    sink_columns(plan, sink)
+
+
+def sink_columns(plan: FlowPlan, sink: TableDef) -> list[str]:
+    """The sink column each output column is stored in, in output order (42P16 when none fits).
+
+    Outputs are matched to sink columns by name when every output name is a sink column;
+    otherwise, as GreptimeDB does, by position: the sink's columns other than ``update_at`` and
+    ``__ts_placeholder``, in order, take the outputs in order, whatever their names.
+    """
     out = dict(zip(plan.output_names, plan.output_types))
     sink_cols = {c.name: c for c in sink.columns}
     optional = {UPDATE_AT, TS_PLACEHOLDER}
-    missing = [n for n in plan.output_names if n not in sink_cols]
-    extra = [c.name for c in sink.columns if c.name not in out and c.name not in optional]
-    clashes = [f"{n} (flow: {t.sql()}, sink: {sink_cols[n].type.sql()})"
-               for n, t in out.items() if n in sink_cols and not compatible(t, sink_cols[n].type)]
-    if not (missing or extra or clashes):
-        return
     flow_text = ", ".join(f"{n} {t.sql()}" for n, t in out.items())
     sink_text = ", ".join(f"{c.name} {c.type.sql()}" for c in sink.columns)
-    parts = [f'sink table "{sink.qualified_name}" does not match the output of the flow',
-             f"flow output columns: {flow_text}", f"sink columns: {sink_text}"]
-    if extra:
-        parts.append(f"extra in sink: {', '.join(extra)}")
-    if missing:
-        parts.append(f"missing in sink: {', '.join(missing)}")
+    head = [f'sink table "{sink.qualified_name}" does not match the output of the flow',
+            f"flow output columns: {flow_text}", f"sink columns: {sink_text}"]
+    hint = ("Make the sink's columns match the query's output (by name, or in order and type), or sink into "
+            "a new table to have it created.")
+    missing = [n for n in plan.output_names if n not in sink_cols]
+    if not missing:
+        extra = [c.name for c in sink.columns if c.name not in out and c.name not in optional]
+        clashes = [f"{n} (flow: {t.sql()}, sink: {sink_cols[n].type.sql()})"
+                   for n, t in out.items() if not compatible(t, sink_cols[n].type)]
+        if not (extra or clashes):
+            return list(plan.output_names)
+        parts = list(head)
+        if extra:
+            parts.append(f"extra in sink: {', '.join(extra)}")
+        if clashes:
+            parts.append(f"type clash: {'; '.join(clashes)}")
+        raise SqlError("42P16", "; ".join(parts), hint=hint)
+    positional = [c for c in sink.columns if c.name not in optional]
+    if len(positional) != len(plan.output_names):
+        parts = head + [f"missing in sink: {', '.join(missing)}",
+                        f"matched by position (the names differ), the sink has {len(positional)} column(s) "
+                        f"for the flow's {len(plan.output_names)} output column(s)"]
+        raise SqlError("42P16", "; ".join(parts), hint=hint)
+    clashes = [f"position {i + 1}: {n} (flow: {t.sql()}) into {c.name} (sink: {c.type.sql()})"
+               for i, (n, t, c) in enumerate(zip(plan.output_names, plan.output_types, positional))
+               if not compatible(t, c.type)]
     if clashes:
-        parts.append(f"type clash: {'; '.join(clashes)}")
-    raise SqlError("42P16", "; ".join(parts),
-                   hint="Make the sink's columns match the query's output, or sink into a new table to have it created.")
+        parts = head + ["matched by position (the names differ)", f"type clash: {'; '.join(clashes)}"]
+        raise SqlError("42P16", "; ".join(parts), hint=hint)
+    return [c.name for c in positional]
+
+
+def sink_column_of(plan: FlowPlan, sink: TableDef, output: str) -> str:
+    """The sink column holding output column ``output``."""
+    return sink_columns(plan, sink)[plan.output_names.index(output)]
 
 
 def upsert_keys(sink: TableDef, plan: FlowPlan) -> list[str]:
-    """The columns a sink row is identified by: its primary key and time index."""
+    """The columns a sink row is identified by: its primary key and time index.
+
+    A flow without aggregation writing to a sink without primary key keeps every distinct output
+    row: its rows are identified by all their (comparable) columns, not by the time index alone
+    (an auto-created sink's ``__ts_placeholder`` would otherwise keep a single row).
+    """
     keys = list(sink.primary_key)
+    if not plan.aggregating and not keys:
+        names = sink_columns(plan, sink)
+        keys = [n for n, t in zip(names, plan.output_types)
+                if not t.is_array and t.pg.name not in ("json", "jsonb")]
     if sink.time_index and sink.time_index not in keys:
         keys.append(sink.time_index)
     if not keys:
-        keys = [n for n in plan.output_names]
+        keys = sink_columns(plan, sink)
     return keys
-

@@ -30,7 +30,8 @@ from typing import TYPE_CHECKING, Any
 
 from catalog.flows import FlowDef, FlowProgress, FlowStats, FlowStore, register
 from catalog.store import TableDef
-from engine.flows.plan import FlowPlan, analyze, check_sink, find_sources, parse_query, sink_definition
+from engine.flows.plan import (FlowPlan, analyze, check_sink, find_sources, parse_query, sink_column_of,
+                              sink_definition)
 from engine.spark import background_jobs
 from tidegate.errors import SqlError
 from tidegate.session import SessionInfo
@@ -141,6 +142,7 @@ class FlowRuntime:
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="tidegate-flow")
         self._tls = threading.local()
         self._last_pending_check = 0.0
+        self._gone: dict[int, set[int]] = {}  # flow id -> oids of its source tables being dropped
         self.node = f"{self.settings.host}:{self.settings.port}"
 
     # -- lifecycle ------------------------------------------------------------------------------
@@ -227,7 +229,7 @@ class FlowRuntime:
         else:
             check_sink(af.plan, sink)
         window = af.plan.window
-        if window is not None and sink.time_index != window.output:
+        if window is not None and sink.time_index != sink_column_of(af.plan, sink, window.output):
             # Window rows can only be replaced through the sink's time index.
             af.plan.window = None
             af.plan.full_reason = f'the sink\'s time index is not the window column "{window.output}"'
@@ -416,6 +418,10 @@ class FlowRuntime:
             info = self.session_info(f)
             tree = parse_query(f.query)
             sources, missing = find_sources(self.catalog, tree, info, f.schema)
+            with self._guard:
+                gone = self._gone.get(f.flow_id, set())
+            # a source being dropped under the flow is still listed until its DROP completes
+            missing += [t.qualified_name for t in sources if t.oid in gone and t.qualified_name not in missing]
             if missing:
                 if missing != f.missing_sources:
                     f.missing_sources = missing
@@ -441,6 +447,8 @@ class FlowRuntime:
             f.source_ids = [t.oid for t in sources]
             f.missing_sources = []
             self.flows.update(f)
+            with self._guard:
+                self._gone.pop(f.flow_id, None)
             self.flows.save_progress(f.flow_id, FlowProgress())
             af.plan = None
             af.stats = FlowStats(status="active", start_time=_now(), node=self.node, execution=plan.execution)
@@ -459,6 +467,27 @@ class FlowRuntime:
             if table.oid in f.source_ids or (f.pending and table.qualified_name in f.sources):
                 out.append(f)
         return out
+
+    def suspend(self, f: FlowDef, dropped: list[TableDef]) -> list[str]:
+        """A source table of ``f`` is being dropped: stop its work and keep it pending until a
+        table of that name exists again (then it is rebuilt from the new table's rows, see
+        :meth:`_try_activate`). Returns the tables it waits for."""
+        gone = [t for t in dropped if t.oid in f.source_ids or (f.pending and t.qualified_name in f.sources)]
+        names = [t.qualified_name for t in gone]
+        self.remove(f.flow_id, dropped=True)
+        with self._guard:
+            self._gone[f.flow_id] = self._gone.get(f.flow_id, set()) | {t.oid for t in gone}
+        f.missing_sources = sorted(set(f.missing_sources) | set(names))
+        f.source_ids = []
+        f.epoch += 1
+        stored = self.flows.update(f)
+        self.flows.save_progress(f.flow_id, FlowProgress())
+        stats = self.flows.stats(f.flow_id)
+        stats.status = "pending"
+        stats.execution = ""
+        self.flows.save_stats(f.flow_id, stats)
+        self._adopt(stored)
+        return names
 
     def drop_flow(self, f: FlowDef) -> None:
         self.remove(f.flow_id)

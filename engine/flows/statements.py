@@ -272,23 +272,29 @@ def describe(sql: str) -> list[ResultField] | None:
 
 
 def drop_dependent_flows(session: EngineSession, tables: list, cascade: bool) -> list[str]:
-    """DROP TABLE/SCHEMA: refuse (2BP01) when flows read ``tables``, or with CASCADE drop those
-    flows (stopping their work first); returns the notices to send."""
+    """DROP TABLE/SCHEMA of tables flows read: with CASCADE, drop those flows (stopping their work
+    first); without, keep them pending until tables of those names exist again (GreptimeDB keeps a
+    flow whose source is dropped; re-creating the source rebuilds the sink from its rows).
+    Returns the notices to send."""
     flows = dependent_flows(session, tables)
     if not flows:
         return []
-    if not cascade:
-        lines = []
-        first = None
-        for f in flows:
-            for t in tables:
-                if t.oid in f.source_ids or t.qualified_name in f.sources:
-                    first = first or t
-                    lines.append(f"flow {f.name} depends on table {t.name}")
-        assert first is not None
-        raise SqlError("2BP01", f"cannot drop table {first.name} because other objects depend on it",
-                       detail="\n".join(lines), hint="Use DROP ... CASCADE to drop the dependent objects too.")
     rt: FlowRuntime = session.engine.flows
+    if cascade:
+        for f in flows:
+            rt.drop_flow(f)
+        return [f"drop cascades to flow {f.name}" for f in flows]
+    if session.in_block:
+        # Flows are not transactional: a rolled-back DROP would leave them waiting.
+        first = next(t for t in tables if any(t.oid in f.source_ids or t.qualified_name in f.sources
+                                              for f in flows))
+        raise SqlError("25001", f"DROP TABLE of {first.name}, which flows read, cannot run inside a transaction block",
+                       detail="\n".join(f"flow {f.name} reads table {first.name}" for f in flows),
+                       hint="Run it outside a transaction block (the flows then wait for the table to be created "
+                            "again), or DROP FLOW first.")
+    notices = []
     for f in flows:
-        rt.drop_flow(f)
-    return [f"drop cascades to flow {f.name}" for f in flows]
+        names = rt.suspend(f, tables)
+        notices.append(f"flow {f.name} is pending until table{'s' if len(names) != 1 else ''} "
+                       f"{', '.join(names)} exist{'s' if len(names) == 1 else ''} again")
+    return notices

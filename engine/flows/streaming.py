@@ -97,9 +97,9 @@ CHANGE_COLUMN = "__tg_change"
 APPEND_MOSTLY_MAX_SHARE = 0.1
 
 
-def app_id(flow_id: int) -> str:
+def app_id(flow_id: int, epoch: int = 0) -> str:
     """The Delta app-transaction id of a streaming flow's sink commits (version = batch id + 1)."""
-    return f"tidegate-stream-{flow_id}"
+    return f"tidegate-stream-{flow_id}" if not epoch else f"tidegate-stream-{flow_id}.{epoch}"
 
 
 def checkpoint_dir(data_dir: Path | str, flow_id: int) -> Path:
@@ -128,7 +128,7 @@ def streamable(plan: FlowPlan) -> str | None:
     distinct = tree.args.get("distinct")
     if plan.aggregating or distinct is not None:
         if plan.window is None:
-            what = "DISTINCT" if distinct is not None and not plan.aggregating else "an aggregation"
+            what = "DISTINCT" if distinct is not None and tree.args.get("group") is None else "an aggregation"
             return (f"{what} without a time window over the source is not incremental "
                     f"({plan.full_reason or 'no usable time window'})")
         if plan.window.table.oid != plan.sources[0].oid:
@@ -151,6 +151,11 @@ def append_mostly(location: str | None) -> bool:
     return data_ops == 0 or changes / data_ops <= APPEND_MOSTLY_MAX_SHARE
 
 
+def instant_ttl(table) -> bool:
+    """Whether ``table`` was created WITH (ttl = 'instant') (GreptimeDB's flow-only source)."""
+    return any(k.lower() == "ttl" and str(v).strip().lower() == "instant" for k, v in (table.options or {}).items())
+
+
 def decide_flow_type(plan: FlowPlan, explicit: str | None, eval_interval: int | None = None) -> str:
     """The flow's mode.
 
@@ -161,6 +166,19 @@ def decide_flow_type(plan: FlowPlan, explicit: str | None, eval_interval: int | 
     runs as batching. The chosen mode is the ``flow_type`` of INFORMATION_SCHEMA.FLOWS.options.
     """
     why = streamable(plan)
+    instant = [t.qualified_name for t in plan.sources if instant_ttl(t)]
+    if instant:
+        # GreptimeDB: a source with ttl = 'instant' keeps no rows for batches to re-read; its flows
+        # run in streaming mode (the rows reach the flow as they are written).
+        if explicit == "batching" or why is not None:
+            reason = ("WITH (flow_type = 'batching') was given" if explicit == "batching" else
+                      f"this query cannot run as a streaming flow: {why}")
+            raise SqlError("0A000", f"source table {', '.join(instant)} has ttl = 'instant', so its flows must run "
+                                    f"in streaming mode, but {reason}",
+                           hint="Keep the source's rows (a ttl other than 'instant') to run the flow in batching "
+                                "mode, or make the query a projection/filter or a windowed aggregation over "
+                                "that one table.")
+        return "streaming"
     if explicit == "streaming":
         if why is not None:
             raise SqlError("0A000", f"this flow cannot run as a streaming flow: {why}",
@@ -426,7 +444,7 @@ class StreamingExecutor(BatchExecutor):
         af = st.af
         plan, sink = af.plan, af.sink
         assert plan is not None and sink is not None and plan.window is not None
-        aid, version = app_id(af.flow.flow_id), batch_id + 1
+        aid, version = app_id(af.flow.flow_id, af.flow.epoch), batch_id + 1
         st.current_end, watermark = batch_offsets(st.checkpoint, batch_id)
         landed = self._landed_version(sink, aid)
         if landed is not None and landed >= version:
@@ -506,7 +524,7 @@ class StreamingExecutor(BatchExecutor):
         af = st.af
         plan, sink = af.plan, af.sink
         assert plan is not None and sink is not None
-        aid, version = app_id(af.flow.flow_id), batch_id + 1
+        aid, version = app_id(af.flow.flow_id, af.flow.epoch), batch_id + 1
         st.current_end, watermark = batch_offsets(st.checkpoint, batch_id)
         landed = self._landed_version(sink, aid)
         if landed is not None and landed >= version:

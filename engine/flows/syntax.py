@@ -16,7 +16,13 @@ from engine.storage import parse_interval
 from tidegate.errors import SqlError
 
 FLOW_TYPES = ("batching", "streaming")
-SUPPORTED_OPTIONS = ("defer_on_missing_source", "flow_type")
+# GreptimeDB's documented flow options. experimental_enable_incremental_read asks a batching flow
+# to read only the source rows written since its last run; tidegate's batching flows already
+# re-read only the time windows that changed (a flow without a usable time window recomputes, as
+# GreptimeDB falls back to full-snapshot queries), so it is accepted, stored and shown, and changes
+# nothing.
+BOOLEAN_OPTIONS = ("defer_on_missing_source", "experimental_enable_incremental_read")
+SUPPORTED_OPTIONS = ("defer_on_missing_source", "experimental_enable_incremental_read", "flow_type")
 _TRUE = {"true", "t", "on", "yes", "1"}
 _FALSE = {"false", "f", "off", "no", "0"}
 
@@ -272,7 +278,7 @@ def _options(r: TokenReader) -> dict[str, str]:
 def _option_value(key: str, value: str) -> str:
     if key not in SUPPORTED_OPTIONS:
         raise SqlError("22023", f'unrecognized flow option "{key}"; supported options: {", ".join(SUPPORTED_OPTIONS)}')
-    if key == "defer_on_missing_source":
+    if key in BOOLEAN_OPTIONS:
         low = value.strip().lower()
         if low in _TRUE:
             return "true"
