@@ -36,6 +36,7 @@ from sqlglot.errors import OptimizeError, ParseError, TokenError
 from sqlglot.optimizer.annotate_types import annotate_types
 from sqlglot.optimizer.qualify import qualify
 from sqlglot.parsers.postgres import PostgresParser
+from sqlglot.tokens import TokenType
 
 from engine.functions import (
     PgInterval,
@@ -88,7 +89,61 @@ __all__ = [
 ]
 
 
+# PostgreSQL's column labels (gram.y ColLabel / BareColLabel, pg_get_keywords().barelabel): any
+# keyword may follow AS; without AS these keywords are never a label ...
+_PG_AS_ONLY_LABELS = frozenset(
+    "array as char character create day except fetch filter for from grant group having hour intersect "
+    "into isnull limit minute month notnull offset on order over overlaps precision returning second to "
+    "union varying where window with within without year".split())
+# ... and these reserved keywords are bare labels, which sqlglot would not take as an alias.
+_PG_RESERVED_BARE_LABELS = frozenset(
+    "alter cross distinct drop else inner insert join lateral only outer revoke rollback select "
+    "tablesample then using values variadic when".split())
+# What may follow a bare label in a select list.
+_AFTER_LABEL = frozenset({"COMMA", "FROM", "R_PAREN", "SEMICOLON", "INTO", "UNION", "EXCEPT", "INTERSECT",
+                          "WHERE", "GROUP_BY", "ORDER_BY", "LIMIT", "HAVING", "WINDOW", "OFFSET", "FETCH"})
+
+
 class _TidegateParser(PostgresParser):
+    _pg_projection = False
+
+    def _parse_projections(self) -> Any:
+        saved, self._pg_projection = getattr(self, "_pg_projection", False), True
+        try:
+            return super()._parse_projections()
+        finally:
+            self._pg_projection = saved
+
+    def _parse_select(self, *args: Any, **kwargs: Any) -> Any:
+        # a nested query's clauses are not the select list around it
+        saved, self._pg_projection = getattr(self, "_pg_projection", False), False
+        try:
+            return super()._parse_select(*args, **kwargs)
+        finally:
+            self._pg_projection = saved
+
+    def _parse_alias(self, this: Any, explicit: bool = False) -> Any:
+        """Select-list labels as PostgreSQL reads them (keywords after AS; bare labels)."""
+        curr = self._curr
+        if not getattr(self, "_pg_projection", False) or this is None or curr is None or curr.token_type in (
+                TokenType.IDENTIFIER, TokenType.STRING):
+            return super()._parse_alias(this, explicit)
+        word = curr.text.lower()
+        if curr.token_type == TokenType.ALIAS and self._next is not None \
+                and self._next.token_type not in (TokenType.IDENTIFIER, TokenType.STRING, TokenType.VAR) \
+                and self._next.text.isidentifier():
+            # AS <any keyword>
+            self._advance(2)
+            return self.expression(exp.Alias(this=this, alias=exp.to_identifier(self._prev.text.lower())))
+        if word in _PG_AS_ONLY_LABELS and curr.token_type != TokenType.ALIAS:
+            return this
+        if word in _PG_RESERVED_BARE_LABELS:
+            after = self._next
+            if after is None or after.token_type.name in _AFTER_LABEL:
+                self._advance()
+                return self.expression(exp.Alias(this=this, alias=exp.to_identifier(word)))
+        return super()._parse_alias(this, explicit)
+
     # date_part() must stay distinguishable from EXTRACT (different result type and name).
     FUNCTION_PARSERS = {k: v for k, v in PostgresParser.FUNCTION_PARSERS.items() if k != "DATE_PART"}
     # to_char templates are translated by engine.functions.to_char_format (AM/PM, FM, quoting).
