@@ -807,6 +807,14 @@ _CLASS_NAMES: dict[type, str] = {
 }
 
 
+def _label(alias: exp.Alias) -> str:
+    """The name an ``AS`` label gives: unquoted labels fold to lower case, as identifiers do."""
+    ident = alias.args.get("alias")
+    if isinstance(ident, exp.Identifier) and not ident.quoted:
+        return ident.name.lower()
+    return alias.alias
+
+
 # Window functions whose frame PostgreSQL ignores (they see the whole partition in order).
 _FRAMELESS_WINDOW_FUNCTIONS = (exp.RowNumber, exp.Rank, exp.DenseRank, exp.PercentRank, exp.CumeDist,
                                exp.Ntile, exp.Lag, exp.Lead)
@@ -1152,7 +1160,7 @@ class _Translator:
         select = _Translator.output_select(tree)
         for proj in select.expressions:
             if isinstance(proj, exp.Alias):
-                proj.meta["pg_output"] = proj.alias
+                proj.meta["pg_output"] = _label(proj)
             elif not isinstance(proj, exp.Star) and not (isinstance(proj, exp.Column) and isinstance(proj.this, exp.Star)):
                 proj.meta["pg_output"] = pg_column_name(proj)
 
@@ -1171,6 +1179,9 @@ class _Translator:
                 continue
             used: set[str] = {p.alias_or_name.lower() for p in select.expressions if isinstance(p, exp.Alias)}
             for proj in list(select.expressions):
+                if isinstance(proj, exp.Alias):
+                    proj.set("alias", exp.to_identifier(_label(proj), quoted=True))
+                    continue
                 if isinstance(proj, (exp.Alias, exp.Star)) or (
                         isinstance(proj, exp.Column) and isinstance(proj.this, exp.Star)):
                     continue
