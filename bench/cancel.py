@@ -72,7 +72,8 @@ def main() -> None:
     args = ap.parse_args()
     ui = free_port()
     tg = start_tidegate(Path(tempfile.mkdtemp(prefix="bench-cancel-")) / "data",
-                        extra_args=["--spark-conf", "spark.ui.enabled=true", "--spark-conf", f"spark.ui.port={ui}"])
+                        extra_args=["--spark-conf", "spark.ui.enabled=true", "--spark-conf", f"spark.ui.port={ui}"],
+                        timeout=120)
     pg = start_postgres()
     try:
         tg.wait_for_spark()

@@ -25,7 +25,8 @@ def gateway_with_ui(tmp_path_factory):
     ui = free_port()
     server = start_tidegate(tmp_path_factory.mktemp("tg-cancel") / "data",
                             extra_args=["--spark-conf", "spark.ui.enabled=true",
-                                        "--spark-conf", f"spark.ui.port={ui}"])
+                                        "--spark-conf", f"spark.ui.port={ui}"],
+                            timeout=120)
     server.wait_for_spark()
     yield server, ui
     server.stop()
@@ -73,3 +74,37 @@ def test_cancel_stops_spark_tasks(gateway_with_ui) -> None:
             time.sleep(0.1)
         # the session is usable afterwards
         assert conn.execute("SELECT count(*) FROM generate_series(1, 1000) g").fetchone() == (1000,)
+
+
+_FAILING = [
+    "SELECT 1 / x FROM te", "SELECT x % 0 FROM te", "SELECT 1.5 / (x - x) FROM te", "SELECT sum(1 / x) FROM te",
+    "SELECT s::int FROM te", "SELECT s::numeric FROM te", "SELECT s::date FROM te", "SELECT s::boolean FROM te",
+    "SELECT s::timestamp FROM te", "SELECT (s || '1')::bigint FROM te",
+    "SELECT s ~ '(' FROM te", "SELECT regexp_replace(s, '[', 'x') FROM te",
+    "SELECT x + 2147483647 + 1 FROM te", "SELECT (x + 32767)::int2 * 2::int2 FROM te",
+    "SELECT (x + 9223372036854775807)::int8 + 1 FROM te",
+    "INSERT INTO te (v) VALUES ('abcdef')", "SELECT nosuch FROM te",
+]
+
+
+def test_engine_errors_have_postgres_sqlstates(tidegate, pg_oracle) -> None:
+    setup = ["CREATE TABLE te (x int, s text, v varchar(3), d date)",
+             "INSERT INTO te VALUES (0, 'abc', 'ab', '2020-01-01')"]
+    answers = []
+    for target in (pg_oracle, tidegate):
+        with psycopg.connect(target.dsn, autocommit=True) as conn:
+            for s in setup:
+                conn.execute(s)
+            got = []
+            for s in _FAILING:
+                try:
+                    conn.execute(s)
+                    got.append((s, "ok"))
+                except psycopg.Error as e:
+                    got.append((s, e.sqlstate, "" if e.sqlstate != "XX000" else str(e)))
+            conn.execute("DROP TABLE te")
+            answers.append(got)
+    expected, got = answers
+    assert all(e[1] not in ("ok", "XX000") for e in expected)
+    diffs = [(e, g) for e, g in zip(expected, got) if e[:2] != g[:2]]
+    assert not diffs, "\n".join(f"postgres {e}\ntidegate {g}" for e, g in diffs)

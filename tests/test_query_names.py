@@ -87,6 +87,7 @@ def _compare(tidegate, pg_oracle, setup: list[str], statements: list[str], clean
     assert not diffs, "\n".join(f"postgres {e}\ntidegate {g}" for e, g in diffs[:20]) + f"\n({len(diffs)} differ)"
 
 
+@pytest.mark.timeout(1200)  # ~700 statements on two servers; slow on a loaded machine
 def test_unnamed_expression_names_match_postgres(tidegate, pg_oracle) -> None:
     statements = _statements()
     assert len(statements) > 300
@@ -112,6 +113,7 @@ def test_repeated_subquery_names_stay_distinct(tidegate) -> None:
 _OPERATOR_BARE_LABELS = {"and", "between", "collate", "ilike", "in", "like", "not", "or"}
 
 
+@pytest.mark.timeout(1200)
 def test_keyword_labels_match_postgres(tidegate, pg_oracle) -> None:
     with psycopg.connect(pg_oracle.dsn, autocommit=True) as conn:
         keywords = conn.execute("SELECT word, barelabel FROM pg_get_keywords() ORDER BY word").fetchall()
@@ -147,6 +149,7 @@ _FRAMES = ["", "ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING", "ROWS
            "RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW"]
 
 
+@pytest.mark.timeout(900)
 def test_window_functions_with_frames_match_postgres(tidegate, pg_oracle) -> None:
     table = "t_win_" + uuid.uuid4().hex[:6]
     statements: list[str] = []
