@@ -32,7 +32,7 @@ QUERY = ("SELECT count(*) FROM generate_series(1, 200000) a CROSS JOIN generate_
 
 
 def _rest(ui: int, path: str) -> list[dict]:
-    with urllib.request.urlopen(f"http://127.0.0.1:{ui}/api/v1/{path}", timeout=5) as r:
+    with urllib.request.urlopen(f"http://127.0.0.1:{ui}/api/v1/{path}", timeout=30) as r:
         return json.loads(r.read())
 
 

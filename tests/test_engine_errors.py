@@ -33,7 +33,7 @@ def gateway_with_ui(tmp_path_factory):
 
 
 def _rest(ui: int, path: str) -> list[dict]:
-    with urllib.request.urlopen(f"http://127.0.0.1:{ui}/api/v1/{path}", timeout=5) as r:
+    with urllib.request.urlopen(f"http://127.0.0.1:{ui}/api/v1/{path}", timeout=30) as r:
         return json.loads(r.read())
 
 
