@@ -130,11 +130,20 @@ def map_spark_error(exc: BaseException, sql: str | None = None) -> SqlError:
     params = _params(exc)
     text = str(exc)
 
+    if condition.startswith("INVALID_PARAMETER_VALUE.PATTERN") or "PatternSyntaxException" in text:
+        m = re.search(r"PatternSyntaxException: ([^\n]+)", text)
+        detail = m.group(1).strip() if m else params.get("parameter", "bad pattern")
+        return SqlError("2201B", f"invalid regular expression: {detail}")
     if base in ("DIVIDE_BY_ZERO", "REMAINDER_BY_ZERO", "INTERVAL_DIVIDED_BY_ZERO"):
         return SqlError("22012", "division by zero")
     if base == "CAST_INVALID_INPUT":
         value = _unquote(params.get("expression", ""))
         target = params.get("targetType", "")
+        if not target:
+            # parameters are not always reachable through py4j: read Spark's wording
+            m = re.search(r"The value (.+?) of the type \S+ cannot be cast to \"?([A-Za-z_0-9(), ]+?)\"? because", text)
+            if m:
+                value, target = _unquote(m.group(1)), m.group(2)
         pg = pg_type_name(target)
         if pg == "timestamp without time zone":
             pg = "timestamp"  # PostgreSQL's wording for input errors of type timestamp

@@ -484,6 +484,10 @@ class EngineSession:
             self._cancelled = False
         spark.addTag(tag)
         sc.addJobTag(tag)
+        # Cancel interrupts the tasks' threads too: without it a cancelled task runs on until
+        # it next checks its kill flag, which a tight loop (a cross join's count) may not do
+        # for minutes.
+        sc.setInterruptOnCancel(True)
         try:
             return fn()
         except SqlError:

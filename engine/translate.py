@@ -36,6 +36,7 @@ from sqlglot.errors import OptimizeError, ParseError, TokenError
 from sqlglot.optimizer.annotate_types import annotate_types
 from sqlglot.optimizer.qualify import qualify
 from sqlglot.parsers.postgres import PostgresParser
+from sqlglot.tokens import TokenType
 
 from engine.functions import (
     PgInterval,
@@ -97,7 +98,61 @@ def _date_bin_call(args: list) -> exp.Expression:
     return node
 
 
+# PostgreSQL's column labels (gram.y ColLabel / BareColLabel, pg_get_keywords().barelabel): any
+# keyword may follow AS; without AS these keywords are never a label ...
+_PG_AS_ONLY_LABELS = frozenset(
+    "array as char character create day except fetch filter for from grant group having hour intersect "
+    "into isnull limit minute month notnull offset on order over overlaps precision returning second to "
+    "union varying where window with within without year".split())
+# ... and these reserved keywords are bare labels, which sqlglot would not take as an alias.
+_PG_RESERVED_BARE_LABELS = frozenset(
+    "alter cross distinct drop else inner insert join lateral only outer revoke rollback select "
+    "tablesample then using values variadic when".split())
+# What may follow a bare label in a select list.
+_AFTER_LABEL = frozenset({"COMMA", "FROM", "R_PAREN", "SEMICOLON", "INTO", "UNION", "EXCEPT", "INTERSECT",
+                          "WHERE", "GROUP_BY", "ORDER_BY", "LIMIT", "HAVING", "WINDOW", "OFFSET", "FETCH"})
+
+
 class _TidegateParser(PostgresParser):
+    _pg_projection = False
+
+    def _parse_projections(self) -> Any:
+        saved, self._pg_projection = getattr(self, "_pg_projection", False), True
+        try:
+            return super()._parse_projections()
+        finally:
+            self._pg_projection = saved
+
+    def _parse_select(self, *args: Any, **kwargs: Any) -> Any:
+        # a nested query's clauses are not the select list around it
+        saved, self._pg_projection = getattr(self, "_pg_projection", False), False
+        try:
+            return super()._parse_select(*args, **kwargs)
+        finally:
+            self._pg_projection = saved
+
+    def _parse_alias(self, this: Any, explicit: bool = False) -> Any:
+        """Select-list labels as PostgreSQL reads them (keywords after AS; bare labels)."""
+        curr = self._curr
+        if not getattr(self, "_pg_projection", False) or this is None or curr is None or curr.token_type in (
+                TokenType.IDENTIFIER, TokenType.STRING):
+            return super()._parse_alias(this, explicit)
+        word = curr.text.lower()
+        if curr.token_type == TokenType.ALIAS and self._next is not None \
+                and self._next.token_type not in (TokenType.IDENTIFIER, TokenType.STRING, TokenType.VAR) \
+                and self._next.text.isidentifier():
+            # AS <any keyword>
+            self._advance(2)
+            return self.expression(exp.Alias(this=this, alias=exp.to_identifier(self._prev.text.lower())))
+        if word in _PG_AS_ONLY_LABELS and curr.token_type != TokenType.ALIAS:
+            return this
+        if word in _PG_RESERVED_BARE_LABELS:
+            after = self._next
+            if after is None or after.token_type.name in _AFTER_LABEL:
+                self._advance()
+                return self.expression(exp.Alias(this=this, alias=exp.to_identifier(word)))
+        return super()._parse_alias(this, explicit)
+
     # date_part() must stay distinguishable from EXTRACT (different result type and name).
     FUNCTION_PARSERS = {k: v for k, v in PostgresParser.FUNCTION_PARSERS.items() if k != "DATE_PART"}
     # to_char templates are translated by engine.functions.to_char_format (AM/PM, FM, quoting).
@@ -772,6 +827,19 @@ _CLASS_NAMES: dict[type, str] = {
 }
 
 
+def _label(alias: exp.Alias) -> str:
+    """The name an ``AS`` label gives: unquoted labels fold to lower case, as identifiers do."""
+    ident = alias.args.get("alias")
+    if isinstance(ident, exp.Identifier) and not ident.quoted:
+        return ident.name.lower()
+    return alias.alias
+
+
+# Window functions whose frame PostgreSQL ignores (they see the whole partition in order).
+_FRAMELESS_WINDOW_FUNCTIONS = (exp.RowNumber, exp.Rank, exp.DenseRank, exp.PercentRank, exp.CumeDist,
+                               exp.Ntile, exp.Lag, exp.Lead)
+
+
 def _name_strength(node: exp.Expression) -> tuple[str, int]:
     """(name, strength) as PostgreSQL's FigureColnameInternal computes it."""
     meta_name = node.meta.get("pg_name") if node.meta else None
@@ -868,6 +936,7 @@ class _Translator:
         self.schema: dict[str, dict[str, str]] = {}
         self.tables: list[tuple[str, str]] = []
         self.generators: dict[str, exp.Expression] = {}  # placeholder table -> generator node
+        self.labels: dict[str, str] = {}  # distinct Spark name of a repeated subquery column -> its name
         self._counter = 0
         # the session's TimeZone: timestamptz literals without offset are read in it
         info = getattr(resolver, "info", None)
@@ -1111,9 +1180,43 @@ class _Translator:
         select = _Translator.output_select(tree)
         for proj in select.expressions:
             if isinstance(proj, exp.Alias):
-                proj.meta["pg_output"] = proj.alias
+                proj.meta["pg_output"] = _label(proj)
             elif not isinstance(proj, exp.Star) and not (isinstance(proj, exp.Column) and isinstance(proj.this, exp.Star)):
                 proj.meta["pg_output"] = pg_column_name(proj)
+
+    def name_inner_columns(self, tree: exp.Expression) -> None:
+        """Alias the unnamed projections of subqueries and CTEs with PostgreSQL's names.
+
+        ``SELECT * FROM (SELECT count(*) FROM t) s`` names its column ``count`` in PostgreSQL;
+        left alone, the projection would be named by the qualifier (``_col_0``) or by Spark
+        (``count(1)``). A subquery may repeat a name (``SELECT 1, 2`` is ``?column?`` twice);
+        Spark needs distinct names to tell them apart through ``*``, so repeats get a
+        ``#n`` suffix and :meth:`pg_label` gives the name back for the client.
+        """
+        output = self.output_select(tree)
+        for select in list(tree.find_all(exp.Select)):
+            if select is output:
+                continue
+            used: set[str] = {p.alias_or_name.lower() for p in select.expressions if isinstance(p, exp.Alias)}
+            for proj in list(select.expressions):
+                if isinstance(proj, exp.Alias):
+                    proj.set("alias", exp.to_identifier(_label(proj), quoted=True))
+                    continue
+                if isinstance(proj, (exp.Alias, exp.Star)) or (
+                        isinstance(proj, exp.Column) and isinstance(proj.this, exp.Star)):
+                    continue
+                name = pg_column_name(proj)
+                label, k = name, 1
+                while label.lower() in used:
+                    k += 1
+                    label = f"{name}#{k}"
+                used.add(label.lower())
+                if label != name:
+                    self.labels[label] = name
+                proj.replace(exp.alias_(proj.copy(), label, quoted=True))
+
+    def pg_label(self, name: str) -> str:
+        return self.labels.get(name, name)
 
     @staticmethod
     def output_columns(select: exp.Select) -> tuple[list[str], list[ColumnType | None]]:
@@ -1203,6 +1306,8 @@ class _Translator:
         return tree
 
     def _rewrite_node(self, node: exp.Expression) -> exp.Expression | None:  # noqa: C901 - a dispatch table
+        if isinstance(node, exp.Window) and isinstance(node.this, _FRAMELESS_WINDOW_FUNCTIONS):
+            return self._frameless_window(node)
         if isinstance(node, (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod)):
             self._check_text_arithmetic(node)
         if isinstance(node, exp.Div):
@@ -1357,6 +1462,42 @@ class _Translator:
         return None
 
     # -- arithmetic
+
+    @staticmethod
+    def _frameless_window(node: exp.Window) -> exp.Expression:
+        """Ranking and offset functions over a window, as PostgreSQL computes them.
+
+        PostgreSQL ignores the frame of ``row_number``, ``rank``, ``dense_rank``, ``percent_rank``,
+        ``cume_dist``, ``ntile``, ``lag`` and ``lead`` (they work on the whole partition in
+        window order); Spark refuses any frame but its own for them, so the frame is dropped,
+        also when it comes from a named window (``WINDOW w AS (... ROWS ...)``, inlined here).
+        ``OVER ()`` is a valid window in PostgreSQL (rows in the order they come); Spark needs an
+        ORDER BY for these functions, so a constant one is given. row_number/rank/dense_rank are
+        bigint in PostgreSQL (Spark: int).
+        """
+        window = node.copy()  # the result replaces ``node`` and may wrap it
+        ref = node.args.get("alias")
+        if isinstance(ref, exp.Identifier):
+            select = node.find_ancestor(exp.Select)
+            named = None
+            for candidate in (select.args.get("windows") or []) if select is not None else []:
+                if isinstance(candidate.this, exp.Identifier) and candidate.this.name.lower() == ref.name.lower():
+                    named = candidate
+            if named is None:
+                raise SqlError("42P20", f'window "{ref.name}" does not exist')
+            window = exp.Window(
+                this=node.this,
+                partition_by=[p.copy() for p in named.args.get("partition_by") or []] or None,
+                order=named.args["order"].copy() if named.args.get("order") else node.args.get("order"),
+                over=node.args.get("over") or "OVER",
+            )
+        else:
+            window.set("spec", None)
+        if not window.args.get("order"):
+            window.set("order", exp.Order(expressions=[exp.Ordered(this=exp.Literal.number(1))]))
+        if isinstance(window.this, (exp.RowNumber, exp.Rank, exp.DenseRank)):
+            return exp.Cast(this=window, to=exp.DataType.build("BIGINT"))
+        return window
 
     @staticmethod
     def _at_time_zone(value: exp.Expression, zone: exp.Expression) -> exp.Expression:
@@ -2273,9 +2414,11 @@ def translate_query(
     tree = translator.bind_params(expression.copy())
     tree = translator.prepare(tree)
     translator.mark_names(tree)
+    translator.name_inner_columns(tree)
     tree = translator.qualify(tree)
     translator.check_functions(tree)
     names, types = translator.output_columns(translator.output_select(tree))
+    names = [translator.pg_label(name) for name in names]
     tree = translator.rewrite(tree)
     translator.restore_generators(tree)
     _set_output_aliases(tree, names)

@@ -1,0 +1,110 @@
+"""Engine-side failures as clients see them: cancel stops Spark's work, not only the reply.
+
+The gateway runs with Spark's UI on a free port so the test reads Spark's own REST status
+(active stages, running jobs) rather than trusting the gateway's word.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import urllib.request
+
+import psycopg
+import pytest
+from tests.pgoracle import free_port
+from tests.tidegate_server import start_tidegate
+
+_LONG = ("SELECT count(*) FROM generate_series(1, 200000) a CROSS JOIN generate_series(1, 200000) b "
+         "WHERE a.a + b.b > 3")
+
+
+@pytest.fixture(scope="module")
+def gateway_with_ui(tmp_path_factory):
+    ui = free_port()
+    server = start_tidegate(tmp_path_factory.mktemp("tg-cancel") / "data",
+                            extra_args=["--spark-conf", "spark.ui.enabled=true",
+                                        "--spark-conf", f"spark.ui.port={ui}"],
+                            timeout=120)
+    server.wait_for_spark()
+    yield server, ui
+    server.stop()
+
+
+def _rest(ui: int, path: str) -> list[dict]:
+    with urllib.request.urlopen(f"http://127.0.0.1:{ui}/api/v1/{path}", timeout=30) as r:
+        return json.loads(r.read())
+
+
+def _spark_busy(ui: int) -> tuple[int, int]:
+    """(running jobs, active stages) as Spark's status REST API reports them."""
+    app = _rest(ui, "applications")[0]["id"]
+    jobs = _rest(ui, f"applications/{app}/jobs?status=running")
+    stages = _rest(ui, f"applications/{app}/stages?status=active")
+    return len(jobs), len(stages)
+
+
+def test_cancel_stops_spark_tasks(gateway_with_ui) -> None:
+    server, ui = gateway_with_ui
+    with psycopg.connect(server.dsn, autocommit=True) as conn:
+        errors: list[BaseException] = []
+
+        def run() -> None:
+            try:
+                conn.execute(_LONG)
+            except BaseException as exc:  # noqa: BLE001 - checked below
+                errors.append(exc)
+
+        worker = threading.Thread(target=run)
+        worker.start()
+        deadline = time.time() + 60
+        while _spark_busy(ui)[1] == 0:  # the query's stage is running
+            assert time.time() < deadline, "the long query never started a Spark stage"
+            time.sleep(0.2)
+        time.sleep(1.0)
+        cancelled_at = time.monotonic()
+        conn.cancel()
+        worker.join(30)
+        assert not worker.is_alive()
+        assert errors and isinstance(errors[0], psycopg.errors.QueryCanceled), errors
+        assert errors[0].sqlstate == "57014"
+        while _spark_busy(ui) != (0, 0):
+            assert time.monotonic() - cancelled_at < 10, f"Spark still busy after cancel: {_spark_busy(ui)}"
+            time.sleep(0.1)
+        # the session is usable afterwards
+        assert conn.execute("SELECT count(*) FROM generate_series(1, 1000) g").fetchone() == (1000,)
+
+
+_FAILING = [
+    "SELECT 1 / x FROM te", "SELECT x % 0 FROM te", "SELECT 1.5 / (x - x) FROM te", "SELECT sum(1 / x) FROM te",
+    "SELECT s::int FROM te", "SELECT s::numeric FROM te", "SELECT s::date FROM te", "SELECT s::boolean FROM te",
+    "SELECT s::timestamp FROM te", "SELECT (s || '1')::bigint FROM te",
+    "SELECT s ~ '(' FROM te", "SELECT regexp_replace(s, '[', 'x') FROM te",
+    "SELECT x + 2147483647 + 1 FROM te", "SELECT (x + 32767)::int2 * 2::int2 FROM te",
+    "SELECT (x + 9223372036854775807)::int8 + 1 FROM te",
+    "INSERT INTO te (v) VALUES ('abcdef')", "SELECT nosuch FROM te",
+]
+
+
+def test_engine_errors_have_postgres_sqlstates(tidegate, pg_oracle) -> None:
+    setup = ["CREATE TABLE te (x int, s text, v varchar(3), d date)",
+             "INSERT INTO te VALUES (0, 'abc', 'ab', '2020-01-01')"]
+    answers = []
+    for target in (pg_oracle, tidegate):
+        with psycopg.connect(target.dsn, autocommit=True) as conn:
+            for s in setup:
+                conn.execute(s)
+            got = []
+            for s in _FAILING:
+                try:
+                    conn.execute(s)
+                    got.append((s, "ok"))
+                except psycopg.Error as e:
+                    got.append((s, e.sqlstate, "" if e.sqlstate != "XX000" else str(e)))
+            conn.execute("DROP TABLE te")
+            answers.append(got)
+    expected, got = answers
+    assert all(e[1] not in ("ok", "XX000") for e in expected)
+    diffs = [(e, g) for e, g in zip(expected, got) if e[:2] != g[:2]]
+    assert not diffs, "\n".join(f"postgres {e}\ntidegate {g}" for e, g in diffs)
