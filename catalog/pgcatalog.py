@@ -84,6 +84,7 @@ _FUNCTION_TYPES: dict[str, int] = {
     "obj_description": 25, "col_description": 25, "shobj_description": 25, "pg_get_expr": 25,
     "pg_get_indexdef": 25, "pg_get_constraintdef": 25, "pg_get_viewdef": 25, "pg_get_partkeydef": 25,
     "pg_get_serial_sequence": 25, "pg_size_pretty": 25, "quote_ident": 25, "array_to_string": 25,
+    "parse_ident": 1009, "string_to_array": 1009,
     "pg_get_function_result": 25, "pg_get_function_arguments": 25, "pg_get_triggerdef": 25,
     "pg_get_function_identity_arguments": 25,
     "pg_backend_pid": 23, "pg_is_in_recovery": 16, "pg_table_is_visible": 16, "pg_type_is_visible": 16,
@@ -103,8 +104,38 @@ _CAST_TYPES: dict[str, int] = {
     "_name": 1003, "_oid": 1028, "_int2": 1005, "_int4": 1007, "int2vector": 1005, "oidvector": 1028,
     "_char": 1002, "_regtype": 1009, "date": 1082, "timestamp": 1114, "timestamptz": 1184, "json": 114, "jsonb": 3802,
 }
+def parse_ident(text: str, strict: bool) -> list[str]:
+    """PostgreSQL's parse_ident: a qualified identifier split into its parts (quotes removed,
+    unquoted parts folded to lower case); with ``strict`` nothing may follow it."""
+    try:
+        toks = significant(tokenize(text.strip()))
+        parts, end = split_ident_chain(toks, 0)
+    except ValueError:
+        parts, end, toks = [], 0, []
+    if not parts or (strict and end != len(toks)):
+        raise _UdfError("22023", f'string is not a valid identifier: "{text}"')
+    return parts
+
+
+def setting_value(info: SessionInfo, name: str, missing_ok: bool) -> str | None:
+    """current_setting(name [, missing_ok]): the session's value, else the server's default."""
+    key = name.lower()
+    if key in info.settings:
+        return info.settings[key]
+    if key in DEFAULT_SETTINGS:
+        if key == "application_name":
+            return info.application_name
+        if key in ("session_authorization",):
+            return info.user
+        return DEFAULT_SETTINGS[key]
+    if missing_ok or "." in key:
+        return None
+    raise SqlError("42704", f'unrecognized configuration parameter "{name}"')
+
+
 # Scalar functions a query may call in FROM (as a one-row relation).
 _SCALAR_IN_FROM = {"current_schemas", "current_schema", "current_database", "current_setting", "version",
+                   "string_to_array", "parse_ident",
                    "current_user", "session_user", "pg_backend_pid", "format_type", "pg_get_userbyid",
                    "to_regclass", "to_regtype", "pg_is_in_recovery", "pg_postmaster_start_time", "txid_current"}
 _KEYWORD_FUNCS = {"current_user", "session_user", "user", "current_role", "current_catalog", "current_schema"}
@@ -564,7 +595,8 @@ _SESSION_WORDS = {
 _SESSION_FUNCTIONS = {
     "version", "current_setting", "set_config", "current_database", "current_schema", "current_schemas",
     "current_user", "session_user", "pg_backend_pid", "pg_postmaster_start_time", "pg_is_in_recovery",
-    "format_type", "obj_description", "col_description", "shobj_description", "quote_ident",
+    "format_type", "obj_description", "col_description", "shobj_description", "quote_ident", "parse_ident",
+    "string_to_array", "array_lower", "array_upper", "array_length",
     "quote_literal", "to_regclass", "to_regtype", "to_regnamespace", "txid_current", "pg_encoding_to_char",
     "pg_get_userbyid", "pg_get_viewdef", "pg_relation_filepath", "pg_get_expr", "pg_get_indexdef", "pg_get_constraintdef",
     "pg_table_is_visible", "pg_type_is_visible", "array_to_string", "string_agg", "coalesce", "lower", "upper",
@@ -767,12 +799,31 @@ def _from_function_column(toks: list[Token], k: int) -> tuple[str, str | None]:
     return toks[k].lower, alias
 
 
+def _in_from_list(toks: list[Token], comma: int) -> bool:
+    """Whether the comma at ``comma`` separates items of a FROM list (FROM a, f(x) s)."""
+    depth = 0
+    for j in range(comma - 1, -1, -1):
+        t = toks[j]
+        if t.text == ")":
+            depth += 1
+        elif t.text == "(":
+            if depth == 0:
+                return False
+            depth -= 1
+        elif depth == 0 and t.kind == "word":
+            if t.lower == "from":
+                return True
+            if t.lower == "select" or t.lower in _CLAUSE_END:
+                return False
+    return False
+
+
 def _scalar_in_from(toks: list[Token], k: int) -> bool:
     """``FROM [pg_catalog.]f(`` with f in :data:`_SCALAR_IN_FROM`."""
     if not (toks[k].kind == "word" and toks[k].lower in _SCALAR_IN_FROM and k + 1 < len(toks)
             and toks[k + 1].text == "("):
         return False
-    if toks[k - 1].is_word("from", "join"):
+    if toks[k - 1].is_word("from", "join") or (toks[k - 1].text == "," and _in_from_list(toks, k - 1)):
         return True
     return k >= 3 and toks[k - 1].text == "." and toks[k - 2].ident == "pg_catalog" and toks[k - 3].is_word("from", "join")
 
@@ -1250,6 +1301,8 @@ _MACROS = [
     "CREATE MACRO pg_database_size(o) AS CAST(0 AS BIGINT)",
     "CREATE MACRO pg_size_pretty(n) AS tg_size_pretty(n)",
     "CREATE MACRO quote_ident(s) AS tg_quote_ident(s)",
+    "CREATE MACRO parse_ident(s) AS tg_parse_ident(CAST(s AS VARCHAR), true), "
+    "(s, strict) AS tg_parse_ident(CAST(s AS VARCHAR), CAST(strict AS BOOLEAN))",
     "CREATE MACRO quote_literal(s) AS '''' || replace(CAST(s AS VARCHAR), '''', '''''') || ''''",
     "CREATE MACRO quote_nullable(s) AS CASE WHEN s IS NULL THEN 'NULL' "
     "ELSE '''' || replace(CAST(s AS VARCHAR), '''', '''''') || '''' END",
@@ -1705,18 +1758,7 @@ class CatalogQueries:
         return None
 
     def _setting(self, info: SessionInfo, name: str, missing_ok: bool) -> str | None:
-        key = name.lower()
-        if key in info.settings:
-            return info.settings[key]
-        if key in DEFAULT_SETTINGS:
-            if key == "application_name":
-                return info.application_name
-            if key in ("session_authorization",):
-                return info.user
-            return DEFAULT_SETTINGS[key]
-        if missing_ok or "." in key:
-            return None
-        raise SqlError("42704", f'unrecognized configuration parameter "{name}"')
+        return setting_value(info, name, missing_ok)
 
     def _resolve_relation(self, text: str, soft: bool) -> int | None:
         mirror = self._mirror_now()
@@ -2103,6 +2145,7 @@ class CatalogQueries:
         udf("tg_txid", txid, [], T.BIGINT)
         udf("tg_size_pretty", size_pretty, [T.BIGINT], T.VARCHAR)
         udf("tg_quote_ident", rels.quote_ident, [T.VARCHAR], T.VARCHAR)
+        udf("tg_parse_ident", parse_ident, [T.VARCHAR, T.BOOLEAN], duckdb.list_type(T.VARCHAR))
         udf("tg_viewdef", viewdef, [T.BIGINT], T.VARCHAR)
         udf("tg_relation_filepath", relation_filepath, [T.VARCHAR], T.VARCHAR)
         udf("tg_has_privilege", has_privilege, [T.VARCHAR, T.VARCHAR, T.VARCHAR, T.VARCHAR], T.BOOLEAN, special=True)

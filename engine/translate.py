@@ -1902,6 +1902,8 @@ class _Translator:
             return exp.All(this=args[0]) if name == "all" else exp.Any(this=args[0])
         if name == "timezone" and len(args) == 2:
             return self._at_time_zone(args[1], args[0])
+        if name == "current_setting":
+            return self._current_setting(args)
         if name in _RENAMES:
             node.set("this", _RENAMES[name])
             return None
@@ -1916,6 +1918,19 @@ class _Translator:
         if name not in pgfunctions.PG_FUNCTIONS and not node.meta_get(pgfunctions.INTERNAL):
             raise pgfunctions.undefined_function(name, [_pg_arg_type(a) for a in args])
         return None
+
+    def _current_setting(self, args: list[exp.Expression]) -> exp.Expression:
+        """current_setting('name' [, missing_ok]): the session's value, fixed for the statement."""
+        from catalog.pgcatalog import setting_value
+        from tidegate.session import SessionInfo
+
+        if not 1 <= len(args) <= 2 or not (isinstance(args[0], exp.Literal) and args[0].is_string) or (
+                len(args) == 2 and not isinstance(args[1], exp.Boolean)):
+            raise SqlError("0A000", "current_setting() in a query over tables needs the setting's name "
+                           "(and missing_ok) as literals", hint="Write current_setting('name') with a string literal.")
+        info = getattr(self.resolver, "info", None) or SessionInfo()
+        value = setting_value(info, args[0].name, len(args) == 2 and args[1].this is True)
+        return _string(value) if value is not None else exp.Cast(this=exp.null(), to=exp.DataType.build("STRING"))
 
     def _to_char_call(self, args: list[exp.Expression]) -> exp.Expression:
         if len(args) != 2 or not (isinstance(args[1], exp.Literal) and args[1].is_string):

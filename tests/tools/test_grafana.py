@@ -148,6 +148,9 @@ def test_grafana_query_matches_postgres(servers, name, prepare):
     sql = EDITOR.get(name) or expand(PANELS[name])
     want = _answer(servers["postgres"], sql, prepare)
     got = _answer(servers["tidegate"], sql, prepare)
+    if name == "version":  # the oracle is PostgreSQL 15; tidegate reports its own version
+        assert got[0] == want[0] and got[1][0][0] >= 1500, got
+        return
     assert got == want, sql
     if name not in ("timescaledb",):
         assert want[1], name  # the query answers something on PostgreSQL: the comparison means something
