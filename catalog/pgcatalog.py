@@ -342,6 +342,7 @@ def rewrite(sql: str) -> str:
         spaced.append(gap)
         gap = False
     sig, spaced = _cast_calls_to_operators(sig, spaced)
+    sig, spaced = _name_inner_calls(sig, spaced)
     array_literals, _ = _quantified_arrays(sig)
     db_dropped = -1
     out: list[str] = []
@@ -419,6 +420,15 @@ def rewrite(sql: str) -> str:
                     emit(f"array_to_string(list_concat({', '.join(pieces)}){rest})", "expr")
                     i = close + 1
                     continue
+        if t.kind == "word" and low == "as" and i + 1 < n and sig[i + 1].kind == "word" and not (
+                i + 2 < n and sig[i + 2].text == "("):
+            # AS label: any keyword may be a column label in PostgreSQL (d.datcollate AS collate);
+            # DuckDB reserves some, so the label goes quoted (folded to lower case as PostgreSQL does)
+            emit(t.text, "word")
+            emit(" ", "ws")
+            emit('"' + sig[i + 1].lower + '"', "expr")
+            i += 2
+            continue
         if t.kind == "word" and low in ("json_build_object", "jsonb_build_object") and nxt == "(":
             emit("json_object", "word")
             i += 1
@@ -528,6 +538,87 @@ def _split_args_idx(sig: list[Token], start: int, end: int) -> list[tuple[int, i
             s = k + 1
     args.append((s, end))
     return args
+
+
+# Calls PostgreSQL names differently from the function (or that are syntax, not calls).
+_NOT_NAMED_AFTER_CALL = {"cast", "trim", "exists", "array", "row", "values", "in", "any", "all", "some", "not",
+                         "and", "or", "case", "select", "lateral", "on", "using", "over", "filter", "within"}
+
+
+def _name_inner_calls(sig: list[Token], spaced: list[bool]) -> tuple[list[Token], list[bool]]:
+    """``SELECT count(1) FROM ...`` inside a CTE or subquery: give the unnamed call PostgreSQL's
+    column name (``count``), which DuckDB would call ``count(1)``, so that the outer query can
+    refer to it (pgcli's ``ORDER BY Count``). Top-level names are set on the result instead."""
+    inserts: dict[int, str] = {}
+    for s_idx, t in enumerate(sig):
+        if not t.is_word("select") or s_idx == 0:
+            continue
+        depth = 0
+        start = s_idx + 1
+        if start < len(sig) and sig[start].is_word("distinct", "all"):
+            start += 1
+            if start < len(sig) and sig[start].is_word("on") and start + 1 < len(sig) and sig[start + 1].text == "(":
+                close = _matching(sig, start + 1)
+                start = close + 1 if close is not None else start
+        k = start
+        item_start = start
+        while k <= len(sig):
+            tok = sig[k] if k < len(sig) else None
+            ends_list = tok is None or (depth == 0 and (
+                tok.text in (")", ";") or (tok.kind == "word" and (tok.lower == "from" or tok.lower in _CLAUSE_END))))
+            if tok is not None and not ends_list:
+                if tok.text in ("(", "["):
+                    depth += 1
+                elif tok.text in (")", "]"):
+                    depth -= 1
+            if ends_list or (depth == 0 and tok is not None and tok.text == ","):
+                name = _unnamed_call(sig[item_start:k])
+                if name is not None:
+                    inserts[k - 1] = name
+                item_start = k + 1
+                if ends_list:
+                    break
+            k += 1
+    if not inserts:
+        return sig, spaced
+    out_t: list[Token] = []
+    out_s: list[bool] = []
+    for k, (tok, sp) in enumerate(zip(sig, spaced)):
+        out_t.append(tok)
+        out_s.append(sp)
+        if k in inserts:
+            out_t.extend([Token("word", "AS"), Token("qid", '"' + inserts[k].replace('"', '""') + '"')])
+            out_s.extend([True, True])
+    return out_t, out_s
+
+
+def _unnamed_call(item: list[Token]) -> str | None:
+    """The column name PostgreSQL gives a select item that is a bare function call (optionally
+    qualified, with OVER/FILTER), or None (an alias, an expression, a form PostgreSQL names otherwise)."""
+    if len(item) < 3 or item[0].kind != "word" or item[0].lower in _NOT_NAMED_AFTER_CALL:
+        return None
+    j = 0
+    while j + 2 < len(item) and item[j + 1].text == "." and item[j + 2].kind in ("word", "qid"):
+        j += 2
+    if item[j].kind not in ("word", "qid") or j + 1 >= len(item) or item[j + 1].text != "(":
+        return None
+    close = _matching(item, j + 1)
+    if close is None:
+        return None
+    rest = item[close + 1:]
+    while rest and rest[0].is_word("over", "filter"):
+        if len(rest) > 1 and rest[1].text == "(":
+            end = _matching(rest, 1)
+            if end is None:
+                return None
+            rest = rest[end + 1:]
+        elif rest[0].is_word("over") and len(rest) > 1 and rest[1].kind in ("word", "qid"):
+            rest = rest[2:]
+        else:
+            return None
+    if rest:
+        return None
+    return item[j].ident
 
 
 def _cast_calls_to_operators(sig: list[Token], spaced: list[bool]) -> tuple[list[Token], list[bool]]:

@@ -63,6 +63,7 @@ def _comparable(cmd: str, results: list[dict], target: str) -> list[dict]:
             r["rows"] = [[norm(v) for v in row] for row in r["rows"]]
         if cmd == "\\l":  # one database each: compare our row's name, owner and encoding
             r["rows"] = [row[:3] for row in r["rows"] if row[0] == "<self>"]
+            r["status"] = None  # PostgreSQL also lists template0 and template1
         out.append(r)
     return out
 
