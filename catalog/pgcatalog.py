@@ -32,6 +32,7 @@ import warnings
 
 from catalog import flows as flowmeta
 from catalog import refresh as refreshmeta
+from catalog import pg_keywords
 from catalog import pg_relations as rels
 from catalog.sqltokens import Token, significant, split_ident_chain, string_value, tokenize
 from catalog.store import Catalog, SequenceParams, TableDef
@@ -672,6 +673,8 @@ class Analysis:
     # database-qualified names (db.pg_catalog.x): (database, the name as PostgreSQL reports it)
     databases: tuple[tuple[str, str], ...] = ()
     from_functions: dict[str, str] | None = None  # column -> the scalar function called in FROM
+    # column -> type OID over just the catalog relations the query names (see column_pg_types_in)
+    column_types: dict[str, int] | None = None
 
 
 # Relation-free queries are answered here only when they read session or catalog facts
@@ -863,8 +866,9 @@ def analyze(sql: str) -> Analysis:
         items = [_resolve_alias(it, inner) for it in items]
     volatile = any(t.kind == "word" and t.lower in _VOLATILE for t in toks)
     array_params = frozenset(_quantified_arrays(toks)[1])
+    read = {t.ident for t in toks if t.ident in rels.PG_CATALOG_NAMES or t.ident in rels.INFORMATION_SCHEMA_NAMES}
     return Analysis(catalog_only, items, mentions_settings, inner, volatile, array_params, _database_refs(toks),
-                    from_functions)
+                    from_functions, rels.column_pg_types_in(read) if read else None)
 
 
 def _unnests_current_schemas(toks: list[Token], k: int) -> bool:
@@ -1329,10 +1333,13 @@ def _create_database(owner: "CatalogQueries") -> duckdb.DuckDBPyConnection:
     con.execute("CREATE SCHEMA isx")
     for rel in rels.RELATIONS.values():
         con.execute(rels.ddl(rel))
-    kw = [(w, *rels.KEYWORD_CATEGORIES[c]) for w, c in rels.keywords()]
-    con.register("tg_kw_load", pa.table({"word": [k[0] for k in kw], "catcode": [k[1] for k in kw],
-                                         "barelabel": [True] * len(kw), "catdesc": [k[2] for k in kw],
-                                         "baredesc": ["can be bare label"] * len(kw)}))
+    words = sorted(pg_keywords.CATEGORY)
+    codes = [pg_keywords.CATEGORY[w] for w in words]
+    bare = [w not in pg_keywords.REQUIRES_AS for w in words]
+    con.register("tg_kw_load", pa.table({
+        "word": words, "catcode": codes, "barelabel": bare,
+        "catdesc": [pg_keywords.CATEGORY_DESCRIPTIONS[c] for c in codes],
+        "baredesc": ["can be bare label" if b else "requires AS" for b in bare]}))
     con.execute("CREATE TABLE tg_keywords AS SELECT * FROM tg_kw_load")
     con.unregister("tg_kw_load")
     owner._install_functions(con)
@@ -1744,6 +1751,7 @@ class CatalogQueries:
                         pos += 1
         fields: list[ResultField] = []
         arrays = []
+        column_types = {**self._column_types, **(analysis.column_types or {})}
         for k in range(ncols):
             col = table.column(k)
             it = mapped[k]
@@ -1754,14 +1762,14 @@ class CatalogQueries:
             if it is not None:
                 oid = it.type_oid
                 if oid is None and it.source is not None:
-                    oid = self._column_types.get(it.source)
+                    oid = column_types.get(it.source)
                 if oid is None and analysis.from_functions and it.source in analysis.from_functions:
                     oid = _FUNCTION_TYPES.get(analysis.from_functions[it.source])
             elif analysis.inner and desc[k][0] in analysis.inner:
                 src = _resolve_alias(SelectItem(desc[k][0], desc[k][0], None), analysis.inner)
-                oid = src.type_oid if src.type_oid is not None else self._column_types.get(src.source or "")
-            elif desc[k][0] in self._column_types:
-                oid = self._column_types[desc[k][0]]
+                oid = src.type_oid if src.type_oid is not None else column_types.get(src.source or "")
+            elif desc[k][0] in column_types:
+                oid = column_types[desc[k][0]]
             elif analysis.from_functions and desc[k][0] in analysis.from_functions:
                 oid = _FUNCTION_TYPES.get(analysis.from_functions[desc[k][0]])
             if it is not None and it.post and pa.types.is_integer(col.type):

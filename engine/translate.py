@@ -586,6 +586,22 @@ def _pg_array_items(text: str) -> list[str | None]:
         k += 1
 
 
+def _surely_integer(e: exp.Expression) -> bool:
+    """Whether ``e`` is integer-typed in PostgreSQL for certain: integer columns, casts and
+    literals combined by + - * / % (sqlglot's annotation alone also calls extract() an integer)."""
+    while isinstance(e, exp.Paren):
+        e = e.this
+    if isinstance(e, (exp.Column, exp.Cast)):
+        return _dtype(e) in _INTEGER_TYPES
+    if isinstance(e, exp.Literal):
+        return not e.is_string and re.fullmatch(r"\d+", e.name) is not None
+    if isinstance(e, exp.Neg):
+        return _surely_integer(e.this)
+    if isinstance(e, (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod, exp.IntDiv)):
+        return _surely_integer(e.this) and _surely_integer(e.expression)
+    return False
+
+
 def _func(name: str, *args: exp.Expression) -> exp.Anonymous:
     node = exp.Anonymous(this=name, expressions=list(args))
     node.meta[pgfunctions.INTERNAL] = True  # made by the translator: not a client's call
@@ -1240,6 +1256,11 @@ class _Translator:
             if node.expression is None:
                 return _func("log10", node.this)
             return None
+        if isinstance(node, (exp.Round, exp.Trunc, exp.Floor, exp.Ceil)) and node.args.get("decimals") is None \
+                and _surely_integer(node.this):
+            # PostgreSQL has no integer round/trunc/floor/ceil: an integer argument takes the
+            # double precision form (floor(7) is 7 as double precision)
+            return _cast(node.this, "DOUBLE")
         if isinstance(node, exp.Round):
             if _dtype(node.this) in _FLOAT_TYPES and node.args.get("decimals") is None:
                 return _func("bround", node.this)

@@ -30,6 +30,7 @@ SETUP = [
     " 1709251200 + i * 90 FROM generate_series(0, 59) AS g(i)",
     "CREATE SCHEMA grafana_m",
     "CREATE TABLE grafana_m.\"Mixed-Case\" (id int, \"Value\" numeric(8,2), at timestamp)",
+    "CREATE TABLE grafana_m.readings (id int, label varchar(10), at timestamp)",
 ]
 
 
@@ -104,7 +105,7 @@ EDITOR = {
     "tables_in_schema": """SELECT quote_ident(table_name) AS "table" FROM information_schema.tables
         WHERE quote_ident(table_schema) = 'grafana_m' ORDER BY 1""",
     "columns": _columns_query("grafana_cpu"),
-    "columns_qualified": _columns_query('grafana_m."Mixed-Case"'),
+    "columns_qualified": _columns_query("grafana_m.readings"),
     "variable": "SELECT DISTINCT host FROM grafana_cpu ORDER BY 1",
     "variable_text_value": "SELECT host AS __text, upper(host) AS __value FROM grafana_cpu GROUP BY host ORDER BY 1",
 }
