@@ -46,6 +46,8 @@ case "$cmd" in
         # The oracle PostgreSQL 15 and pgJDBC driver used by the client-matrix tests.
         apt_install postgresql libpostgresql-jdbc-java
         ensure_venv
+        # The tool suite's own environment (released dbt, pgcli, ibis: tests/tools/requirements.txt).
+        .venv/bin/python -m tests.tools.venv >/dev/null
         status=0
         .venv/bin/python -m pytest "$@" || status=$?
         .venv/bin/python -m sqlness || status=$?

@@ -13,6 +13,7 @@ import functools
 from dataclasses import dataclass
 from typing import Any
 
+from catalog import pg_keywords
 from catalog.roles import PRIVILEGES, RoleDef
 from catalog.store import SEQUENCE_TYPE_NAMES, SEQUENCE_TYPE_OIDS, Catalog, SequenceParams, TableDef, is_temp_schema
 from tidegate.pgtypes import TYPES_BY_OID, ColumnType
@@ -410,6 +411,17 @@ def column_pg_types() -> dict[str, int]:
                 clash.add(col)
             seen.setdefault(col, oid)
     return {k: v for k, v in seen.items() if k not in clash}
+
+
+def column_pg_types_in(names: set[str]) -> dict[str, int]:
+    """Like :func:`column_pg_types`, over the named relations only (a query's FROM): a column name
+    two relations type differently is typed when only one of them is read."""
+    seen: dict[str, set[int]] = {}
+    for (_, name), rel in RELATIONS.items():
+        if name in names:
+            for col, typ in rel.columns:
+                seen.setdefault(col, set()).add(PG_COLUMN_TYPES[typ][1])
+    return {col: next(iter(oids)) for col, oids in seen.items() if len(oids) == 1}
 
 
 def ddl(rel: Relation) -> str:
@@ -822,33 +834,10 @@ def _sequence_catalog_rows(t: TableDef, p: SequenceParams, by_oid: dict[int, Tab
 
 _SAFE = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_")
 
-# duckdb_keywords() category -> pg_get_keywords() (catcode, catdesc); DuckDB's grammar is PostgreSQL's.
-KEYWORD_CATEGORIES = {
-    "unreserved": ("U", "unreserved"),
-    "column_name": ("C", "unreserved (cannot be function or type name)"),
-    "type_function": ("T", "reserved (can be function or type name)"),
-    "reserved": ("R", "reserved"),
-}
-
-
-@functools.cache
-def keywords() -> list[tuple[str, str]]:
-    """(word, duckdb category) for every SQL keyword of the PostgreSQL-derived grammar."""
-    import duckdb
-
-    with duckdb.connect(":memory:") as con:
-        return sorted(con.execute("SELECT keyword_name, keyword_category FROM duckdb_keywords()").fetchall())
-
-
-@functools.cache
-def quoted_keywords() -> frozenset[str]:
-    """Keywords quote_ident must quote: every category but unreserved."""
-    return frozenset(w for w, cat in keywords() if cat != "unreserved")
-
-
 def quote_ident(name: str) -> str:
     """PostgreSQL's quote_ident: quote unless all lower-case letters, digits, underscores."""
-    if name and (name[0].isalpha() or name[0] == "_") and all(ch in _SAFE for ch in name) and name not in quoted_keywords():
+    if name and (name[0].isalpha() or name[0] == "_") and all(ch in _SAFE for ch in name) \
+            and not pg_keywords.needs_quoting(name):
         return name
     return '"' + name.replace('"', '""') + '"'
 

@@ -32,6 +32,7 @@ import warnings
 
 from catalog import flows as flowmeta
 from catalog import refresh as refreshmeta
+from catalog import pg_keywords
 from catalog import pg_relations as rels
 from catalog.sqltokens import Token, significant, split_ident_chain, string_value, tokenize
 from catalog.store import Catalog, SequenceParams, TableDef, is_temp_schema
@@ -84,6 +85,7 @@ _FUNCTION_TYPES: dict[str, int] = {
     "obj_description": 25, "col_description": 25, "shobj_description": 25, "pg_get_expr": 25,
     "pg_get_indexdef": 25, "pg_get_constraintdef": 25, "pg_get_viewdef": 25, "pg_get_partkeydef": 25,
     "pg_get_serial_sequence": 25, "pg_size_pretty": 25, "quote_ident": 25, "array_to_string": 25,
+    "parse_ident": 1009, "string_to_array": 1009,
     "pg_get_function_result": 25, "pg_get_function_arguments": 25, "pg_get_triggerdef": 25,
     "pg_get_function_identity_arguments": 25,
     "pg_backend_pid": 23, "pg_is_in_recovery": 16, "pg_table_is_visible": 16, "pg_type_is_visible": 16,
@@ -103,8 +105,38 @@ _CAST_TYPES: dict[str, int] = {
     "_name": 1003, "_oid": 1028, "_int2": 1005, "_int4": 1007, "int2vector": 1005, "oidvector": 1028,
     "_char": 1002, "_regtype": 1009, "date": 1082, "timestamp": 1114, "timestamptz": 1184, "json": 114, "jsonb": 3802,
 }
+def parse_ident(text: str, strict: bool) -> list[str]:
+    """PostgreSQL's parse_ident: a qualified identifier split into its parts (quotes removed,
+    unquoted parts folded to lower case); with ``strict`` nothing may follow it."""
+    try:
+        toks = significant(tokenize(text.strip()))
+        parts, end = split_ident_chain(toks, 0)
+    except ValueError:
+        parts, end, toks = [], 0, []
+    if not parts or (strict and end != len(toks)):
+        raise _UdfError("22023", f'string is not a valid identifier: "{text}"')
+    return parts
+
+
+def setting_value(info: SessionInfo, name: str, missing_ok: bool) -> str | None:
+    """current_setting(name [, missing_ok]): the session's value, else the server's default."""
+    key = name.lower()
+    if key in info.settings:
+        return info.settings[key]
+    if key in DEFAULT_SETTINGS:
+        if key == "application_name":
+            return info.application_name
+        if key in ("session_authorization",):
+            return info.user
+        return DEFAULT_SETTINGS[key]
+    if missing_ok or "." in key:
+        return None
+    raise SqlError("42704", f'unrecognized configuration parameter "{name}"')
+
+
 # Scalar functions a query may call in FROM (as a one-row relation).
 _SCALAR_IN_FROM = {"current_schemas", "current_schema", "current_database", "current_setting", "version",
+                   "string_to_array", "parse_ident",
                    "current_user", "session_user", "pg_backend_pid", "format_type", "pg_get_userbyid",
                    "to_regclass", "to_regtype", "pg_is_in_recovery", "pg_postmaster_start_time", "txid_current"}
 _KEYWORD_FUNCS = {"current_user", "session_user", "user", "current_role", "current_catalog", "current_schema"}
@@ -311,6 +343,7 @@ def rewrite(sql: str) -> str:
         spaced.append(gap)
         gap = False
     sig, spaced = _cast_calls_to_operators(sig, spaced)
+    sig, spaced = _name_inner_calls(sig, spaced)
     array_literals, _ = _quantified_arrays(sig)
     db_dropped = -1
     out: list[str] = []
@@ -388,6 +421,15 @@ def rewrite(sql: str) -> str:
                     emit(f"array_to_string(list_concat({', '.join(pieces)}){rest})", "expr")
                     i = close + 1
                     continue
+        if t.kind == "word" and low == "as" and i + 1 < n and sig[i + 1].kind == "word" and not (
+                i + 2 < n and sig[i + 2].text == "("):
+            # AS label: any keyword may be a column label in PostgreSQL (d.datcollate AS collate);
+            # DuckDB reserves some, so the label goes quoted (folded to lower case as PostgreSQL does)
+            emit(t.text, "word")
+            emit(" ", "ws")
+            emit('"' + sig[i + 1].lower + '"', "expr")
+            i += 2
+            continue
         if t.kind == "word" and low in ("json_build_object", "jsonb_build_object") and nxt == "(":
             emit("json_object", "word")
             i += 1
@@ -499,6 +541,87 @@ def _split_args_idx(sig: list[Token], start: int, end: int) -> list[tuple[int, i
     return args
 
 
+# Calls PostgreSQL names differently from the function (or that are syntax, not calls).
+_NOT_NAMED_AFTER_CALL = {"cast", "trim", "exists", "array", "row", "values", "in", "any", "all", "some", "not",
+                         "and", "or", "case", "select", "lateral", "on", "using", "over", "filter", "within"}
+
+
+def _name_inner_calls(sig: list[Token], spaced: list[bool]) -> tuple[list[Token], list[bool]]:
+    """``SELECT count(1) FROM ...`` inside a CTE or subquery: give the unnamed call PostgreSQL's
+    column name (``count``), which DuckDB would call ``count(1)``, so that the outer query can
+    refer to it (pgcli's ``ORDER BY Count``). Top-level names are set on the result instead."""
+    inserts: dict[int, str] = {}
+    for s_idx, t in enumerate(sig):
+        if not t.is_word("select") or s_idx == 0:
+            continue
+        depth = 0
+        start = s_idx + 1
+        if start < len(sig) and sig[start].is_word("distinct", "all"):
+            start += 1
+            if start < len(sig) and sig[start].is_word("on") and start + 1 < len(sig) and sig[start + 1].text == "(":
+                close = _matching(sig, start + 1)
+                start = close + 1 if close is not None else start
+        k = start
+        item_start = start
+        while k <= len(sig):
+            tok = sig[k] if k < len(sig) else None
+            ends_list = tok is None or (depth == 0 and (
+                tok.text in (")", ";") or (tok.kind == "word" and (tok.lower == "from" or tok.lower in _CLAUSE_END))))
+            if tok is not None and not ends_list:
+                if tok.text in ("(", "["):
+                    depth += 1
+                elif tok.text in (")", "]"):
+                    depth -= 1
+            if ends_list or (depth == 0 and tok is not None and tok.text == ","):
+                name = _unnamed_call(sig[item_start:k])
+                if name is not None:
+                    inserts[k - 1] = name
+                item_start = k + 1
+                if ends_list:
+                    break
+            k += 1
+    if not inserts:
+        return sig, spaced
+    out_t: list[Token] = []
+    out_s: list[bool] = []
+    for k, (tok, sp) in enumerate(zip(sig, spaced)):
+        out_t.append(tok)
+        out_s.append(sp)
+        if k in inserts:
+            out_t.extend([Token("word", "AS"), Token("qid", '"' + inserts[k].replace('"', '""') + '"')])
+            out_s.extend([True, True])
+    return out_t, out_s
+
+
+def _unnamed_call(item: list[Token]) -> str | None:
+    """The column name PostgreSQL gives a select item that is a bare function call (optionally
+    qualified, with OVER/FILTER), or None (an alias, an expression, a form PostgreSQL names otherwise)."""
+    if len(item) < 3 or item[0].kind != "word" or item[0].lower in _NOT_NAMED_AFTER_CALL:
+        return None
+    j = 0
+    while j + 2 < len(item) and item[j + 1].text == "." and item[j + 2].kind in ("word", "qid"):
+        j += 2
+    if item[j].kind not in ("word", "qid") or j + 1 >= len(item) or item[j + 1].text != "(":
+        return None
+    close = _matching(item, j + 1)
+    if close is None:
+        return None
+    rest = item[close + 1:]
+    while rest and rest[0].is_word("over", "filter"):
+        if len(rest) > 1 and rest[1].text == "(":
+            end = _matching(rest, 1)
+            if end is None:
+                return None
+            rest = rest[end + 1:]
+        elif rest[0].is_word("over") and len(rest) > 1 and rest[1].kind in ("word", "qid"):
+            rest = rest[2:]
+        else:
+            return None
+    if rest:
+        return None
+    return item[j].ident
+
+
 def _cast_calls_to_operators(sig: list[Token], spaced: list[bool]) -> tuple[list[Token], list[bool]]:
     """``CAST(x AS T)`` -> ``(x)::T`` so that one code path rewrites PostgreSQL-only casts."""
     k = 0
@@ -550,6 +673,8 @@ class Analysis:
     # database-qualified names (db.pg_catalog.x): (database, the name as PostgreSQL reports it)
     databases: tuple[tuple[str, str], ...] = ()
     from_functions: dict[str, str] | None = None  # column -> the scalar function called in FROM
+    # column -> type OID over just the catalog relations the query names (see column_pg_types_in)
+    column_types: dict[str, int] | None = None
 
 
 # Relation-free queries are answered here only when they read session or catalog facts
@@ -564,7 +689,8 @@ _SESSION_WORDS = {
 _SESSION_FUNCTIONS = {
     "version", "current_setting", "set_config", "current_database", "current_schema", "current_schemas",
     "current_user", "session_user", "pg_backend_pid", "pg_postmaster_start_time", "pg_is_in_recovery",
-    "format_type", "obj_description", "col_description", "shobj_description", "quote_ident",
+    "format_type", "obj_description", "col_description", "shobj_description", "quote_ident", "parse_ident",
+    "string_to_array", "array_lower", "array_upper", "array_length",
     "quote_literal", "to_regclass", "to_regtype", "to_regnamespace", "txid_current", "pg_encoding_to_char",
     "pg_get_userbyid", "pg_get_viewdef", "pg_relation_filepath", "pg_get_expr", "pg_get_indexdef", "pg_get_constraintdef",
     "pg_table_is_visible", "pg_type_is_visible", "array_to_string", "string_agg", "coalesce", "lower", "upper",
@@ -740,8 +866,9 @@ def analyze(sql: str) -> Analysis:
         items = [_resolve_alias(it, inner) for it in items]
     volatile = any(t.kind == "word" and t.lower in _VOLATILE for t in toks)
     array_params = frozenset(_quantified_arrays(toks)[1])
+    read = {t.ident for t in toks if t.ident in rels.PG_CATALOG_NAMES or t.ident in rels.INFORMATION_SCHEMA_NAMES}
     return Analysis(catalog_only, items, mentions_settings, inner, volatile, array_params, _database_refs(toks),
-                    from_functions)
+                    from_functions, rels.column_pg_types_in(read) if read else None)
 
 
 def _unnests_current_schemas(toks: list[Token], k: int) -> bool:
@@ -767,12 +894,31 @@ def _from_function_column(toks: list[Token], k: int) -> tuple[str, str | None]:
     return toks[k].lower, alias
 
 
+def _in_from_list(toks: list[Token], comma: int) -> bool:
+    """Whether the comma at ``comma`` separates items of a FROM list (FROM a, f(x) s)."""
+    depth = 0
+    for j in range(comma - 1, -1, -1):
+        t = toks[j]
+        if t.text == ")":
+            depth += 1
+        elif t.text == "(":
+            if depth == 0:
+                return False
+            depth -= 1
+        elif depth == 0 and t.kind == "word":
+            if t.lower == "from":
+                return True
+            if t.lower == "select" or t.lower in _CLAUSE_END:
+                return False
+    return False
+
+
 def _scalar_in_from(toks: list[Token], k: int) -> bool:
     """``FROM [pg_catalog.]f(`` with f in :data:`_SCALAR_IN_FROM`."""
     if not (toks[k].kind == "word" and toks[k].lower in _SCALAR_IN_FROM and k + 1 < len(toks)
             and toks[k + 1].text == "("):
         return False
-    if toks[k - 1].is_word("from", "join"):
+    if toks[k - 1].is_word("from", "join") or (toks[k - 1].text == "," and _in_from_list(toks, k - 1)):
         return True
     return k >= 3 and toks[k - 1].text == "." and toks[k - 2].ident == "pg_catalog" and toks[k - 3].is_word("from", "join")
 
@@ -1193,10 +1339,13 @@ def _create_database(owner: "CatalogQueries") -> duckdb.DuckDBPyConnection:
     con.execute("CREATE SCHEMA isx")
     for rel in rels.RELATIONS.values():
         con.execute(rels.ddl(rel))
-    kw = [(w, *rels.KEYWORD_CATEGORIES[c]) for w, c in rels.keywords()]
-    con.register("tg_kw_load", pa.table({"word": [k[0] for k in kw], "catcode": [k[1] for k in kw],
-                                         "barelabel": [True] * len(kw), "catdesc": [k[2] for k in kw],
-                                         "baredesc": ["can be bare label"] * len(kw)}))
+    words = sorted(pg_keywords.CATEGORY)
+    codes = [pg_keywords.CATEGORY[w] for w in words]
+    bare = [w not in pg_keywords.REQUIRES_AS for w in words]
+    con.register("tg_kw_load", pa.table({
+        "word": words, "catcode": codes, "barelabel": bare,
+        "catdesc": [pg_keywords.CATEGORY_DESCRIPTIONS[c] for c in codes],
+        "baredesc": ["can be bare label" if b else "requires AS" for b in bare]}))
     con.execute("CREATE TABLE tg_keywords AS SELECT * FROM tg_kw_load")
     con.unregister("tg_kw_load")
     owner._install_functions(con)
@@ -1256,6 +1405,8 @@ _MACROS = [
     "CREATE MACRO pg_database_size(o) AS CAST(0 AS BIGINT)",
     "CREATE MACRO pg_size_pretty(n) AS tg_size_pretty(n)",
     "CREATE MACRO quote_ident(s) AS tg_quote_ident(s)",
+    "CREATE MACRO parse_ident(s) AS tg_parse_ident(CAST(s AS VARCHAR), true), "
+    "(s, strict) AS tg_parse_ident(CAST(s AS VARCHAR), CAST(strict AS BOOLEAN))",
     "CREATE MACRO quote_literal(s) AS '''' || replace(CAST(s AS VARCHAR), '''', '''''') || ''''",
     "CREATE MACRO quote_nullable(s) AS CASE WHEN s IS NULL THEN 'NULL' "
     "ELSE '''' || replace(CAST(s AS VARCHAR), '''', '''''') || '''' END",
@@ -1606,6 +1757,7 @@ class CatalogQueries:
                         pos += 1
         fields: list[ResultField] = []
         arrays = []
+        column_types = {**self._column_types, **(analysis.column_types or {})}
         for k in range(ncols):
             col = table.column(k)
             it = mapped[k]
@@ -1616,14 +1768,14 @@ class CatalogQueries:
             if it is not None:
                 oid = it.type_oid
                 if oid is None and it.source is not None:
-                    oid = self._column_types.get(it.source)
+                    oid = column_types.get(it.source)
                 if oid is None and analysis.from_functions and it.source in analysis.from_functions:
                     oid = _FUNCTION_TYPES.get(analysis.from_functions[it.source])
             elif analysis.inner and desc[k][0] in analysis.inner:
                 src = _resolve_alias(SelectItem(desc[k][0], desc[k][0], None), analysis.inner)
-                oid = src.type_oid if src.type_oid is not None else self._column_types.get(src.source or "")
-            elif desc[k][0] in self._column_types:
-                oid = self._column_types[desc[k][0]]
+                oid = src.type_oid if src.type_oid is not None else column_types.get(src.source or "")
+            elif desc[k][0] in column_types:
+                oid = column_types[desc[k][0]]
             elif analysis.from_functions and desc[k][0] in analysis.from_functions:
                 oid = _FUNCTION_TYPES.get(analysis.from_functions[desc[k][0]])
             if it is not None and it.post and pa.types.is_integer(col.type):
@@ -1712,18 +1864,7 @@ class CatalogQueries:
         return None
 
     def _setting(self, info: SessionInfo, name: str, missing_ok: bool) -> str | None:
-        key = name.lower()
-        if key in info.settings:
-            return info.settings[key]
-        if key in DEFAULT_SETTINGS:
-            if key == "application_name":
-                return info.application_name
-            if key in ("session_authorization",):
-                return info.user
-            return DEFAULT_SETTINGS[key]
-        if missing_ok or "." in key:
-            return None
-        raise SqlError("42704", f'unrecognized configuration parameter "{name}"')
+        return setting_value(info, name, missing_ok)
 
     def _resolve_relation(self, text: str, soft: bool) -> int | None:
         mirror = self._mirror_now()
@@ -2117,6 +2258,7 @@ class CatalogQueries:
         udf("tg_txid", txid, [], T.BIGINT)
         udf("tg_size_pretty", size_pretty, [T.BIGINT], T.VARCHAR)
         udf("tg_quote_ident", rels.quote_ident, [T.VARCHAR], T.VARCHAR)
+        udf("tg_parse_ident", parse_ident, [T.VARCHAR, T.BOOLEAN], duckdb.list_type(T.VARCHAR))
         udf("tg_viewdef", viewdef, [T.BIGINT], T.VARCHAR)
         udf("tg_relation_filepath", relation_filepath, [T.VARCHAR], T.VARCHAR)
         udf("tg_has_privilege", has_privilege, [T.VARCHAR, T.VARCHAR, T.VARCHAR, T.VARCHAR], T.BOOLEAN, special=True)

@@ -749,6 +749,10 @@ class EngineSession:
             return self._alter(tree, info)
         if isinstance(tree, exp.TruncateTable):
             return self._truncate(tree, info)
+        if isinstance(tree, exp.Merge):
+            from engine.merge import execute_merge
+
+            return execute_merge(self, tree, params, info)
         if isinstance(tree, exp.Copy):
             raise SqlError("0A000", "COPY must be sent through the COPY protocol")
         word = sql.strip().split(None, 1)[0].upper() if sql.strip() else ""
@@ -2177,22 +2181,30 @@ class EngineSession:
     # -- UPDATE / DELETE ---------------------------------------------------------------------
 
     def _scan_with_flag(self, t: TableDef, alias: str, where: exp.Expression | None, extra: list[exp.Expression],
-                        params: list[Any], info: SessionInfo, matched_only: bool) -> tuple[pa.Table, int]:
+                        params: list[Any], info: SessionInfo, matched_only: bool,
+                        joined: list[exp.Expression] | None = None) -> tuple[pa.Table, int]:
         """Rows of ``t`` (storage form) + ``__tg_m`` (the WHERE holds) + ``extra`` values, from one
-        snapshot; with ``matched_only`` just the rows the WHERE selects. Returns (rows, version)."""
-        flag = exp.func("COALESCE", exp.paren(where.copy()), exp.false()) if where is not None else exp.true()
-        inner = exp.Select(expressions=[exp.Star(), exp.alias_(flag, "__tg_m")]).from_(
-            exp.Table(this=exp.to_identifier(t.name), db=exp.to_identifier(t.schema),
-                      alias=exp.TableAlias(this=exp.to_identifier(alias))))
-        outer_exprs: list[exp.Expression] = [exp.column(c.name, quoted=True) for c in t.columns]
-        outer_exprs.append(exp.column("__tg_m"))
-        for k, e in enumerate(extra):
-            value = e.copy() if matched_only else exp.Case(ifs=[exp.If(this=exp.column("__tg_m"), true=e.copy())])
-            outer_exprs.append(exp.alias_(value, f"__tg_new_{k}"))
-        outer = exp.Select(expressions=outer_exprs).from_(
-            exp.Subquery(this=inner, alias=exp.TableAlias(this=exp.to_identifier(alias))))
-        if matched_only:
-            outer = outer.where(exp.column("__tg_m"))
+        snapshot; with ``matched_only`` just the rows the WHERE selects. Returns (rows, version).
+
+        ``joined``: the FROM items of UPDATE ... FROM / USING items of DELETE ... USING. The WHERE
+        then joins them with the target; each target row comes back once, with the values of its
+        first join partner (PostgreSQL uses one partner, which one unspecified)."""
+        if joined:
+            outer = _joined_scan(t, alias, where, extra, joined)
+        else:
+            flag = exp.func("COALESCE", exp.paren(where.copy()), exp.false()) if where is not None else exp.true()
+            inner = exp.Select(expressions=[exp.Star(), exp.alias_(flag, "__tg_m")]).from_(
+                exp.Table(this=exp.to_identifier(t.name), db=exp.to_identifier(t.schema),
+                          alias=exp.TableAlias(this=exp.to_identifier(alias))))
+            outer_exprs: list[exp.Expression] = [exp.column(c.name, quoted=True) for c in t.columns]
+            outer_exprs.append(exp.column("__tg_m"))
+            for k, e in enumerate(extra):
+                value = e.copy() if matched_only else exp.Case(ifs=[exp.If(this=exp.column("__tg_m"), true=e.copy())])
+                outer_exprs.append(exp.alias_(value, f"__tg_new_{k}"))
+            outer = exp.Select(expressions=outer_exprs).from_(
+                exp.Subquery(this=inner, alias=exp.TableAlias(this=exp.to_identifier(alias))))
+            if matched_only:
+                outer = outer.where(exp.column("__tg_m"))
         self.engine.runtime.wait()
 
         def work() -> tuple[pa.Table, int]:
@@ -2210,7 +2222,10 @@ class EngineSession:
                     ty = tq.output_types[i] if i < len(tq.output_types) else None
                     if ty is not None:
                         cols[i] = storage_to_result(cols[i], ty)
-            return pa.Table.from_arrays(cols, names=table.column_names), version
+            out = pa.Table.from_arrays(cols, names=table.column_names)
+            if joined:  # one row per target row (its row id is the last column)
+                out = _first_per_key(out, out.column_names[-1]).drop_columns([out.column_names[-1]])
+            return out, version
 
         return self._run(work)
 
@@ -2227,8 +2242,6 @@ class EngineSession:
         """UPDATE: Spark evaluates WHERE and SET over one snapshot; the changed rows are merged back
         (delta-rs merge matched on the key, or on all old values for key-less tables), so only the
         files holding them are rewritten and the change feed records update pre/post images."""
-        if tree.args.get("from_") or tree.args.get("from"):
-            raise SqlError("0A000", "UPDATE ... FROM is not supported")
         target = tree.this
         t = self._resolve_target(target, info)
         reads = tree.args.get("where") is not None or tree.args.get("returning") is not None or any(
@@ -2256,9 +2269,16 @@ class EngineSession:
         where = tree.args.get("where")
         match_cols = self._match_columns(t)
         matched_only = match_cols is not None
+        joined = _from_items(tree.args.get("from_") or tree.args.get("from"))
+        if joined and tree.args.get("returning") is not None:
+            raise _returning_with_join("UPDATE ... FROM")
+        if joined and not matched_only:
+            raise SqlError("0A000", f'UPDATE ... FROM on "{t.name}" is not supported: it has no primary key and '
+                           "array columns, so its rows cannot be told apart",
+                           hint="Add a PRIMARY KEY, or update with a WHERE ... IN (subquery) instead of FROM.")
         table, version = self._scan_with_flag(t, alias, where.this if where is not None else None,
                                               [exp.null() if _is_default(e) else e for _, e in sets],
-                                              params, info, matched_only)
+                                              params, info, matched_only, joined)
         n = len(t.columns)
         mask = (pc.fill_null(table.column(n).combine_chunks(), False) if table.num_rows
                 else pa.array([], pa.bool_()))
@@ -2324,8 +2344,6 @@ class EngineSession:
     def _delete(self, tree: exp.Delete, params: list[Any], info: SessionInfo) -> CommandResult:
         """DELETE: Spark finds the rows over one snapshot; they are removed by a delta-rs merge
         matched on the key (or on all values for key-less tables): only their files change."""
-        if tree.args.get("using"):
-            raise SqlError("0A000", "DELETE ... USING is not supported")
         target = tree.this
         t = self._resolve_target(target, info)
         reads = tree.args.get("where") is not None or tree.args.get("returning") is not None
@@ -2338,7 +2356,9 @@ class EngineSession:
         alias = target.alias or t.name
         where = tree.args.get("where")
         returning = tree.args.get("returning")
-        if where is None and returning is None and not self._pending_ops(t) and not constraints.referencing(self, t):
+        joined = list(tree.args.get("using") or [])
+        if where is None and returning is None and not joined and not self._pending_ops(t) \
+                and not constraints.referencing(self, t):
             base = self.store.version(t.location)
             count = self._row_count(t)
             if count:
@@ -2346,8 +2366,14 @@ class EngineSession:
             return CommandResult(f"DELETE {count}")
         match_cols = self._match_columns(t)
         matched_only = match_cols is not None
+        if joined and returning is not None:
+            raise _returning_with_join("DELETE ... USING")
+        if joined and not matched_only:
+            raise SqlError("0A000", f'DELETE ... USING on "{t.name}" is not supported: it has no primary key and '
+                           "array columns, so its rows cannot be told apart",
+                           hint="Add a PRIMARY KEY, or delete with a WHERE ... IN (subquery) instead of USING.")
         table, version = self._scan_with_flag(t, alias, where.this if where is not None else None, [], params, info,
-                                              matched_only)
+                                              matched_only, joined)
         n = len(t.columns)
         rows_all = table.select(list(range(n))).combine_chunks()
         mask = (pc.fill_null(table.column(n).combine_chunks(), False) if table.num_rows
@@ -2691,6 +2717,62 @@ def _split_qualified(text: str) -> list[str] | None:
     if expect_name or not 1 <= len(parts) <= 2:
         return None
     return parts
+
+
+def _first_per_key(data: pa.Table, key: str) -> pa.Table:
+    """The first row of each value of column ``key``, in their original order."""
+    if data.num_rows <= 1:
+        return data
+    positions = pa.array(range(data.num_rows), pa.int64())
+    firsts = pa.table({key: data.column(key), "__tg_i": positions}).group_by(key, use_threads=False).aggregate(
+        [("__tg_i", "min")]).column("__tg_i_min").combine_chunks()
+    return data.take(firsts.sort()) if len(firsts) != data.num_rows else data
+
+
+def _returning_with_join(statement: str) -> SqlError:
+    return SqlError("0A000", f"RETURNING in {statement} is not supported",
+                    hint="Run the statement without RETURNING, then SELECT the rows it changed.")
+
+
+def _from_items(from_: exp.Expression | None) -> list[exp.Expression]:
+    """The items of UPDATE's FROM clause (a From node: the first item carries the rest as joins)."""
+    if from_ is None:
+        return []
+    first = from_.this.copy()
+    joins = first.args.get("joins") or []
+    first.set("joins", None)
+    return [first, *joins]
+
+
+def row_id_column() -> exp.Expression:
+    """A per-row id Spark assigns while it scans (unique within one query): tells rows apart."""
+    from engine.pgfunctions import INTERNAL
+
+    node = exp.Anonymous(this="monotonically_increasing_id", expressions=[])
+    node.meta[INTERNAL] = True
+    return node
+
+
+def _joined_scan(t: TableDef, alias: str, where: exp.Expression | None, extra: list[exp.Expression],
+                 joined: list[exp.Expression]) -> exp.Select:
+    """SELECT target columns, TRUE, extra values, row id FROM (target + row id) AS alias, joined...
+    WHERE where: the target rows UPDATE ... FROM / DELETE ... USING act on, once per join partner."""
+    target = exp.Subquery(
+        this=exp.Select(expressions=[exp.Star(), exp.alias_(row_id_column(), "__tg_rid")]).from_(
+            exp.Table(this=exp.to_identifier(t.name), db=exp.to_identifier(t.schema))),
+        alias=exp.TableAlias(this=exp.to_identifier(alias)))
+    exprs: list[exp.Expression] = [exp.column(c.name, table=alias, quoted=True) for c in t.columns]
+    exprs.append(exp.alias_(exp.true(), "__tg_m"))
+    exprs.extend(exp.alias_(e.copy(), f"__tg_new_{k}") for k, e in enumerate(extra))
+    exprs.append(exp.alias_(exp.column("__tg_rid", table=alias), "__tg_rid"))
+    select = exp.Select(expressions=exprs).from_(target)
+    joins = []
+    for item in joined:
+        joins.append(item.copy() if isinstance(item, exp.Join) else exp.Join(this=item.copy()))
+    select.set("joins", joins)
+    if where is not None:
+        select = select.where(where.copy())
+    return select
 
 
 def _is_default(e: exp.Expression) -> bool:

@@ -661,6 +661,22 @@ def _pg_array_items(text: str) -> list[str | None]:
         k += 1
 
 
+def _surely_integer(e: exp.Expression) -> bool:
+    """Whether ``e`` is integer-typed in PostgreSQL for certain: integer columns, casts and
+    literals combined by + - * / % (sqlglot's annotation alone also calls extract() an integer)."""
+    while isinstance(e, exp.Paren):
+        e = e.this
+    if isinstance(e, (exp.Column, exp.Cast)):
+        return _dtype(e) in _INTEGER_TYPES
+    if isinstance(e, exp.Literal):
+        return not e.is_string and re.fullmatch(r"\d+", e.name) is not None
+    if isinstance(e, exp.Neg):
+        return _surely_integer(e.this)
+    if isinstance(e, (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod, exp.IntDiv)):
+        return _surely_integer(e.this) and _surely_integer(e.expression)
+    return False
+
+
 def _func(name: str, *args: exp.Expression) -> exp.Anonymous:
     node = exp.Anonymous(this=name, expressions=list(args))
     node.meta[pgfunctions.INTERNAL] = True  # made by the translator: not a client's call
@@ -1365,6 +1381,11 @@ class _Translator:
             if node.expression is None:
                 return _func("log10", node.this)
             return None
+        if isinstance(node, (exp.Round, exp.Trunc, exp.Floor, exp.Ceil)) and node.args.get("decimals") is None \
+                and _surely_integer(node.this):
+            # PostgreSQL has no integer round/trunc/floor/ceil: an integer argument takes the
+            # double precision form (floor(7) is 7 as double precision)
+            return _cast(node.this, "DOUBLE")
         if isinstance(node, exp.Round):
             if _dtype(node.this) in _FLOAT_TYPES and node.args.get("decimals") is None:
                 return _func("bround", node.this)
@@ -2063,6 +2084,8 @@ class _Translator:
             return exp.All(this=args[0]) if name == "all" else exp.Any(this=args[0])
         if name == "timezone" and len(args) == 2:
             return self._at_time_zone(args[1], args[0])
+        if name == "current_setting":
+            return self._current_setting(args)
         if name in _RENAMES:
             node.set("this", _RENAMES[name])
             return None
@@ -2077,6 +2100,19 @@ class _Translator:
         if name not in pgfunctions.PG_FUNCTIONS and not node.meta_get(pgfunctions.INTERNAL):
             raise pgfunctions.undefined_function(name, [_pg_arg_type(a) for a in args])
         return None
+
+    def _current_setting(self, args: list[exp.Expression]) -> exp.Expression:
+        """current_setting('name' [, missing_ok]): the session's value, fixed for the statement."""
+        from catalog.pgcatalog import setting_value
+        from tidegate.session import SessionInfo
+
+        if not 1 <= len(args) <= 2 or not (isinstance(args[0], exp.Literal) and args[0].is_string) or (
+                len(args) == 2 and not isinstance(args[1], exp.Boolean)):
+            raise SqlError("0A000", "current_setting() in a query over tables needs the setting's name "
+                           "(and missing_ok) as literals", hint="Write current_setting('name') with a string literal.")
+        info = getattr(self.resolver, "info", None) or SessionInfo()
+        value = setting_value(info, args[0].name, len(args) == 2 and args[1].this is True)
+        return _string(value) if value is not None else exp.Cast(this=exp.null(), to=exp.DataType.build("STRING"))
 
     def _to_char_call(self, args: list[exp.Expression]) -> exp.Expression:
         if len(args) != 2 or not (isinstance(args[1], exp.Literal) and args[1].is_string):

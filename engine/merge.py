@@ -1,0 +1,337 @@
+"""MERGE INTO (PostgreSQL 15): one statement that updates, deletes and inserts by a join.
+
+    MERGE INTO target [AS t] USING source [AS s] ON condition
+      WHEN MATCHED [AND cond] THEN UPDATE SET ... | DELETE | DO NOTHING
+      WHEN NOT MATCHED [AND cond] THEN INSERT [(cols)] VALUES (...) | INSERT DEFAULT VALUES | DO NOTHING
+
+Spark evaluates the whole decision in one query over one snapshot: ``source LEFT JOIN target ON
+condition``, every row tagged with the first WHEN clause that applies to it (clauses are tried in
+order, MATCHED ones for rows with a target partner, NOT MATCHED ones for the others) and with the
+values that clause computes. The gateway then checks PostgreSQL's rules (a target row changed by
+two source rows is 21000; NOT NULL, keys) and writes the updates, deletes and inserts as ONE
+commit: inside a transaction block they join the block's writes, otherwise the statement is its
+own small block. The command tag is ``MERGE n``, n the rows inserted, updated or deleted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from sqlglot import exp
+
+from engine import spark as sparkmod
+from engine.storage import WriteOp, coerce_array, duplicate_keys, storage_schema, storage_to_result
+from tidegate.errors import SqlError
+from tidegate.results import CommandResult
+from tidegate.session import SessionInfo
+
+if TYPE_CHECKING:
+    from catalog.store import ColumnDef, TableDef
+    from engine.executor import EngineSession
+
+_TWICE_HINT = "Ensure that not more than one source row matches any one target row."
+
+
+@dataclass
+class _Clause:
+    """One WHEN clause: its kind, condition and (for UPDATE/INSERT) target columns and values."""
+
+    matched: bool
+    action: str  # "update" | "delete" | "nothing" | "insert"
+    condition: exp.Expression | None
+    columns: list[ColumnDef] = field(default_factory=list)
+    values: list[exp.Expression | None] = field(default_factory=list)  # None: DEFAULT
+    value_slots: list[int] = field(default_factory=list)  # output column of each non-DEFAULT value
+
+
+def execute_merge(session: EngineSession, tree: exp.Merge, params: list[Any], info: SessionInfo) -> CommandResult:
+    target = tree.this
+    if not isinstance(target, exp.Table):
+        raise SqlError("42601", "MERGE target must be a table")
+    t = session._resolve_target(target, info)
+    alias = target.alias or t.name
+    clauses = _clauses(tree, t)
+    needed = {"update": "UPDATE", "delete": "DELETE", "insert": "INSERT"}
+    privileges = sorted({needed[c.action] for c in clauses if c.action in needed})
+    session.catalog.roles.check_table(info, t, "SELECT", *privileges)
+    with session._rewriting(t):
+        return session._retrying(_merge_once, session, tree, t, alias, clauses, params, info)
+
+
+def _clauses(tree: exp.Merge, t: TableDef) -> list[_Clause]:
+    from engine.executor import _ident, _is_default
+
+    if tree.args.get("returning") is not None:
+        raise SqlError("0A000", "MERGE ... RETURNING is not supported (PostgreSQL 17 added it; tidegate follows 15)",
+                       hint="Run the MERGE, then SELECT the rows it changed.")
+    whens = tree.args.get("whens")
+    out: list[_Clause] = []
+    for when in (whens.expressions if whens is not None else []):
+        if when.args.get("source"):
+            raise SqlError("0A000", "WHEN NOT MATCHED BY SOURCE is not supported (PostgreSQL 17 added it; "
+                           "tidegate follows 15)",
+                           hint="Delete or update the target rows without a source partner in a separate statement.")
+        matched = bool(when.args.get("matched"))
+        then = when.args.get("then")
+        cond = when.args.get("condition")
+        if isinstance(then, exp.Var) and then.name.upper() in ("DELETE", "DO NOTHING"):
+            action = "delete" if then.name.upper() == "DELETE" else "nothing"
+            if action == "delete" and not matched:
+                raise SqlError("42601", 'syntax error at or near "DELETE"')
+            out.append(_Clause(matched, action, cond))
+        elif isinstance(then, exp.Update):
+            if not matched:
+                raise SqlError("42601", 'syntax error at or near "UPDATE"')
+            clause = _Clause(True, "update", cond)
+            for eq in then.expressions:
+                col = eq.this
+                name = _ident(col.this if isinstance(col, exp.Column) else col)
+                c = t.column(name)
+                if c is None:
+                    raise SqlError("42703", f'column "{name}" of relation "{t.name}" does not exist')
+                if any(c is prev for prev in clause.columns):
+                    raise SqlError("42601", f'multiple assignments to same column "{name}"')
+                if c.identity == "a" and not _is_default(eq.expression):
+                    raise SqlError("428C9", f'column "{name}" can only be updated to DEFAULT',
+                                   detail=f'Column "{name}" is an identity column defined as GENERATED ALWAYS.')
+                clause.columns.append(c)
+                clause.values.append(None if _is_default(eq.expression) else eq.expression)
+            out.append(clause)
+        elif isinstance(then, exp.Insert):
+            if matched:
+                raise SqlError("42601", 'syntax error at or near "INSERT"')
+            out.append(_insert_clause(then, cond, t))
+        else:
+            raise SqlError("42601", "syntax error in MERGE: WHEN ... THEN needs UPDATE, DELETE, INSERT or DO NOTHING")
+    if not out:
+        raise SqlError("42601", "syntax error at end of input")
+    return out
+
+
+def _insert_clause(then: exp.Insert, cond: exp.Expression | None, t: TableDef) -> _Clause:
+    from engine.executor import _ident, _is_default
+
+    names_node = then.this
+    values_node = then.expression
+    clause = _Clause(False, "insert", cond)
+    names = [_ident(e.this if isinstance(e, exp.Column) else e) for e in names_node.expressions] \
+        if isinstance(names_node, exp.Tuple) else None
+    if values_node is None and names == ["default"] and not names_node.expressions[0].this.quoted:
+        return clause  # INSERT DEFAULT VALUES: every column its default
+    if values_node is None:
+        raise SqlError("42601", "syntax error in MERGE: INSERT needs VALUES (...) or DEFAULT VALUES")
+    values = values_node.expressions if isinstance(values_node, exp.Tuple) else [values_node]
+    columns = list(t.columns) if names is None else []
+    for name in names or []:
+        c = t.column(name)
+        if c is None:
+            raise SqlError("42703", f'column "{name}" of relation "{t.name}" does not exist')
+        if c in columns:
+            raise SqlError("42701", f'column "{name}" specified more than once')
+        columns.append(c)
+    if len(values) > len(columns):
+        raise SqlError("42601", "INSERT has more expressions than target columns")
+    if names is not None and len(values) < len(columns):
+        raise SqlError("42601", "INSERT has more target columns than expressions")
+    for c, v in zip(columns, values):
+        if c.identity == "a" and not _is_default(v):
+            raise SqlError("428C9", f'cannot insert a non-DEFAULT value into column "{c.name}"',
+                           detail=f'Column "{c.name}" is an identity column defined as GENERATED ALWAYS.',
+                           hint="Use OVERRIDING SYSTEM VALUE to override.")
+        clause.columns.append(c)
+        clause.values.append(None if _is_default(v) else v)
+    return clause
+
+
+def _decision_query(tree: exp.Merge, t: TableDef, alias: str, clauses: list[_Clause]) -> exp.Select:
+    """SELECT target columns, row id, chosen clause, clause values FROM source LEFT JOIN target."""
+    from engine.executor import row_id_column
+
+    target = exp.Subquery(
+        this=exp.Select(expressions=[exp.Star(), exp.alias_(row_id_column(), "__tg_rid")]).from_(
+            exp.Table(this=exp.to_identifier(t.name), db=exp.to_identifier(t.schema))),
+        alias=exp.TableAlias(this=exp.to_identifier(alias)))
+    source = tree.args["using"].copy()
+    matched = exp.Not(this=exp.Is(this=exp.column("__tg_rid", table=alias), expression=exp.null()))
+    ifs_m = [exp.If(this=c.condition.copy() if c.condition is not None else exp.true(), true=exp.Literal.number(i))
+             for i, c in enumerate(clauses) if c.matched]
+    ifs_n = [exp.If(this=c.condition.copy() if c.condition is not None else exp.true(), true=exp.Literal.number(i))
+             for i, c in enumerate(clauses) if not c.matched]
+    minus_one = exp.Neg(this=exp.Literal.number(1))
+    act = exp.Case(ifs=[exp.If(this=matched, true=exp.Case(ifs=ifs_m, default=minus_one) if ifs_m else minus_one)],
+                   default=exp.Case(ifs=ifs_n, default=minus_one) if ifs_n else minus_one)
+    exprs: list[exp.Expression] = [exp.alias_(exp.column(c.name, table=alias, quoted=True), f"__tg_t{i}")
+                                   for i, c in enumerate(t.columns)]
+    exprs.append(exp.alias_(exp.column("__tg_rid", table=alias), "__tg_rid"))
+    exprs.append(exp.alias_(act, "__tg_act"))
+    slot = len(exprs)
+    for i, c in enumerate(clauses):
+        for v in c.values:
+            if v is None:
+                continue
+            chosen = exp.EQ(this=exp.paren(act.copy()), expression=exp.Literal.number(i))
+            exprs.append(exp.alias_(exp.Case(ifs=[exp.If(this=chosen, true=v.copy())]), f"__tg_v{slot}"))
+            c.value_slots.append(slot)
+            slot += 1
+    select = exp.Select(expressions=exprs).from_(source)
+    select.set("joins", [exp.Join(this=target, side="LEFT", on=tree.args["on"].copy())])
+    return select
+
+
+def _merge_once(session: EngineSession, tree: exp.Merge, t: TableDef, alias: str, clauses: list[_Clause],
+                params: list[Any], info: SessionInfo) -> CommandResult:
+    for c in clauses:
+        c.value_slots = []
+    query = _decision_query(tree, t, alias, clauses)
+    session.engine.runtime.wait()
+
+    def work() -> tuple[pa.Table, list[Any], int]:
+        tq, resolver = session._translate(query, params, info)
+        table = sparkmod.collect_arrow(session.spark.sql(tq.spark_sql))
+        snap = resolver.snapshots.get(t.location)
+        version = snap.version if snap else session.store.version(t.location)
+        return table, list(tq.output_types or []), version
+
+    table, types, version = session._run(work)
+    n = len(t.columns)
+    act = table.column(n + 1).combine_chunks()
+    rid = table.column(n)
+    counts = {"update": 0, "delete": 0, "insert": 0}
+    touched = pc.is_in(act, value_set=pa.array([i for i, c in enumerate(clauses) if c.action in ("update", "delete")],
+                                               pa.int32()).cast(act.type))
+    changed_rids = pc.filter(rid, touched)
+    if len(changed_rids) != len(pc.unique(changed_rids)):
+        raise SqlError("21000", "MERGE command cannot affect row a second time", hint=_TWICE_HINT)
+
+    def column(i: int) -> pa.ChunkedArray:
+        col = table.column(i)
+        ty = types[i] if i < len(types) else None
+        return storage_to_result(col, ty) if ty is not None else col
+
+    old_cols = [coerce_array(table.column(i), c.type, c.name) for i, c in enumerate(t.columns)]
+    old_all = pa.Table.from_arrays(old_cols, schema=storage_schema(t.columns))
+    ctx = session._eval_context(info)
+    updates: list[pa.Table] = []
+    olds: list[pa.Table] = []
+    deletes: list[pa.Table] = []
+    inserts: list[pa.Table] = []
+    for i, clause in enumerate(clauses):
+        mask = pc.fill_null(pc.equal(act, i), False)
+        rows = int(pc.sum(mask).as_py() or 0)
+        if not rows or clause.action == "nothing":
+            continue
+        if clause.action == "delete":
+            deletes.append(old_all.filter(mask))
+        elif clause.action == "update":
+            old = old_all.filter(mask)
+            new_cols = [old.column(j) for j in range(n)]
+            slots = iter(clause.value_slots)
+            for c, v in zip(clause.columns, clause.values):
+                j = t.columns.index(c)
+                if v is None:
+                    new_cols[j] = _defaults(session, t, c, rows, ctx, info)
+                else:
+                    new_cols[j] = coerce_array(column(next(slots)).filter(mask), c.type, c.name)
+            updates.append(pa.Table.from_arrays(new_cols, schema=storage_schema(t.columns)))
+            olds.append(old)
+        else:
+            given: dict[str, Any] = {}
+            slots = iter(clause.value_slots)
+            for c, v in zip(clause.columns, clause.values):
+                if v is not None:
+                    given[c.name] = column(next(slots)).filter(mask).combine_chunks()
+            inserts.append(session._build_rows(t, given, rows, ctx, info))
+        counts[clause.action] += rows
+    ops = _plan_writes(session, t, updates, olds, deletes, inserts, version)
+    own_block = session._pending is None
+    if ops and own_block:
+        session.begin()
+    try:
+        for op in ops:
+            session._write(op)
+        if ops and own_block:
+            session.commit()
+    except BaseException:
+        if ops and own_block:
+            session.rollback()
+        raise
+    return CommandResult(f"MERGE {sum(counts.values())}")
+
+
+def _defaults(session: EngineSession, t: TableDef, c: ColumnDef, rows: int, ctx: dict[str, Any],
+              info: SessionInfo) -> pa.Array:
+    """``SET col = DEFAULT`` for ``rows`` rows: the column's default (a fresh value per row for a sequence)."""
+    from engine.executor import _fast_array
+    from engine.storage import python_value, storage_type
+
+    seq = session._default_sequence(c, info)
+    if seq is not None:
+        return _fast_array(session._next_values(seq, rows, info), c)
+    dv = python_value(session._default_value(c, ctx, info), c.type, c.name) if c.default is not None else None
+    return pa.array([dv] * rows, type=storage_type(c.type))
+
+
+def _plan_writes(session: EngineSession, t: TableDef, updates: list[pa.Table], olds: list[pa.Table],
+                 deletes: list[pa.Table], inserts: list[pa.Table], version: int) -> list[WriteOp]:
+    """The writes of one MERGE, checked: NOT NULL, and a key never held by two rows afterwards."""
+    from engine.executor import dedupe_last
+
+    ops: list[WriteOp] = []
+    keys = session._keys(t)
+    match_cols = session._match_columns(t)
+    schema = storage_schema(t.columns)
+    if (updates or deletes) and match_cols is None:
+        raise SqlError("0A000", f'MERGE ... UPDATE/DELETE on "{t.name}" is not supported: it has no primary key and '
+                       "array columns, so its rows cannot be told apart", hint="Add a PRIMARY KEY to the table.")
+    removed = pa.concat_tables(olds + deletes) if olds or deletes else schema.empty_table()
+    if deletes:
+        gone = pa.concat_tables(deletes).select(match_cols)
+        ops.append(WriteOp(t, "delete", dedupe_last(gone, match_cols), keys=match_cols, null_safe=not keys,
+                           base_version=version))
+    if updates:
+        new = pa.concat_tables(updates)
+        old = pa.concat_tables(olds)
+        session._check_not_null(t, new)
+        source = new
+        for m in match_cols:
+            source = source.append_column(f"__tg_old_{m}", old.column(m))
+        if not keys:
+            source = dedupe_last(source, [f"__tg_old_{m}" for m in match_cols])
+        ops.append(WriteOp(t, "update", source, keys=match_cols, null_safe=not keys, base_version=version))
+    if keys and (updates or inserts):
+        _check_keys(session, t, keys, updates, inserts, removed)
+    if inserts:
+        data = pa.concat_tables(inserts)
+        if keys and not (t.time_index and session._append_mode(t)) and not t.time_index:
+            ops.append(WriteOp(t, "append", data, keys=keys, unique=True))
+        else:
+            ops.append(session._plan_insert(t, data, None))
+    return ops
+
+
+def _check_keys(session: EngineSession, t: TableDef, keys: list[str], updates: list[pa.Table],
+                inserts: list[pa.Table], removed: pa.Table) -> None:
+    """After the MERGE no key may be held twice: among the rows it writes, and against the stored
+    rows it does not update or delete (PostgreSQL's 23505)."""
+    written = pa.concat_tables(updates + inserts)
+    if t.time_index:
+        return  # time-series tables: the last write of a key wins (an upsert), as for INSERT
+    dups = duplicate_keys(written, keys)
+    if dups.num_rows:
+        raise session._unique_error(t, dups.slice(0, 1).to_pylist()[0])
+    # keys of rows this MERGE updates or deletes are held afterwards only by what it writes
+    if removed.num_rows:
+        freed = removed.select(keys).append_column("__tg_freed", pa.repeat(True, removed.num_rows))
+        marked = written.select(keys).join(freed, keys=keys, join_type="left outer")
+        written = marked.filter(pc.is_null(marked.column("__tg_freed"))).select(keys)
+    if not written.num_rows:
+        return
+    clash = session.store.existing_keys(t.location, keys, written)
+    if clash.num_rows:
+        raise session._unique_error(t, clash.slice(0, 1).to_pylist()[0])
+    taken = session._keys_in_transaction(t, keys, clash, written) if session._pending else []
+    if taken:
+        raise session._unique_error(t, dict(zip(keys, taken[0])))

@@ -1,0 +1,1 @@
+select * from {{ ref('customer_totals') }} where total < 0

@@ -1,0 +1,45 @@
+"""ibis, released (postgres backend, pinned in tests/tools/requirements.txt): create a table from a
+DataFrame, then filters, aggregates, window functions (ibis always writes an explicit frame),
+date and string operations, against tidegate and PostgreSQL 15: the same results."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.targets import Target, target_for
+from tests.tools import venv
+
+HERE = Path(__file__).resolve().parent
+
+
+def _probe(target: Target) -> dict:
+    proc = subprocess.run([str(venv.bin_path("python")), str(HERE / "ibis_probe.py"), target.host,
+                           str(target.port), target.user, target.dbname],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    return json.loads(proc.stdout)
+
+
+@pytest.fixture(scope="module")
+def probes(request) -> dict[str, dict]:
+    venv.ensure()
+    return {name: _probe(target_for(request, name)) for name in ("postgres", "tidegate")}
+
+
+def test_create_table_from_dataframe(probes):
+    got, want = probes["tidegate"], probes["postgres"]
+    assert got["tables"] == want["tables"] == ["ibis_sales"]
+    assert got["schema"] == want["schema"]
+
+
+@pytest.mark.parametrize("name", ["windows", "aggregate", "filter_limit", "distinct_count", "topk",
+                                  "date_ops", "string_ops"])
+def test_expression_matches_postgres(probes, name):
+    got = probes["tidegate"]["results"][name]
+    want = probes["postgres"]["results"][name]
+    assert got == want
+    assert want["rows"], name  # every expression returns rows on PostgreSQL
