@@ -245,7 +245,7 @@ def _merge_once(session: EngineSession, tree: exp.Merge, t: TableDef, alias: str
                     given[c.name] = column(next(slots)).filter(mask).combine_chunks()
             inserts.append(session._build_rows(t, given, rows, ctx, info))
         counts[clause.action] += rows
-    ops = _plan_writes(session, t, updates, olds, deletes, inserts, version)
+    ops = _plan_writes(session, t, updates, olds, deletes, inserts, version, info)
     own_block = session._pending is None
     if ops and own_block:
         session.begin()
@@ -275,40 +275,55 @@ def _defaults(session: EngineSession, t: TableDef, c: ColumnDef, rows: int, ctx:
 
 
 def _plan_writes(session: EngineSession, t: TableDef, updates: list[pa.Table], olds: list[pa.Table],
-                 deletes: list[pa.Table], inserts: list[pa.Table], version: int) -> list[WriteOp]:
-    """The writes of one MERGE, checked: NOT NULL, and a key never held by two rows afterwards."""
+                 deletes: list[pa.Table], inserts: list[pa.Table], version: int, info: SessionInfo) -> list[WriteOp]:
+    """The writes of one MERGE, checked: NOT NULL, keys and UNIQUE constraints never held by two
+    rows afterwards, FOREIGN KEYs in both directions."""
+    from engine import constraints
     from engine.executor import dedupe_last
 
     ops: list[WriteOp] = []
     keys = session._keys(t)
+    uniques = t.unique_sets()
     match_cols = session._match_columns(t)
     schema = storage_schema(t.columns)
+    # a time-series table's tags may be NULL (one series): its keys match null-safely
+    null_safe = not keys or bool(t.time_index)
     if (updates or deletes) and match_cols is None:
         raise SqlError("0A000", f'MERGE ... UPDATE/DELETE on "{t.name}" is not supported: it has no primary key and '
                        "array columns, so its rows cannot be told apart", hint="Add a PRIMARY KEY to the table.")
     removed = pa.concat_tables(olds + deletes) if olds or deletes else schema.empty_table()
+    written = pa.concat_tables(updates + inserts) if updates or inserts else schema.empty_table()
+    if updates:
+        session._check_not_null(t, pa.concat_tables(updates))
+    if written.num_rows and (uniques or any(c["type"] == "f" for c in t.constraints)):
+        constraints.check_unique(session, t, written, info, moving=removed)
+        constraints.check_references(session, t, written, info)
+    if removed.num_rows:
+        constraints.check_referenced(session, t, removed, info, remaining=written)
     if deletes:
         gone = pa.concat_tables(deletes).select(match_cols)
-        ops.append(WriteOp(t, "delete", dedupe_last(gone, match_cols), keys=match_cols, null_safe=not keys,
+        ops.append(WriteOp(t, "delete", dedupe_last(gone, match_cols), keys=match_cols, null_safe=null_safe,
                            base_version=version))
     if updates:
         new = pa.concat_tables(updates)
         old = pa.concat_tables(olds)
-        session._check_not_null(t, new)
         source = new
         for m in match_cols:
             source = source.append_column(f"__tg_old_{m}", old.column(m))
         if not keys:
             source = dedupe_last(source, [f"__tg_old_{m}" for m in match_cols])
-        ops.append(WriteOp(t, "update", source, keys=match_cols, null_safe=not keys, base_version=version))
+        ops.append(WriteOp(t, "update", source, keys=match_cols, null_safe=null_safe, base_version=version,
+                           unique_sets=uniques))
     if keys and (updates or inserts):
         _check_keys(session, t, keys, updates, inserts, removed)
     if inserts:
         data = pa.concat_tables(inserts)
-        if keys and not (t.time_index and session._append_mode(t)) and not t.time_index:
-            ops.append(WriteOp(t, "append", data, keys=keys, unique=True))
+        if not keys or (t.time_index and session._append_mode(t)):
+            ops.append(WriteOp(t, "append", data, unique_sets=uniques))
+        elif t.time_index:
+            ops.append(WriteOp(t, "upsert", dedupe_last(data, keys), keys=keys))
         else:
-            ops.append(session._plan_insert(t, data, None))
+            ops.append(WriteOp(t, "append", data, keys=keys, unique=True, unique_sets=uniques))
     return ops
 
 

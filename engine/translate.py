@@ -47,6 +47,7 @@ from engine.functions import (
     similar_to_regex,
     to_char_format,
 )
+from catalog import pg_keywords
 from catalog.store import DATABASE_NAME
 from engine import pgfunctions
 from tidegate import pgvalues
@@ -100,10 +101,7 @@ def _date_bin_call(args: list) -> exp.Expression:
 
 # PostgreSQL's column labels (gram.y ColLabel / BareColLabel, pg_get_keywords().barelabel): any
 # keyword may follow AS; without AS these keywords are never a label ...
-_PG_AS_ONLY_LABELS = frozenset(
-    "array as char character create day except fetch filter for from grant group having hour intersect "
-    "into isnull limit minute month notnull offset on order over overlaps precision returning second to "
-    "union varying where window with within without year".split())
+_PG_AS_ONLY_LABELS = pg_keywords.REQUIRES_AS
 # ... and these reserved keywords are bare labels, which sqlglot would not take as an alias.
 _PG_RESERVED_BARE_LABELS = frozenset(
     "alter cross distinct drop else inner insert join lateral only outer revoke rollback select "
