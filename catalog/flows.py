@@ -182,6 +182,10 @@ def register(catalog: Any, store: FlowStore) -> None:
 
 
 def store_for(catalog: Any) -> FlowStore | None:
+    from catalog.store import Catalog
+
+    while not isinstance(catalog, Catalog) and getattr(catalog, "base", None) is not None:
+        catalog = catalog.base  # a block's or a session's view of the catalog: the catalog's store
     with _STORES_LOCK:
         return _STORES.get(catalog)
 

@@ -103,6 +103,10 @@ _STORES_LOCK = threading.Lock()
 
 def store_for(catalog: Any) -> RefreshStore:
     """The refresh store of ``catalog`` (one per catalog object, opened on first use)."""
+    from catalog.store import Catalog
+
+    while not isinstance(catalog, Catalog) and getattr(catalog, "base", None) is not None:
+        catalog = catalog.base  # a block's or a session's view of the catalog: the catalog's store
     with _STORES_LOCK:
         store = _STORES.get(catalog)
         if store is None:
