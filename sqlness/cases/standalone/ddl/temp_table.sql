@@ -14,7 +14,7 @@ SELECT * FROM public.tmp_demo;
 SELECT * FROM pg_temp.tmp_demo;
 
 -- SQLNESS REPLACE pg_temp_\d+ pg_temp_N
-SELECT c.relname, c.relpersistence, n.nspname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.relname = 'tmp_demo' ORDER BY 2;
+SELECT c.relname, c.relpersistence, CASE WHEN n.nspname LIKE 'pg_temp_%' THEN 'pg_temp_N' ELSE n.nspname END AS nspname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.relname = 'tmp_demo' ORDER BY 2;
 
 CREATE TEMP TABLE tmp_copy AS SELECT id * 10 AS id, upper(v) AS v FROM tmp_demo;
 
