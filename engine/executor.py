@@ -2253,19 +2253,7 @@ class EngineSession:
     def _update_rows(self, tree: exp.Update, t: TableDef, params: list[Any], info: SessionInfo) -> CommandResult:
         target = tree.this
         alias = target.alias or t.name
-        sets: list[tuple[ColumnDef, exp.Expression]] = []
-        for eq in tree.expressions:
-            col_node = eq.this
-            name = _ident(col_node.this if isinstance(col_node, exp.Column) else col_node)
-            c = t.column(name)
-            if c is None:
-                raise SqlError("42703", f'column "{name}" of relation "{t.name}" does not exist')
-            if any(c is prev for prev, _ in sets):
-                raise SqlError("42601", f'multiple assignments to same column "{name}"')
-            if c.identity == "a" and not _is_default(eq.expression):
-                raise SqlError("428C9", f'column "{name}" can only be updated to DEFAULT',
-                               detail=f'Column "{name}" is an identity column defined as GENERATED ALWAYS.')
-            sets.append((c, eq.expression))
+        sets = set_targets(t, tree.expressions)
         where = tree.args.get("where")
         match_cols = self._match_columns(t)
         matched_only = match_cols is not None
@@ -2727,6 +2715,24 @@ def _first_per_key(data: pa.Table, key: str) -> pa.Table:
     firsts = pa.table({key: data.column(key), "__tg_i": positions}).group_by(key, use_threads=False).aggregate(
         [("__tg_i", "min")]).column("__tg_i_min").combine_chunks()
     return data.take(firsts.sort()) if len(firsts) != data.num_rows else data
+
+
+def set_targets(t: TableDef, assignments: list[exp.Expression]) -> list[tuple[ColumnDef, exp.Expression]]:
+    """The ``SET col = expr, ...`` of UPDATE and MERGE's UPDATE, checked as PostgreSQL checks it."""
+    sets: list[tuple[ColumnDef, exp.Expression]] = []
+    for eq in assignments:
+        col_node = eq.this
+        name = _ident(col_node.this if isinstance(col_node, exp.Column) else col_node)
+        c = t.column(name)
+        if c is None:
+            raise SqlError("42703", f'column "{name}" of relation "{t.name}" does not exist')
+        if any(c is prev for prev, _ in sets):
+            raise SqlError("42601", f'multiple assignments to same column "{name}"')
+        if c.identity == "a" and not _is_default(eq.expression):
+            raise SqlError("428C9", f'column "{name}" can only be updated to DEFAULT',
+                           detail=f'Column "{name}" is an identity column defined as GENERATED ALWAYS.')
+        sets.append((c, eq.expression))
+    return sets
 
 
 def _returning_with_join(statement: str) -> SqlError:

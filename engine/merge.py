@@ -62,7 +62,7 @@ def execute_merge(session: EngineSession, tree: exp.Merge, params: list[Any], in
 
 
 def _clauses(tree: exp.Merge, t: TableDef) -> list[_Clause]:
-    from engine.executor import _ident, _is_default
+    from engine.executor import _is_default, set_targets
 
     if tree.args.get("returning") is not None:
         raise SqlError("0A000", "MERGE ... RETURNING is not supported (PostgreSQL 17 added it; tidegate follows 15)",
@@ -86,19 +86,9 @@ def _clauses(tree: exp.Merge, t: TableDef) -> list[_Clause]:
             if not matched:
                 raise SqlError("42601", 'syntax error at or near "UPDATE"')
             clause = _Clause(True, "update", cond)
-            for eq in then.expressions:
-                col = eq.this
-                name = _ident(col.this if isinstance(col, exp.Column) else col)
-                c = t.column(name)
-                if c is None:
-                    raise SqlError("42703", f'column "{name}" of relation "{t.name}" does not exist')
-                if any(c is prev for prev in clause.columns):
-                    raise SqlError("42601", f'multiple assignments to same column "{name}"')
-                if c.identity == "a" and not _is_default(eq.expression):
-                    raise SqlError("428C9", f'column "{name}" can only be updated to DEFAULT',
-                                   detail=f'Column "{name}" is an identity column defined as GENERATED ALWAYS.')
+            for c, e in set_targets(t, then.expressions):
                 clause.columns.append(c)
-                clause.values.append(None if _is_default(eq.expression) else eq.expression)
+                clause.values.append(None if _is_default(e) else e)
             out.append(clause)
         elif isinstance(then, exp.Insert):
             if matched:
