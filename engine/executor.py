@@ -2242,8 +2242,8 @@ class EngineSession:
         """UPDATE: Spark evaluates WHERE and SET over one snapshot; the changed rows are merged back
         (delta-rs merge matched on the key, or on all old values for key-less tables), so only the
         files holding them are rewritten and the change feed records update pre/post images."""
-        target = tree.this
-        t = self._resolve_target(target, info)
+        t = self._resolve_target(tree.this, info)
+        tree = name_target_columns(tree, t)
         reads = tree.args.get("where") is not None or tree.args.get("returning") is not None or any(
             eq.expression.find(exp.Column) is not None for eq in tree.expressions)
         self.catalog.roles.check_table(info, t, "UPDATE", *(["SELECT"] if reads else []))
@@ -2332,8 +2332,8 @@ class EngineSession:
     def _delete(self, tree: exp.Delete, params: list[Any], info: SessionInfo) -> CommandResult:
         """DELETE: Spark finds the rows over one snapshot; they are removed by a delta-rs merge
         matched on the key (or on all values for key-less tables): only their files change."""
-        target = tree.this
-        t = self._resolve_target(target, info)
+        t = self._resolve_target(tree.this, info)
+        tree = name_target_columns(tree, t)
         reads = tree.args.get("where") is not None or tree.args.get("returning") is not None
         self.catalog.roles.check_table(info, t, "DELETE", *(["SELECT"] if reads else []))
         with self._rewriting(t):
@@ -2757,6 +2757,25 @@ def row_id_column() -> exp.Expression:
     node = exp.Anonymous(this="monotonically_increasing_id", expressions=[])
     node.meta[INTERNAL] = True
     return node
+
+
+def name_target_columns(tree: exp.Expression, t: TableDef) -> exp.Expression:
+    """Prepare an UPDATE / DELETE / MERGE tree for the rewrites that build its scans: unquoted
+    names folded to lower case as PostgreSQL folds them (an alias written ``DBT_INTERNAL_DEST``
+    is ``dbt_internal_dest``), and target columns written with the table's qualified name
+    (``s.t.col``, ``"db"."s"."t".col``) referred to by the table's own name, the one the scans
+    give it. Without an alias PostgreSQL lets either form name the target."""
+    from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
+    from engine.translate import TidegatePostgres
+
+    tree = normalize_identifiers(tree, dialect=TidegatePostgres)
+    target = tree.this
+    if isinstance(target, exp.Table) and not target.alias:
+        for col in tree.find_all(exp.Column):
+            if col.args.get("db") is not None and col.table == t.name and col.text("db") == t.schema:
+                col.set("db", None)
+                col.set("catalog", None)
+    return tree
 
 
 def _joined_scan(t: TableDef, alias: str, where: exp.Expression | None, extra: list[exp.Expression],

@@ -51,7 +51,11 @@ def execute_merge(session: EngineSession, tree: exp.Merge, params: list[Any], in
     target = tree.this
     if not isinstance(target, exp.Table):
         raise SqlError("42601", "MERGE target must be a table")
+    from engine.executor import name_target_columns
+
     t = session._resolve_target(target, info)
+    tree = name_target_columns(tree, t)
+    target = tree.this
     alias = target.alias or t.name
     clauses = _clauses(tree, t)
     needed = {"update": "UPDATE", "delete": "DELETE", "insert": "INSERT"}
@@ -145,10 +149,12 @@ def _decision_query(tree: exp.Merge, t: TableDef, alias: str, clauses: list[_Cla
             exp.Table(this=exp.to_identifier(t.name), db=exp.to_identifier(t.schema))),
         alias=exp.TableAlias(this=exp.to_identifier(alias)))
     source = tree.args["using"].copy()
+    source_name = source.alias_or_name
     matched = exp.Not(this=exp.Is(this=exp.column("__tg_rid", table=alias), expression=exp.null()))
     ifs_m = [exp.If(this=c.condition.copy() if c.condition is not None else exp.true(), true=exp.Literal.number(i))
              for i, c in enumerate(clauses) if c.matched]
-    ifs_n = [exp.If(this=c.condition.copy() if c.condition is not None else exp.true(), true=exp.Literal.number(i))
+    ifs_n = [exp.If(this=_of_source(c.condition, source_name, alias) if c.condition is not None else exp.true(),
+                    true=exp.Literal.number(i))
              for i, c in enumerate(clauses) if not c.matched]
     minus_one = exp.Neg(this=exp.Literal.number(1))
     act = exp.Case(ifs=[exp.If(this=matched, true=exp.Case(ifs=ifs_m, default=minus_one) if ifs_m else minus_one)],
@@ -163,12 +169,30 @@ def _decision_query(tree: exp.Merge, t: TableDef, alias: str, clauses: list[_Cla
             if v is None:
                 continue
             chosen = exp.EQ(this=exp.paren(act.copy()), expression=exp.Literal.number(i))
-            exprs.append(exp.alias_(exp.Case(ifs=[exp.If(this=chosen, true=v.copy())]), f"__tg_v{slot}"))
+            value = v.copy() if c.matched else _of_source(v, source_name, alias)
+            exprs.append(exp.alias_(exp.Case(ifs=[exp.If(this=chosen, true=value)]), f"__tg_v{slot}"))
             c.value_slots.append(slot)
             slot += 1
     select = exp.Select(expressions=exprs).from_(source)
     select.set("joins", [exp.Join(this=target, side="LEFT", on=tree.args["on"].copy())])
     return select
+
+
+def _of_source(e: exp.Expression, source_name: str, target_name: str) -> exp.Expression:
+    """A WHEN NOT MATCHED condition or value: only the source's columns are in scope there (there
+    is no target row), so a bare column name is the source's even where the target has the same
+    name, and naming the target is PostgreSQL's 42P01. Names inside subqueries keep their scopes."""
+    e = e.copy()
+    for col in list(e.find_all(exp.Column)):
+        if col.find_ancestor(exp.Select) is not None:
+            continue
+        if not col.table:
+            col.set("table", exp.to_identifier(source_name))
+        elif col.table == target_name and target_name != source_name:
+            raise SqlError("42P01", f'invalid reference to FROM-clause entry for table "{target_name}"',
+                           hint=f'There is an entry for table "{target_name}", but it cannot be referenced '
+                                "from this part of the query (WHEN NOT MATCHED sees only the source's row).")
+    return e
 
 
 def _merge_once(session: EngineSession, tree: exp.Merge, t: TableDef, alias: str, clauses: list[_Clause],

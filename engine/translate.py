@@ -216,12 +216,32 @@ def _annotate_literal(annotator: Any, literal: exp.Literal) -> exp.Literal:
     return literal
 
 
+def _annotate_sum(annotator: Any, node: exp.Sum) -> exp.Sum:
+    """PostgreSQL's sum() result types: smallint and integer sum to bigint, bigint and numeric to
+    numeric (sqlglot keeps the argument's type, which made ``x / sum(x)`` an integer division)."""
+    annotator._annotate_by_args(node, "this", "expressions", promote=True)
+    arg = node.this.type.this if isinstance(node.this.type, exp.DataType) else None
+    if arg in (exp.DataType.Type.TINYINT, exp.DataType.Type.SMALLINT, exp.DataType.Type.INT):
+        annotator._set_type(node, exp.DataType.Type.BIGINT)
+    elif arg == exp.DataType.Type.BIGINT:
+        annotator._set_type(node, exp.DataType.Type.DECIMAL)
+    return node
+
+
+# PostgreSQL's string functions and || return text; sqlglot says varchar, which a view or subquery
+# then passed on as "character varying" (a CREATE TABLE AS over a view typed its columns wrongly).
+_TEXT_RESULTS = {kind: {**meta, "returns": exp.DataType.Type.TEXT}
+                 for kind, meta in Postgres.EXPRESSION_METADATA.items()
+                 if meta.get("returns") == exp.DataType.Type.VARCHAR}
+
+
 class TidegatePostgres(Postgres):
     """PostgreSQL as sqlglot reads it, remembering the function names the user wrote."""
 
     ORIGINAL_NAME_META_KEY = "pg_name"
     Parser = _TidegateParser
-    EXPRESSION_METADATA = {**Postgres.EXPRESSION_METADATA, exp.Literal: {"annotator": _annotate_literal}}
+    EXPRESSION_METADATA = {**Postgres.EXPRESSION_METADATA, **_TEXT_RESULTS,
+                           exp.Literal: {"annotator": _annotate_literal}, exp.Sum: {"annotator": _annotate_sum}}
 
 
 DIALECT = TidegatePostgres
@@ -1614,6 +1634,8 @@ class _Translator:
         if isinstance(node, exp.Neg):
             return _Translator._decimal_shape(node.this)
         summed = node.this if isinstance(node, exp.Window) else node
+        if isinstance(summed, exp.Sum) and _dtype(summed) == _T.DECIMAL and _dtype(summed.this) in _INTEGER_TYPES:
+            return 38, 0  # sum(bigint) is summed as decimal(38,0)
         if isinstance(summed, exp.Sum) and _dtype(summed) == _T.DECIMAL:
             inner = _Translator._decimal_shape(summed.this)  # Spark sums decimal(p,s) as decimal(p+10,s)
             return (min(inner[0] + 10, 38), inner[1]) if inner is not None else None

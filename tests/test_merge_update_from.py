@@ -82,6 +82,24 @@ SCRIPTS = {
         "UPDATE mu_t SET v = 'none' FROM mu_s s WHERE mu_t.id = s.id AND s.op = 'nothing'",
         "SELECT * FROM mu_t ORDER BY id",
     ],
+    "names_as_dbt_writes_them": [
+        # dbt's merge strategy: upper-case unquoted aliases (folded like any name), a schema-qualified
+        # target, and bare column names in INSERT VALUES (only the source is in scope there).
+        """merge into "public"."mu_t" as DBT_INTERNAL_DEST using mu_s as DBT_INTERNAL_SOURCE
+             on ((DBT_INTERNAL_SOURCE.id = DBT_INTERNAL_DEST.id))
+             when matched and DBT_INTERNAL_SOURCE."v" is not null then update set
+               "id" = DBT_INTERNAL_SOURCE."id", "v" = DBT_INTERNAL_SOURCE."v"
+             when not matched and v is not null then insert ("id", "v") values ("id", "v")""",
+        "SELECT * FROM mu_t ORDER BY id",
+        # dbt's snapshots: the target's columns named through its schema-qualified name
+        """update "public"."mu_t" set n = S.id * 2 from mu_s as S
+             where S.id::text = "public"."mu_t".id::text and "public"."mu_t".n is not null""",
+        "UPDATE public.mu_t SET v = 'q' WHERE public.mu_t.id = 3",
+        "DELETE FROM public.mu_t WHERE public.mu_t.v = 'G'",
+        "SELECT * FROM mu_t ORDER BY id",
+        "UPDATE public.mu_t AS x SET v = 'r' WHERE public.mu_t.id = 3",
+        "MERGE INTO mu_t t USING mu_s s ON t.id = s.id WHEN NOT MATCHED THEN INSERT VALUES (id, t.v)",
+    ],
     "delete_using": [
         "DELETE FROM mu_t USING mu_s s WHERE mu_t.id = s.id AND s.v = 'Z'",
         "DELETE FROM mu_t t USING mu_s s, mu_k k WHERE t.id = s.id AND k.a = s.id",

@@ -216,6 +216,11 @@ QUERIES: dict[str, str] = {
     "constants": "SELECT 1 AS one, 'x' AS s, NULL::int AS n, true AS b, 1.50 AS dec, 1e3 AS f",
     "default_column_names": "SELECT count(*), sum(id), id + 1, upper(name), CASE WHEN true THEN 1 END, 1::text"
                             " FROM sq_emp GROUP BY id, name ORDER BY id LIMIT 1",
+    # sum(int) is bigint, sum(bigint) numeric: dividing by them is integer or numeric division
+    "sum_result_types": "SELECT id, amount / sum(amount) OVER (PARTITION BY kind), id::bigint * 9 / (4 + sum(id::bigint)"
+                        " OVER ()), sum(amount) OVER () / 7 FROM sq_events ORDER BY id",
+    "sum_of_bigint_divided": "SELECT kind, sum(id::bigint) / 4, sum(amount) / 3, sum(id::bigint) > sum(id) / 2"
+                             " FROM sq_events GROUP BY kind ORDER BY kind",
 }
 
 
@@ -239,6 +244,19 @@ SCENARIOS: dict[str, list[str]] = {
         " ORDER BY ordinal_position",
         "DROP TABLE sqd_ctas",
         "SELECT * FROM sqd_ctas",
+    ],
+    "create_table_as_over_a_view": [
+        # string functions return text, through a view or subquery too (dbt builds tables this way)
+        "DROP TABLE IF EXISTS sqd_ctas_v",
+        "DROP VIEW IF EXISTS sqd_emp_v",
+        "CREATE VIEW sqd_emp_v AS SELECT lower(name) AS name, upper(name) || '!' AS shout, substr(name, 1, 2) AS"
+        " initials, salary FROM sq_emp",
+        "CREATE TABLE sqd_ctas_v AS (SELECT name, shout, initials, count(*) AS n, sum(salary) AS total"
+        " FROM (SELECT * FROM sqd_emp_v) e GROUP BY name, shout, initials)",
+        "SELECT column_name, data_type FROM information_schema.columns WHERE table_name = 'sqd_ctas_v'"
+        " ORDER BY ordinal_position",
+        "DROP TABLE sqd_ctas_v",
+        "DROP VIEW sqd_emp_v",
     ],
     "alter_table": [
         "DROP TABLE IF EXISTS sqd_alter",
