@@ -23,7 +23,7 @@ import weakref
 import zlib
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import duckdb
@@ -1229,6 +1229,61 @@ def _matching(toks: list[Token], open_idx: int) -> int | None:
     return None
 
 
+def bare_param_columns(sql: str) -> dict[int, int]:
+    """Output columns of the outermost SELECT list that are a bare parameter (``SELECT $1``,
+    ``SELECT $2 AS x``): {column index: parameter number}. PostgreSQL gives such a column the
+    parameter's type, which the client declared."""
+    try:
+        toks = significant(tokenize(sql))
+    except ValueError:
+        return {}
+    if not toks or not toks[0].is_word("select"):
+        return {}
+    out: dict[int, int] = {}
+    item, start, depth = 0, 1, 0
+    for k in range(1, len(toks) + 1):
+        t = toks[k] if k < len(toks) else None
+        if t is not None and t.text in ("(", "["):
+            depth += 1
+            continue
+        if t is not None and t.text in (")", "]"):
+            depth -= 1
+            continue
+        if depth:
+            continue
+        ends = t is None or t.text in (",", ";") or t.is_word("from", "where", "group", "having", "order",
+                                                                    "limit", "offset", "union", "intersect",
+                                                                    "except", "window", "fetch", "for", "into")
+        if not ends:
+            continue
+        if t is not None and t.is_word("union", "intersect", "except"):
+            return {}  # the column's type is then resolved across the branches
+        body = toks[start:k]
+        if len(body) >= 2 and body[-2].is_word("as"):
+            body = body[:-2]
+        elif len(body) == 2 and body[0].kind == "param" and body[1].ident is not None:
+            body = body[:1]
+        if len(body) == 1 and body[0].kind == "param":
+            out[item] = int(body[0].text[1:])
+        if t is None or t.text != ",":
+            break
+        item, start = item + 1, k + 1
+    return out
+
+
+def typed_param_columns(sql: str, fields: list[ResultField] | None,
+                        declared: Sequence[ColumnType | None]) -> list[ResultField] | None:
+    """``fields`` with each bare-parameter column (``SELECT $1``) typed as its declared parameter."""
+    if not fields or not any(declared):
+        return fields
+    out = list(fields)
+    for column, n in bare_param_columns(sql).items():
+        t = declared[n - 1] if n - 1 < len(declared) else None
+        if t is not None and column < len(out):
+            out[column] = replace(out[column], type=t)
+    return out
+
+
 def infer_param_types(sql: str) -> list[ColumnType | None]:
     """Parameter types PostgreSQL would infer, from what the text says about each ``$n``:
     an explicit cast, a comparison with a catalog column, LIMIT/OFFSET. None where unknown
@@ -1547,7 +1602,7 @@ class CatalogQueries:
             fields, _ = self._run(sql, [None] * count, info)
         finally:
             self._tls.describing = False
-        return ptypes, fields
+        return ptypes, typed_param_columns(sql, fields, param_types)
 
     def close(self) -> None:
         with self._lock:

@@ -15,7 +15,7 @@ import queue
 import re
 import struct
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -78,6 +78,16 @@ def _cancel_error(reason: str) -> SqlError:
 
 # Statements that rewrite existing rows: the engine evaluates them over committed data.
 _ROW_REWRITING = frozenset({"UPDATE", "DELETE", "MERGE"})
+
+
+def _display_of(described: ResultField, running: ResultField) -> ResultField:
+    """A described column, with the display scale the running statement knows when the description
+    could not: ``SELECT $1`` with a numeric parameter is numeric, and shows the value's own scale
+    (1.50), which only the bound value carries. The type (what the client was told) never changes."""
+    if described.type.pg.oid == running.type.pg.oid and described.type.pg.name == "numeric" \
+            and described.type.scale is None and running.type.scale is not None:
+        return replace(described, type=running.type)
+    return described
 
 
 @dataclass
@@ -793,6 +803,8 @@ class Connection:
                 return
             if portal.fields is None or len(portal.fields) != len(portal.stream.fields):
                 portal.fields = portal.stream.fields  # the described columns win when they agree
+            else:
+                portal.fields = [_display_of(d, r) for d, r in zip(portal.fields, portal.stream.fields)]
             n = len(portal.fields)
             portal.formats = [0] * n if simple else self._expand_formats(portal.result_formats, n)
             if simple:

@@ -616,10 +616,12 @@ class RoutedSession:
                  info: SessionInfo) -> tuple[list[ColumnType], list[ResultField] | None]:
         if self._backend.catalog_handles(sql):
             return self._catalog_queries().describe(sql, param_types, info)
+        from catalog.pgcatalog import typed_param_columns
+
         types, fields = self.engine.describe(sql, param_types, info)
         if any(t.pg.name == "text" for t in types):
             types = infer_more_params(sql, list(types), param_types, getattr(self._backend, "catalog", None), info)
-        return types, fields
+        return types, typed_param_columns(sql, fields, param_types)
 
     def copy_target(self, sql: str, info: SessionInfo) -> CopyTarget:
         return self.engine.copy_target(sql, info)

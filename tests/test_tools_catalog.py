@@ -382,3 +382,30 @@ def test_asyncpg_parameter_types(servers, sql, args):
     want = asyncio.run(run(servers["postgres"]))
     got = asyncio.run(run(servers["tidegate"]))
     assert got == want
+
+
+# -- SELECT $1: a bare parameter column has the parameter's declared type ------------------------------
+
+_BARE_VALUES = [5, 2**40, True, [1, 2], 3.5, "txt", b"\x01\x02", None]
+
+
+def _bare_values() -> list:
+    import datetime
+    import decimal
+    import uuid
+
+    from psycopg.types.json import Jsonb
+
+    return _BARE_VALUES + [datetime.date(2024, 1, 2), decimal.Decimal("1.50"), datetime.datetime(2024, 1, 2, 3, 4, 5),
+                           datetime.datetime(2024, 1, 2, tzinfo=datetime.timezone.utc), uuid.UUID(int=5),
+                           Jsonb({"a": [1, None]})]
+
+
+@pytest.mark.parametrize("binary", [False, True])
+@pytest.mark.parametrize("sql", ["SELECT %s", "SELECT %s AS v, 1 AS one", "SELECT %s, id FROM tools_t WHERE id = 1",
+                                 "SELECT id, %s v FROM tools_t WHERE id = 1"])
+def test_bare_parameter_columns_take_declared_types(servers, sql, binary):
+    """psycopg declares each parameter's type; the column a bare parameter makes has that type and
+    value (type OID and decoded value equal to PostgreSQL's), in text and binary results."""
+    for value in _bare_values():
+        _same(servers, sql, [value], binary)
