@@ -56,7 +56,7 @@ PG_FUNCTIONS: frozenset[str] = frozenset({
     "log", "round", "trunc", "floor", "ceil", "concat", "concat_ws", "regexp_replace", "date_bin",
     "date_trunc", "percentile_cont", "percentile_disc", "initcap", "avg", "sum", "array_agg",
     "array_length", "string_agg", "coalesce", "nullif", "greatest", "least", "now", "version",
-    "current_setting",
+    "current_setting", "pg_typeof",
     "array",  # ARRAY(subquery)
     # -- same name and meaning in Spark: math
     "abs", "sign", "sqrt", "cbrt", "power", "pow", "exp", "ln", "log10", "mod", "div", "degrees",

@@ -72,6 +72,7 @@ from tidegate.pgtypes import (
     TIMESTAMPTZ,
     UUID,
     VARCHAR,
+    TYPES_BY_NAME,
     ColumnType,
 )
 
@@ -392,6 +393,18 @@ def _sqlglot_type(ct: ColumnType) -> str:
 _T = exp.DataType.Type
 _INTEGER_TYPES = {_T.TINYINT, _T.SMALLINT, _T.INT, _T.BIGINT}
 _FLOAT_TYPES = {_T.FLOAT, _T.DOUBLE}
+# Aggregates sqlglot leaves as plain calls: PostgreSQL's (bool_and, every...) and the Spark ones
+# the translator writes for them (array_agg becomes collect_list): the grouping check sees them.
+_AGGREGATE_CALLS = frozenset({
+    "bool_and", "bool_or", "every", "bit_and", "bit_or", "bit_xor", "json_agg", "jsonb_agg", "json_object_agg",
+    "jsonb_object_agg", "string_agg", "array_agg", "mode", "regr_count", "regr_sxx", "regr_syy", "regr_sxy",
+    "regr_avgx", "regr_avgy", "regr_r2", "regr_slope", "regr_intercept", "covar_pop", "covar_samp", "corr",
+    "stddev", "stddev_pop", "stddev_samp", "variance", "var_pop", "var_samp", "xmlagg",
+    "collect_list", "collect_set", "percentile", "percentile_approx", "count_if", "max_by", "min_by",
+    "any_value", "first", "last", "first_value", "last_value", "listagg", "array_union_agg",
+})
+_TEMPORAL_TYPES = {_T.DATE, _T.TIME, _T.TIMETZ, _T.TIMESTAMP, _T.TIMESTAMPTZ, _T.TIMESTAMPLTZ, _T.TIMESTAMPNTZ,
+                   _T.DATETIME, _T.INTERVAL, _T.UNKNOWN, None}
 _STRING_TYPES = {_T.TEXT, _T.VARCHAR, _T.CHAR, _T.NCHAR, _T.NVARCHAR, _T.JSON, _T.JSONB, _T.UUID}
 _NTZ_TYPES = {_T.TIMESTAMP, _T.TIMESTAMPNTZ, _T.DATETIME}
 _TZ_TYPES = {_T.TIMESTAMPTZ, _T.TIMESTAMPLTZ}
@@ -1288,6 +1301,8 @@ class _Translator:
     def _output_type_base(node: exp.Expression) -> ColumnType | None:
         while isinstance(node, exp.Paren):
             node = node.this
+        if node.meta.get("pg_regtype") or (isinstance(node, exp.Anonymous) and node.name.lower() == "pg_typeof"):
+            return ColumnType(TYPES_BY_NAME["regtype"])
         if isinstance(node, (exp.Column, exp.Cast, exp.TryCast)):
             return _column_type_of(node.type)
         if _dtype(node) == _T.DECIMAL and isinstance(node, (exp.Add, exp.Sub, exp.Mul, exp.Neg, exp.Min, exp.Max,
@@ -2106,6 +2121,8 @@ class _Translator:
             return self._at_time_zone(args[1], args[0])
         if name == "current_setting":
             return self._current_setting(args)
+        if name == "pg_typeof" and len(args) == 1:
+            return self._pg_typeof(args[0])
         if name in _RENAMES:
             node.set("this", _RENAMES[name])
             return None
@@ -2120,6 +2137,33 @@ class _Translator:
         if name not in pgfunctions.PG_FUNCTIONS and not node.meta_get(pgfunctions.INTERNAL):
             raise pgfunctions.undefined_function(name, [_pg_arg_type(a) for a in args])
         return None
+
+    @staticmethod
+    def _pg_typeof(arg: exp.Expression) -> exp.Expression:
+        """pg_typeof(x): the PostgreSQL type of x, known when the statement is translated (a
+        regtype, printed as format_type prints it without a typmod). An untyped string is unknown."""
+        if isinstance(arg, exp.Literal) and arg.is_string:
+            name = "unknown"
+        else:
+            ct = _Translator._output_type(arg)
+            inner = arg
+            while isinstance(inner, exp.Paren):
+                inner = inner.this
+            if ct is None and (isinstance(inner, (exp.Column, exp.Cast, exp.Literal))
+                               or _dtype(inner) not in _TEMPORAL_TYPES):
+                # sqlglot's own typing of date/time arithmetic and functions is not PostgreSQL's
+                # (date - date is integer, now() is timestamptz): those are refused, not guessed
+                ct = _column_type_of(arg.type)
+            if ct is None:
+                raise SqlError("0A000", "pg_typeof() of this expression is not supported",
+                               hint="Cast the argument to the type you expect, or ask the catalog (format_type).")
+            name = ct.pg.sql_name
+        # The argument stays evaluated, as PostgreSQL evaluates it: an aggregate or window inside
+        # keeps the query aggregated (one row), and its errors still surface.
+        out = exp.Case(ifs=[exp.If(this=exp.Is(this=exp.paren(arg.copy()), expression=exp.null()),
+                                   true=_string(name))], default=_string(name))
+        out.meta["pg_regtype"] = True
+        return out
 
     def _current_setting(self, args: list[exp.Expression]) -> exp.Expression:
         """current_setting('name' [, missing_ok]): the session's value, fixed for the statement."""
@@ -2275,9 +2319,10 @@ class _Translator:
 
         def visit(node: exp.Expression, in_agg: bool) -> None:
             nonlocal has_agg, bare
-            if isinstance(node, (exp.Subquery, exp.Select, exp.Window, exp.Exists)):
-                return
-            if isinstance(node, exp.AggFunc):
+            if isinstance(node, (exp.Subquery, exp.Select, exp.Window, exp.Exists, exp.Lambda)):
+                return  # (a lambda's columns are its own parameters: the translator's array helpers)
+            if isinstance(node, exp.AggFunc) or (isinstance(node, exp.Anonymous)
+                                                  and node.name.lower() in _AGGREGATE_CALLS):
                 has_agg = True
                 in_agg = True
             if isinstance(node, (exp.Filter, exp.WithinGroup)):

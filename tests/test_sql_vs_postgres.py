@@ -216,6 +216,17 @@ QUERIES: dict[str, str] = {
     "constants": "SELECT 1 AS one, 'x' AS s, NULL::int AS n, true AS b, 1.50 AS dec, 1e3 AS f",
     "default_column_names": "SELECT count(*), sum(id), id + 1, upper(name), CASE WHEN true THEN 1 END, 1::text"
                             " FROM sq_emp GROUP BY id, name ORDER BY id LIMIT 1",
+    "pg_typeof": "SELECT pg_typeof(id), pg_typeof(salary), pg_typeof(name), pg_typeof(hired), pg_typeof(rating),"
+                 " pg_typeof(id + 1), pg_typeof(id / 2), pg_typeof(salary * 2), pg_typeof(name || 'x'),"
+                 " pg_typeof(upper(name)), pg_typeof('a'), pg_typeof(1.5), pg_typeof(id::text), pg_typeof(id > 1),"
+                 " pg_typeof(rating * id), pg_typeof(coalesce(id, manager_id::bigint)) FROM sq_emp WHERE id = 1",
+    "aggregates_without_group_by": "SELECT array_agg(id ORDER BY id DESC), string_agg(name, ',' ORDER BY name),"
+                                   " count(*), bool_and(id > 0), bool_or(id > 7), every(rating > 3), array_agg(dept_id)"
+                                   " FROM sq_emp",
+    "pg_typeof_aggregates": "SELECT pg_typeof(sum(id)), pg_typeof(sum(id::bigint)), pg_typeof(avg(id)),"
+                            " pg_typeof(count(*)), pg_typeof(max(name)), pg_typeof(sum(rating)),"
+                            " pg_typeof(array_agg(id)), pg_typeof(string_agg(name, ',')),"
+                            " pg_typeof(row_number() OVER ()) FROM sq_emp",
     # sum(int) is bigint, sum(bigint) numeric: dividing by them is integer or numeric division
     "sum_result_types": "SELECT id, amount / sum(amount) OVER (PARTITION BY kind), id::bigint * 9 / (4 + sum(id::bigint)"
                         " OVER ()), sum(amount) OVER () / 7 FROM sq_events ORDER BY id",
