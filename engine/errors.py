@@ -163,6 +163,34 @@ def map_spark_error(exc: BaseException, sql: str | None = None) -> SqlError:
         return SqlError("22003", _overflow_message(params.get("message", "") + " " + params.get("alternative", "")))
     if base in ("NUMERIC_VALUE_OUT_OF_RANGE", "NUMERIC_OUT_OF_SUPPORTED_RANGE", "DECIMAL_PRECISION_EXCEEDS_MAX_PRECISION"):
         return SqlError("22003", "numeric field overflow")
+    if base == "CANNOT_PARSE_TIMESTAMP" or "CANNOT_PARSE_TIMESTAMP" in text:
+        m = re.search(r"Text '([^']*)' could not be parsed", text)
+        value = m.group(1) if m else ""
+        if re.search(r"Invalid value for \w+|Invalid date", text):
+            return SqlError("22008", f'date/time field value out of range: "{value}"')
+        return SqlError("22007", f'invalid value "{value}" for the date/time format',
+                        hint="The text must match the template given to to_date / to_timestamp.")
+    if "INVALID_TIMEZONE" in text or base == "INVALID_TIMEZONE":
+        m = re.search(r"The timezone: (.+?) is invalid", text)
+        return SqlError("22023", f'time zone "{m.group(1) if m else "?"}" not recognized')
+    if base == "INVALID_LIMIT_LIKE_EXPRESSION" or "INVALID_LIMIT_LIKE_EXPRESSION" in text:
+        offset = re.search(r"\boffset\b", _first_line(exc), re.I) is not None
+        if offset:
+            return SqlError("2201X", "OFFSET must not be negative")
+        return SqlError("2201W", "LIMIT must not be negative")
+    if "Illegal sequence boundaries" in text and re.search(r"by 0\b", text):
+        return SqlError("22023", "step size cannot equal zero")
+    if condition.startswith("DATATYPE_MISMATCH.CAST_"):
+        src = pg_type_name(_unquote(params.get("srcType", "")).strip('"')) if params.get("srcType") else None
+        dst = pg_type_name(_unquote(params.get("targetType", "")).strip('"')) if params.get("targetType") else None
+        if src is None or dst is None:
+            m = re.search(r'cannot cast "?([A-Za-z_0-9(), <>]+?)"? to "?([A-Za-z_0-9(), <>]+?)"?[ .]', text, re.I)
+            if m:
+                src, dst = pg_type_name(m.group(1)), pg_type_name(m.group(2))
+        if src and dst:
+            return SqlError("42846", f"cannot cast type {src} to {dst}")
+        return SqlError("42846", "cannot cast between these types",
+                        hint="Cast through text, or use a function that converts the value.")
     if base in ("DATETIME_OVERFLOW", "DATETIME_FIELD_OUT_OF_BOUNDS"):
         return SqlError("22008", "date/time field value out of range")
     if base in ("INVALID_ARRAY_INDEX", "INVALID_ARRAY_INDEX_IN_ELEMENT_AT"):

@@ -84,6 +84,9 @@ _FAILING = [
     "SELECT x + 2147483647 + 1 FROM te", "SELECT (x + 32767)::int2 * 2::int2 FROM te",
     "SELECT (x + 9223372036854775807)::int8 + 1 FROM te",
     "INSERT INTO te (v) VALUES ('abcdef')", "SELECT nosuch FROM te",
+    "SELECT to_date('2020-13-01', 'YYYY-MM-DD') FROM te", "SELECT to_timestamp(s, 'YYYY') FROM te",
+    "SELECT d::timestamp AT TIME ZONE 'Nowhere/Zone' FROM te", "SELECT * FROM generate_series(1, 10, 0)",
+    "SELECT x FROM te LIMIT -1", "SELECT x FROM te OFFSET -1", "SELECT x::date FROM te",
 ]
 
 
