@@ -235,7 +235,10 @@ def map_spark_error(exc: BaseException, sql: str | None = None) -> SqlError:
         column = _unquote(params.get("colName", "")) or "a column"
         return SqlError("42804", f"VALUES types in {column} cannot be matched",
                         hint="Cast the values of that column to one type.")
-    if base == "USER_RAISED_EXCEPTION":
+    if base == "USER_RAISED_EXCEPTION" or "tidegate-sqlstate:" in text:
+        m = re.search(r"tidegate-sqlstate:([0-9A-Z]{5}):(.+?)(?:\s+SQLSTATE:|[\n\"']|$)", text)
+        if m:  # a check the translator wrote (sqrt of a negative number...): PostgreSQL's error
+            return SqlError(m.group(1), m.group(2).strip())
         return SqlError("P0001", params.get("errorMessage", _first_line(exc)))
     if base.startswith("UNSUPPORTED") or base == "NOT_SUPPORTED_COMMAND_WITHOUT_HIVE_SUPPORT":
         return SqlError("0A000", _first_line(exc))

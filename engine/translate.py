@@ -403,6 +403,8 @@ _AGGREGATE_CALLS = frozenset({
     "collect_list", "collect_set", "percentile", "percentile_approx", "count_if", "max_by", "min_by",
     "any_value", "first", "last", "first_value", "last_value", "listagg", "array_union_agg",
 })
+# raise_error messages the translator writes carry PostgreSQL's SQLSTATE (engine/errors.py reads it)
+_RAISED_PREFIX = "tidegate-sqlstate:"
 _TEMPORAL_TYPES = {_T.DATE, _T.TIME, _T.TIMETZ, _T.TIMESTAMP, _T.TIMESTAMPTZ, _T.TIMESTAMPLTZ, _T.TIMESTAMPNTZ,
                    _T.DATETIME, _T.INTERVAL, _T.UNKNOWN, None}
 _STRING_TYPES = {_T.TEXT, _T.VARCHAR, _T.CHAR, _T.NCHAR, _T.NVARCHAR, _T.JSON, _T.JSONB, _T.UUID}
@@ -1410,10 +1412,8 @@ class _Translator:
             if lt == _T.DATE and rt == _T.DATE:
                 return _func("datediff", node.this, node.expression)
             return None
-        if isinstance(node, exp.Log):
-            if node.expression is None:
-                return _func("log10", node.this)
-            return None
+        if isinstance(node, (exp.Sqrt, exp.Ln, exp.Log, exp.Pow)):
+            return self._math_domain(node)
         if isinstance(node, (exp.Round, exp.Trunc, exp.Floor, exp.Ceil)) and node.args.get("decimals") is None \
                 and _surely_integer(node.this):
             # PostgreSQL has no integer round/trunc/floor/ceil: an integer argument takes the
@@ -2137,6 +2137,47 @@ class _Translator:
         if name not in pgfunctions.PG_FUNCTIONS and not node.meta_get(pgfunctions.INTERNAL):
             raise pgfunctions.undefined_function(name, [_pg_arg_type(a) for a in args])
         return None
+
+    @staticmethod
+    def _math_domain(node: exp.Expression) -> exp.Expression:
+        """sqrt / ln / log / power outside their domain raise PostgreSQL's errors (Spark answers
+        NaN or NULL, which would be a wrong answer): CASE WHEN <outside> THEN raise_error(...)."""
+        checks: list[tuple[exp.Expression, str, str]] = []
+
+        def lt0(e: exp.Expression) -> exp.Expression:
+            return exp.LT(this=exp.paren(e.copy()), expression=exp.Literal.number(0))
+
+        def eq(e: exp.Expression, n: int) -> exp.Expression:
+            return exp.EQ(this=exp.paren(e.copy()), expression=exp.Literal.number(n))
+
+        def log_checks(e: exp.Expression) -> None:
+            checks.append((eq(e, 0), "2201E", "cannot take logarithm of zero"))
+            checks.append((lt0(e), "2201E", "cannot take logarithm of a negative number"))
+
+        if isinstance(node, exp.Sqrt):
+            checks.append((lt0(node.this), "2201F", "cannot take square root of a negative number"))
+            value: exp.Expression = node.copy()
+        elif isinstance(node, exp.Ln):
+            log_checks(node.this)
+            value = node.copy()
+        elif isinstance(node, exp.Log):
+            if node.expression is None:  # log(x) is the base-10 logarithm in PostgreSQL
+                log_checks(node.this)
+                value = _func("log10", node.this.copy())
+            else:  # log(b, x)
+                log_checks(node.this)
+                log_checks(node.expression)
+                checks.append((eq(node.this, 1), "22012", "division by zero"))
+                value = node.copy()
+        else:  # power(x, y)
+            x, y = node.this, node.expression
+            checks.append((exp.and_(eq(x, 0), lt0(y)), "2201F", "zero raised to a negative power is undefined"))
+            checks.append((exp.and_(lt0(x), exp.NEQ(this=exp.paren(y.copy()), expression=_func("floor", y.copy()))),
+                           "2201F", "a negative number raised to a non-integer power yields a complex result"))
+            value = node.copy()
+        ifs = [exp.If(this=cond, true=_func("raise_error", _string(f"{_RAISED_PREFIX}{state}:{message}")))
+               for cond, state, message in checks]
+        return exp.Case(ifs=ifs, default=value)
 
     @staticmethod
     def _pg_typeof(arg: exp.Expression) -> exp.Expression:

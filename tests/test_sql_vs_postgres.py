@@ -220,6 +220,8 @@ QUERIES: dict[str, str] = {
                  " pg_typeof(id + 1), pg_typeof(id / 2), pg_typeof(salary * 2), pg_typeof(name || 'x'),"
                  " pg_typeof(upper(name)), pg_typeof('a'), pg_typeof(1.5), pg_typeof(id::text), pg_typeof(id > 1),"
                  " pg_typeof(rating * id), pg_typeof(coalesce(id, manager_id::bigint)) FROM sq_emp WHERE id = 1",
+    "math_in_domain": "SELECT id, sqrt(rating), ln(rating), log(rating), power(rating, 2), rating ^ 0.5, sqrt(id),"
+                      " power(id - 3, 3) FROM sq_emp ORDER BY id",
     "aggregates_without_group_by": "SELECT array_agg(id ORDER BY id DESC), string_agg(name, ',' ORDER BY name),"
                                    " count(*), bool_and(id > 0), bool_or(id > 7), every(rating > 3), array_agg(dept_id)"
                                    " FROM sq_emp",
