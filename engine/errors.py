@@ -174,8 +174,7 @@ def map_spark_error(exc: BaseException, sql: str | None = None) -> SqlError:
         m = re.search(r"The timezone: (.+?) is invalid", text)
         return SqlError("22023", f'time zone "{m.group(1) if m else "?"}" not recognized')
     if base == "INVALID_LIMIT_LIKE_EXPRESSION" or "INVALID_LIMIT_LIKE_EXPRESSION" in text:
-        offset = re.search(r"\boffset\b", _first_line(exc), re.I) is not None
-        if offset:
+        if re.search(r"\boffset\b", _first_line(exc), re.I):
             return SqlError("2201X", "OFFSET must not be negative")
         return SqlError("2201W", "LIMIT must not be negative")
     if "Illegal sequence boundaries" in text and re.search(r"by 0\b", text):

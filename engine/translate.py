@@ -401,7 +401,7 @@ _AGGREGATE_CALLS = frozenset({
     "regr_avgx", "regr_avgy", "regr_r2", "regr_slope", "regr_intercept", "covar_pop", "covar_samp", "corr",
     "stddev", "stddev_pop", "stddev_samp", "variance", "var_pop", "var_samp", "xmlagg",
     "collect_list", "collect_set", "percentile", "percentile_approx", "count_if", "max_by", "min_by",
-    "any_value", "first", "last", "first_value", "last_value", "listagg", "array_union_agg",
+    "any_value", "first", "last", "listagg", "array_union_agg",
 })
 # raise_error messages the translator writes carry PostgreSQL's SQLSTATE (engine/errors.py reads it)
 _RAISED_PREFIX = "tidegate-sqlstate:"

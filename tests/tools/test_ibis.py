@@ -4,8 +4,6 @@ date and string operations, against tidegate and PostgreSQL 15: the same results
 
 from __future__ import annotations
 
-import json
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -17,11 +15,7 @@ HERE = Path(__file__).resolve().parent
 
 
 def _probe(target: Target) -> dict:
-    proc = subprocess.run([str(venv.bin_path("python")), str(HERE / "ibis_probe.py"), target.host,
-                           str(target.port), target.user, target.dbname],
-                          capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    return json.loads(proc.stdout)
+    return venv.run_probe(HERE / "ibis_probe.py", target.host, str(target.port), target.user, target.dbname)
 
 
 @pytest.fixture(scope="module")

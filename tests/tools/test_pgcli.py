@@ -8,8 +8,6 @@ probe script drives directly in the tools environment.
 
 from __future__ import annotations
 
-import json
-import subprocess
 from pathlib import Path
 
 import psycopg
@@ -38,11 +36,7 @@ def _probe(target: Target) -> dict:
     with psycopg.connect(target.dsn, autocommit=True) as conn:
         for stmt in SETUP:
             conn.execute(stmt)
-    proc = subprocess.run([str(venv.bin_path("python")), str(HERE / "pgcli_probe.py"), target.host,
-                           str(target.port), target.user, target.dbname, SCHEMA],
-                          capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    return json.loads(proc.stdout)
+    return venv.run_probe(HERE / "pgcli_probe.py", target.host, str(target.port), target.user, target.dbname, SCHEMA)
 
 
 @pytest.fixture(scope="module")

@@ -49,3 +49,12 @@ def ensure() -> Path:
 
 if __name__ == "__main__":
     print(ensure())
+
+
+def run_probe(script: Path, *args: str) -> dict:
+    """Run one of the suite's probe scripts with the tools' Python; its stdout is one JSON object."""
+    import json
+
+    proc = subprocess.run([str(bin_path("python")), str(script), *args], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    return json.loads(proc.stdout)
