@@ -53,7 +53,7 @@ from sqlglot import exp
 from catalog.store import TableDef
 from engine.flows import cdf_source
 from engine.flows.batch import BatchExecutor, _to_sink_rows
-from engine.flows.plan import FlowPlan, table_refs, upsert_keys
+from engine.flows.plan import FlowPlan, check_sink, table_refs, upsert_keys
 from engine.flows.runtime import ActiveFlow, FlowRuntime, RunResult
 from engine.flows.windows import _FIXED_UNITS, _WEEK_ORIGIN, merge_ranges, times_to_micros
 from engine.spark import background_jobs
@@ -318,7 +318,7 @@ class StreamingExecutor(BatchExecutor):
             except Exception as exc:  # noqa: BLE001 - every failure is recorded and retried
                 if st.stop.is_set() or af.stopped:
                     return
-                err = exc if isinstance(exc, SqlError) else SqlError("XX000", f"streaming flow failed: {_short(exc)}")
+                err = exc if isinstance(exc, SqlError) else self._cause(af, exc)
                 st.error = err
                 st.failures += 1
                 backoff = min(MAX_BACKOFF_S, 2.0 ** (st.failures - 1))
@@ -330,6 +330,18 @@ class StreamingExecutor(BatchExecutor):
                 log.warning("streaming flow %s failed (restart in %.0f s): %s", af.flow.name, backoff, err.message)
                 st.query = None
                 st.stop.wait(backoff)
+
+    def _cause(self, af: ActiveFlow, exc: Exception) -> SqlError:
+        """The reason a micro-batch failed, as the user can act on it: a sink altered under the
+        running query (a column dropped, a type changed) fails inside the writer with the storage
+        layer's wording; the flow's own sink check names what no longer fits."""
+        sink = self.runtime.catalog.get_table(af.flow.sink_schema, af.flow.sink_table)
+        if af.plan is not None and sink is not None and sink.kind == "table":
+            try:
+                check_sink(af.plan, sink)
+            except SqlError as mismatch:
+                return mismatch
+        return SqlError("XX000", f"streaming flow failed: {_short(exc)}")
 
     def _run_query(self, st: _Stream) -> None:
         rt = self.runtime
