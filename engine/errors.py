@@ -243,4 +243,6 @@ def map_spark_error(exc: BaseException, sql: str | None = None) -> SqlError:
         return SqlError("0A000", _first_line(exc))
     if base == "OPERATION_CANCELED" or _is_cancellation(text):
         return SqlError("57014", "canceling statement due to user request")
+    if "java.lang.ArithmeticException" in text:  # an exact-arithmetic overflow inside generated code
+        return SqlError("22003", _overflow_message(text[text.index("java.lang.ArithmeticException"):]))
     return SqlError("XX000", _first_line(exc))

@@ -49,7 +49,7 @@ from engine.functions import (
 )
 from catalog import pg_keywords
 from catalog.store import DATABASE_NAME
-from engine import pgfunctions
+from engine import pgfunctions, pgoperators
 from tidegate import pgvalues
 from tidegate.errors import SqlError
 from tidegate.pgtypes import (
@@ -188,9 +188,29 @@ class _TidegateParser(PostgresParser):
             return this
         return super()._parse_column_ops(this)
 
+    # Other dialects write a sum of intervals as INTERVAL '1' DAY [+] '2' HOUR, which sqlglot reads
+    # as such; PostgreSQL has no such form: ``interval '1 day' + 1`` is interval + integer (an
+    # error) and ``interval '1 day' + '1'`` is interval + unknown. The interval ends at its span.
+    _span_ends: list[int] | None = None
+
+    def _parse_interval(self, require_interval: bool = True, parse_function_unit: bool = True) -> Any:
+        outer = self._span_ends
+        self._span_ends = ends = []
+        try:
+            result = super()._parse_interval(require_interval=require_interval,
+                                             parse_function_unit=parse_function_unit)
+        finally:
+            self._span_ends = outer
+        if isinstance(result, exp.Add) and isinstance(result.this, exp.Interval) and ends:
+            self._retreat(ends[0])
+            return result.this
+        return result
+
     def _parse_interval_span(self, this: exp.Expression, parse_function_unit: bool = True) -> exp.Interval:
         # sqlglot keeps only the first "<n> <unit>" of '3 days 04:05:06': keep the whole text then.
         interval = super()._parse_interval_span(this, parse_function_unit=parse_function_unit)
+        if self._span_ends is not None:
+            self._span_ends.append(self._index)
         if this is not None and this.is_string and interval.this is not this:
             text = this.name
             parts = exp.INTERVAL_STRING_RE.findall(text)
@@ -392,6 +412,11 @@ def _sqlglot_type(ct: ColumnType) -> str:
 
 _T = exp.DataType.Type
 _INTEGER_TYPES = {_T.TINYINT, _T.SMALLINT, _T.INT, _T.BIGINT}
+_ARITHMETIC_SIGNS = {exp.Add: "+", exp.Sub: "-", exp.Mul: "*", exp.Div: "/", exp.Mod: "%"}
+_PG_TYPE_NAME = "pg_type_name"  # meta: the PostgreSQL type an operator's result has (engine.pgoperators)
+# PostgreSQL's result types of arithmetic with a time operand (engine.pgoperators names them)
+_TIME_ARITHMETIC_TYPES = {pgoperators.TIME: "TIME", pgoperators.INTERVAL: "INTERVAL",
+                          pgoperators.TIMESTAMP: "TIMESTAMP", pgoperators.TIMESTAMPTZ: "TIMESTAMPTZ"}
 _FLOAT_TYPES = {_T.FLOAT, _T.DOUBLE}
 # Aggregates sqlglot leaves as plain calls: PostgreSQL's (bool_and, every...) and the Spark ones
 # the translator writes for them (array_agg becomes collect_list): the grouping check sees them.
@@ -565,7 +590,7 @@ def _pg_display_scale(node: exp.Expression) -> int | None:
             params = _type_params(t)
             return (params[1] if len(params) > 1 else 0) if params else None
         return None
-    if isinstance(node, (exp.Add, exp.Sub, exp.Mul)):
+    if isinstance(node, (exp.Add, exp.Sub, exp.Mul, exp.Mod)):
         left, right = _pg_display_scale(node.left), _pg_display_scale(node.right)
         if left is None or right is None:
             return None
@@ -1307,13 +1332,15 @@ class _Translator:
             return ColumnType(TYPES_BY_NAME["regtype"])
         if isinstance(node, (exp.Column, exp.Cast, exp.TryCast)):
             return _column_type_of(node.type)
-        if _dtype(node) == _T.DECIMAL and isinstance(node, (exp.Add, exp.Sub, exp.Mul, exp.Neg, exp.Min, exp.Max,
+        if _dtype(node) == _T.DECIMAL and isinstance(node, (exp.Add, exp.Sub, exp.Mul, exp.Mod, exp.Neg, exp.Min, exp.Max,
                                                             exp.Sum, exp.Abs)):
             return ColumnType(NUMERIC)
         if isinstance(node, exp.Round) and _dtype(node.this) == _T.DECIMAL:
             return ColumnType(NUMERIC)
         if isinstance(node, exp.Literal) and not node.is_string and _dtype(node) == _T.DECIMAL:
             return ColumnType(NUMERIC)  # 1.50 keeps its written scale
+        if isinstance(node, (exp.Add, exp.Sub)) and _dtype(node) == _T.TIME:
+            return ColumnType(TIME)
         if isinstance(node, (exp.Interval, exp.MakeInterval)) or (
                 isinstance(node, (exp.Add, exp.Sub, exp.Neg)) and _dtype(node) == _T.INTERVAL):
             return ColumnType(INTERVAL)
@@ -1350,6 +1377,8 @@ class _Translator:
             if new is not None and new is not node:
                 if new.type is None or _dtype(new) in (None, _T.UNKNOWN):
                     new.type = node.type
+                if _PG_TYPE_NAME in node.meta:
+                    new.meta.setdefault(_PG_TYPE_NAME, node.meta[_PG_TYPE_NAME])
                 if node is tree:
                     tree = new
                 else:
@@ -1361,6 +1390,19 @@ class _Translator:
             return self._frameless_window(node)
         if isinstance(node, (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod)):
             self._check_text_arithmetic(node)
+        if isinstance(node, (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Neg, exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT,
+                             exp.LTE)):
+            self._check_stored_interval(node)
+        if isinstance(node, (exp.Mul, exp.Div)):
+            self._check_interval_scaling(node)
+        if isinstance(node, (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE)):
+            clock = self._time_against_interval(node)
+            if clock is not None:
+                return clock
+        if isinstance(node, (exp.Add, exp.Sub)) and _T.TIME in (_dtype(node.this), _dtype(node.expression)):
+            timed = self._time_arithmetic(node)
+            if timed is not None:
+                return timed
         if isinstance(node, exp.Div):
             return self._div(node)
         if isinstance(node, exp.Localtimestamp):
@@ -1621,6 +1663,96 @@ class _Translator:
                     days, micros = divmod(micros, 86_400_000_000)
                 other.replace(_string(format_interval(iv.months, days, micros)))
                 return
+
+    @staticmethod
+    def _time_arithmetic(node: exp.Binary) -> exp.Expression | None:
+        """time values are microseconds since midnight: time - time is an interval, time ±
+        interval wraps around midnight and uses only the interval's time part (as PostgreSQL:
+        its months and days are ignored), date + time is that date's timestamp at that time."""
+        left, right = node.this, node.expression
+        lt, rt = _dtype(left), _dtype(right)
+        day = exp.Literal.number(86_400_000_000)
+        if isinstance(node, exp.Sub) and lt == rt == _T.TIME:
+            micros = _cast(exp.Sub(this=left, expression=right), "DECIMAL(20, 6)")
+            out = _func("make_dt_interval", exp.Literal.number(0), exp.Literal.number(0), exp.Literal.number(0),
+                        exp.Div(this=micros, expression=exp.Literal.number(1_000_000)))
+            out.type = exp.DataType.build("INTERVAL")
+            return out
+        clock, other = (left, right) if lt == _T.TIME else (right, left)
+        iv = other.meta.get("pg_interval") if other.meta else None
+        if iv is not None and (isinstance(node, exp.Add) or clock is left):
+            sign = -1 if isinstance(node, exp.Sub) else 1
+            moved = exp.Add(this=clock, expression=exp.Literal.number(sign * (iv.micros % 86_400_000_000)))
+            out = _func("pmod", moved, day)
+            out.type = exp.DataType.build("TIME")
+            return out
+        if clock is right or isinstance(node, exp.Add):
+            # date + time, and a time taken as an interval (its implicit cast) next to a point in time
+            sign_cls = exp.Sub if isinstance(node, exp.Sub) else exp.Add
+            if _dtype(other) == _T.DATE:
+                days = exp.Mul(this=_cast(_func("unix_date", other), "BIGINT"), expression=day)
+                out = _ntz_from_micros(sign_cls(this=days, expression=clock))
+                out.type = exp.DataType.build("TIMESTAMP")
+                return out
+            if _dtype(other) in _NTZ_TYPES:
+                out = _ntz_from_micros(sign_cls(this=_ntz_micros(other), expression=clock))
+                out.type = exp.DataType.build("TIMESTAMP")
+                return out
+            if _dtype(other) in _TZ_TYPES:
+                out = _func("timestamp_micros", sign_cls(this=_func("unix_micros", other), expression=clock))
+                out.type = exp.DataType.build("TIMESTAMPTZ")
+                return out
+        return None
+
+    @staticmethod
+    def _check_interval_scaling(node: exp.Binary) -> None:
+        """An interval with a time part scaled by a number known only at run time: PostgreSQL
+        keeps the product's hours in the time field ('10:00:00' * 3 is 30:00:00), Spark's
+        day-time interval carries them into days (1 day 06:00:00). The same length, printed
+        differently, so it is refused unless a timestamp or date is moved by it at once."""
+        for iv_side, factor in ((node.this, node.expression), (node.expression, node.this)):
+            iv = iv_side.meta.get("pg_interval") if iv_side.meta else None
+            if iv is None or not iv.micros or (isinstance(node, exp.Div) and iv_side is not node.this):
+                continue
+            if isinstance(factor, exp.Literal) or (isinstance(factor, exp.Neg) and isinstance(factor.this, exp.Literal)):
+                continue
+            parent = node.parent
+            while isinstance(parent, exp.Paren):
+                parent = parent.parent
+            if isinstance(parent, (exp.Add, exp.Sub)) and any(
+                    _dtype(side) in (_NTZ_TYPES | _TZ_TYPES | {_T.DATE}) for side in (parent.this, parent.expression)):
+                continue
+            raise SqlError("0A000", "an interval with a time part multiplied or divided by a value known only "
+                           "at run time is not supported",
+                           hint="Add the product to a timestamp or date directly, or compute with the "
+                           "number of seconds (n * 3600) instead.")
+
+    @staticmethod
+    def _time_against_interval(node: exp.Binary) -> exp.Expression | None:
+        """time compared with an interval constant: the time as an interval (its implicit cast),
+        the interval by its length (PostgreSQL orders intervals with 30-day months)."""
+        for clock, other in ((node.this, node.expression), (node.expression, node.this)):
+            iv = other.meta.get("pg_interval") if other.meta else None
+            if _dtype(clock) == _T.TIME and iv is not None:
+                length = (iv.months * 30 + iv.days) * 86_400_000_000 + iv.micros
+                other.replace(exp.Literal.number(length))
+                return None  # compared in place, microseconds against microseconds
+        return None
+
+    @staticmethod
+    def _check_stored_interval(node: exp.Expression) -> None:
+        """Interval columns are stored as PostgreSQL's interval text, which Spark cannot compute
+        with: refuse arithmetic on them rather than let Spark read the text as a number."""
+        for operand, other in ((node.this, node.args.get("expression")), (node.args.get("expression"), node.this)):
+            if isinstance(node, (exp.EQ, exp.NEQ)) and other is not None and (
+                    (other.meta and other.meta.get("pg_interval") is not None)
+                    or (isinstance(other, exp.Literal) and other.is_string) or isinstance(other, exp.Null)):
+                continue  # (in)equality with a constant compares the canonical text
+            if isinstance(operand, exp.Column) and _dtype(operand) == _T.INTERVAL:
+                what = "comparison" if isinstance(node, exp.Predicate) else "arithmetic"
+                raise SqlError("0A000", f'{what} on the interval column "{operand.name}" is not supported',
+                               hint="Store the duration as a number (seconds, or months and days) and compute "
+                               "with that, or combine the column's value in the client.")
 
     @staticmethod
     def _check_text_arithmetic(node: exp.Binary) -> None:
@@ -2104,6 +2236,27 @@ class _Translator:
         for generator in self.generators.values():
             pgfunctions.check_calls(generator, _literal_arg_type)
 
+    def check_operators(self, tree: exp.Expression) -> None:
+        """42883 for an operator PostgreSQL has not for its operand types (engine.pgoperators)."""
+        stored = set(self.schema) - set(self.generators)
+        pg_type = pgoperators.check_operators(tree, stored)
+        # sqlglot types time arithmetic as time; PostgreSQL's types decide how it is computed
+        # (time - time is an interval, date + time a timestamp) and what the client is told.
+        for node in tree.find_all(exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod):
+            if pg_type(node) is not None:
+                node.meta[_PG_TYPE_NAME] = pg_type(node)  # for pg_typeof()
+            left, right = pg_type(node.this), pg_type(node.expression)
+            if left and right and pgoperators.time_as_interval(_ARITHMETIC_SIGNS[type(node)], left, right):
+                points = {pgoperators.DATE, pgoperators.TIMESTAMP, pgoperators.TIMESTAMPTZ}
+                if not (isinstance(node, (exp.Add, exp.Sub)) and (left in points or right in points)):
+                    raise SqlError("0A000", f"a time used as an interval ({left} {_ARITHMETIC_SIGNS[type(node)]} "
+                                   f"{right}) is not supported",
+                                   hint="Compute with extract(epoch from the time), its seconds since midnight.")
+            if isinstance(node, (exp.Add, exp.Sub)) and pgoperators.TIME in (left, right):
+                result = _TIME_ARITHMETIC_TYPES.get(pg_type(node) or "")
+                if result is not None:
+                    node.type = exp.DataType.build(result)
+
     def _anonymous(self, node: exp.Anonymous) -> exp.Expression | None:
         name = node.name.lower()
         args = node.expressions
@@ -2183,8 +2336,11 @@ class _Translator:
     def _pg_typeof(arg: exp.Expression) -> exp.Expression:
         """pg_typeof(x): the PostgreSQL type of x, known when the statement is translated (a
         regtype, printed as format_type prints it without a typmod). An untyped string is unknown."""
+        inner_arg = arg.unnest() if isinstance(arg, exp.Paren) else arg
         if isinstance(arg, exp.Literal) and arg.is_string:
             name = "unknown"
+        elif _PG_TYPE_NAME in inner_arg.meta:  # operator results typed by engine.pgoperators
+            name = inner_arg.meta[_PG_TYPE_NAME]
         else:
             ct = _Translator._output_type(arg)
             inner = arg
@@ -2559,6 +2715,7 @@ def translate_query(
     translator.name_inner_columns(tree)
     tree = translator.qualify(tree)
     translator.check_functions(tree)
+    translator.check_operators(tree)
     names, types = translator.output_columns(translator.output_select(tree))
     names = [translator.pg_label(name) for name in names]
     tree = translator.rewrite(tree)
@@ -2595,6 +2752,7 @@ def translate_expression(
         translator._resolve_table(sub, sub.db or None, sub.name, 0)
     tree = translator.qualify(tree)
     translator.check_functions(tree)
+    translator.check_operators(tree)
     tree = translator.rewrite(tree)
     translator.restore_generators(tree)
     value = translator.output_select(tree).expressions[0]

@@ -1,0 +1,220 @@
+"""PostgreSQL's arithmetic and comparison operators over the built-in scalar types.
+
+Spark resolves ``date + date``, ``interval '1 day' + 1``, ``true + 1`` or ``'abc'::text > 1``
+by its own rules: some fail with Spark's wording (42804 ``DATATYPE_MISMATCH``), some answer
+something PostgreSQL never would (an interval plus one second, a text compared as a number).
+PostgreSQL has no such operators and says so before running anything: 42883 ``operator does
+not exist: date + date``. :func:`check_operators` walks a qualified, type-annotated query and
+raises that for every operator whose operand types have no PostgreSQL operator.
+
+Operand types are PostgreSQL type names, computed bottom-up here rather than taken from
+sqlglot's annotation where the two differ: sqlglot types ``date - date`` as a date (PostgreSQL:
+integer) and ``1.5`` as a double (PostgreSQL: numeric). Where the PostgreSQL type of an operand
+is not known for sure (most function calls, untyped string literals, NULL, arrays, columns of
+derived tables typed from such expressions), the operator is not checked: this module only ever
+refuses what PostgreSQL refuses.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection
+
+from sqlglot import exp
+
+from engine.pgfunctions import call_arguments, undefined_function, written_name
+from tidegate.errors import SqlError
+
+_T = exp.DataType.Type
+
+SMALLINT, INTEGER, BIGINT, NUMERIC = "smallint", "integer", "bigint", "numeric"
+REAL, DOUBLE = "real", "double precision"
+DATE, TIME, INTERVAL = "date", "time without time zone", "interval"
+TIMESTAMP, TIMESTAMPTZ = "timestamp without time zone", "timestamp with time zone"
+TEXT, BOOLEAN = "text", "boolean"
+
+# Numeric types in PostgreSQL's implicit-cast order: an operator over two of them works on the wider.
+_NUMERIC_ORDER = (SMALLINT, INTEGER, BIGINT, NUMERIC, REAL, DOUBLE)
+_NUMBERS = frozenset(_NUMERIC_ORDER)
+_FLOATS = frozenset({REAL, DOUBLE})
+_POINTS = frozenset({DATE, TIMESTAMP, TIMESTAMPTZ})  # date -> timestamp -> timestamptz implicitly
+_TEXTS = frozenset({TEXT, "character varying", "character"})
+
+_NAMES: dict[exp.DataType.Type, str] = {
+    _T.SMALLINT: SMALLINT, _T.TINYINT: SMALLINT, _T.INT: INTEGER, _T.BIGINT: BIGINT,
+    _T.DECIMAL: NUMERIC, _T.FLOAT: REAL, _T.DOUBLE: DOUBLE,
+    _T.DATE: DATE, _T.TIME: TIME, _T.INTERVAL: INTERVAL,
+    _T.TIMESTAMP: TIMESTAMP, _T.TIMESTAMPNTZ: TIMESTAMP, _T.DATETIME: TIMESTAMP,
+    _T.TIMESTAMPTZ: TIMESTAMPTZ, _T.TIMESTAMPLTZ: TIMESTAMPTZ,
+    _T.TEXT: TEXT, _T.VARCHAR: "character varying", _T.CHAR: "character", _T.BOOLEAN: BOOLEAN,
+}
+
+_ARITHMETIC: dict[type, str] = {exp.Add: "+", exp.Sub: "-", exp.Mul: "*", exp.Div: "/", exp.Mod: "%"}
+_COMPARISON: dict[type, str] = {exp.EQ: "=", exp.NEQ: "<>", exp.GT: ">", exp.GTE: ">=", exp.LT: "<", exp.LTE: "<="}
+# Comparable families: two operands compare when they are in the same one.
+_FAMILIES = (_NUMBERS, _TEXTS, _POINTS, frozenset({TIME}), frozenset({INTERVAL}), frozenset({BOOLEAN}))
+
+# Functions PostgreSQL has for text only: a number, date or boolean does not cast to text
+# implicitly, so length(42) is 42883 (Spark would answer 2).
+TEXT_FUNCTIONS = frozenset({"length", "char_length", "character_length", "upper", "lower", "initcap", "substr",
+                            "substring", "ltrim", "rtrim", "btrim", "replace", "left", "right", "reverse", "lpad",
+                            "rpad", "strpos", "split_part", "starts_with", "md5", "ascii"})
+
+HINT = "No operator matches the given name and argument types. You might need to add explicit type casts."
+
+
+def _wider(left: str, right: str) -> str:
+    if REAL in (left, right) and left != right:
+        return DOUBLE  # real with any other number is computed in double precision
+    return max(left, right, key=_NUMERIC_ORDER.index)
+
+
+def _point(left: str, right: str) -> str:
+    return TIMESTAMPTZ if TIMESTAMPTZ in (left, right) else TIMESTAMP
+
+
+def arithmetic_result(op: str, left: str, right: str) -> str | None:
+    """The type of ``left op right`` in PostgreSQL, or None when it has no such operator. A time
+    converts implicitly to an interval where no operator takes the time itself (``ts + t``,
+    ``t * 2``); see :func:`time_as_interval`."""
+    exact = _arithmetic(op, left, right)
+    if exact is not None or TIME not in (left, right):
+        return exact
+    return _arithmetic(op, INTERVAL if left == TIME else left, INTERVAL if right == TIME else right)
+
+
+def time_as_interval(op: str, left: str, right: str) -> bool:
+    """True when ``left op right`` takes a time operand as an interval (its implicit cast)."""
+    return _arithmetic(op, left, right) is None and arithmetic_result(op, left, right) is not None
+
+
+def _arithmetic(op: str, left: str, right: str) -> str | None:  # noqa: C901 - PostgreSQL's operator table
+    pair = (left, right)
+    if left in _NUMBERS and right in _NUMBERS:
+        if op == "%" and (left in _FLOATS or right in _FLOATS):
+            return None
+        return _wider(left, right)
+    small_int = {SMALLINT, INTEGER}
+    if op == "+":
+        for a, b in (pair, pair[::-1]):
+            if a == DATE and b in small_int:
+                return DATE
+            if a == DATE and b in (INTERVAL, TIME):
+                return TIMESTAMP
+            if a in (TIMESTAMP, TIMESTAMPTZ) and b == INTERVAL:
+                return a
+            if a == TIME and b == INTERVAL:
+                return TIME
+        return INTERVAL if pair == (INTERVAL, INTERVAL) else None
+    if op == "-":
+        if pair == (DATE, DATE):
+            return INTEGER
+        if left == DATE and right in small_int:
+            return DATE
+        if left in _POINTS and right in _POINTS:
+            return INTERVAL
+        if left in _POINTS and right == INTERVAL:
+            return TIMESTAMP if left == DATE else left
+        if left == TIME and right in (TIME, INTERVAL):
+            return INTERVAL if right == TIME else TIME
+        return INTERVAL if pair == (INTERVAL, INTERVAL) else None
+    if op == "*" and INTERVAL in pair and (left in _NUMBERS or right in _NUMBERS):
+        return INTERVAL
+    if op == "/" and left == INTERVAL and right in _NUMBERS:
+        return INTERVAL
+    return None
+
+
+def comparable(left: str, right: str) -> bool:
+    if {left, right} == {TIME, INTERVAL}:
+        return True  # the time compared as an interval
+    return any(left in family and right in family for family in _FAMILIES)
+
+
+def _literal_type(node: exp.Literal) -> str | None:
+    if node.is_string:
+        return None  # PostgreSQL's 'unknown': it takes the other operand's type
+    text = node.name
+    if any(c in text for c in ".eE"):
+        return NUMERIC
+    value = abs(int(text))
+    return INTEGER if value < 2**31 else BIGINT if value < 2**63 else NUMERIC
+
+
+class _Typer:
+    def __init__(self, trusted: Callable[[exp.Column], bool]) -> None:
+        self.trusted = trusted
+        self.types: dict[int, str | None] = {}
+
+    def of(self, node: exp.Expression) -> str | None:  # noqa: C901 - one case per node kind
+        key = id(node)
+        if key in self.types:
+            return self.types[key]
+        out: str | None = None
+        if isinstance(node, exp.Paren):
+            out = self.of(node.this)
+        elif isinstance(node, exp.Literal):
+            out = _literal_type(node)
+        elif isinstance(node, exp.Boolean):
+            out = BOOLEAN
+        elif isinstance(node, exp.Neg):
+            inner = self.of(node.this)
+            out = inner if inner in _NUMBERS or inner == INTERVAL else None
+        elif type(node) in _ARITHMETIC:
+            left, right = self.of(node.this), self.of(node.expression)
+            if left is not None and right is not None:
+                out = arithmetic_result(_ARITHMETIC[type(node)], left, right)
+        elif isinstance(node, exp.Cast):
+            out = _NAMES.get(node.to.this) if isinstance(node.to, exp.DataType) else None
+        elif isinstance(node, exp.Interval):
+            out = INTERVAL
+        elif isinstance(node, exp.CurrentDate):
+            out = DATE
+        elif isinstance(node, exp.CurrentTimestamp):
+            out = TIMESTAMPTZ
+        elif isinstance(node, exp.Count):
+            out = BIGINT
+        elif isinstance(node, (exp.Min, exp.Max)):
+            out = self.of(node.this)
+        elif isinstance(node, exp.Column) and self.trusted(node):
+            t = node.type
+            out = _NAMES.get(t.this) if isinstance(t, exp.DataType) else None
+        self.types[key] = out
+        return out
+
+
+def check_operators(tree: exp.Expression, base_tables: Collection[str]) -> Callable[[exp.Expression], str | None]:
+    """42883 for an arithmetic or comparison operator PostgreSQL does not have for its operands.
+
+    ``tree`` is qualified and type-annotated; ``base_tables`` names the stored tables in it
+    (only their columns' types are taken as declared: a derived table's column carries
+    sqlglot's guess for the expression behind it). Returns the PostgreSQL type (name) of a node
+    of ``tree`` where it is known, for the translator to correct sqlglot's guess with."""
+    base_aliases: set[str] = set()
+    other_aliases: set[str] = set()
+    for table in tree.find_all(exp.Table):
+        (base_aliases if table.name in base_tables else other_aliases).add(table.alias_or_name)
+    for node in tree.find_all(exp.Subquery, exp.CTE):
+        other_aliases.add(node.alias_or_name)
+    trusted = base_aliases - other_aliases
+    typer = _Typer(lambda col: col.table in trusted)
+    for node in tree.walk(bfs=False):
+        name = written_name(node)
+        if name in TEXT_FUNCTIONS:
+            args = call_arguments(node)
+            first = typer.of(args[0]) if args else None
+            if first is not None and first not in _TEXTS:
+                raise undefined_function(name, [typer.of(a) or "unknown" for a in args])
+        op = _ARITHMETIC.get(type(node)) or _COMPARISON.get(type(node))
+        if op is None:
+            continue
+        assert isinstance(node, exp.Binary)
+        left, right = typer.of(node.this), typer.of(node.expression)
+        if left is None or right is None:
+            continue
+        if op == "+" and left == right == TIME:
+            raise SqlError("42725", f"operator is not unique: {left} + {right}",
+                           hint="Could not choose a best candidate operator. You might need to add explicit type casts.")
+        ok = comparable(left, right) if type(node) in _COMPARISON else arithmetic_result(op, left, right) is not None
+        if not ok:
+            raise SqlError("42883", f"operator does not exist: {left} {op} {right}", hint=HINT)
+    return typer.of
