@@ -154,8 +154,9 @@ class _Typer:
             out = self.of(node.this)
         elif isinstance(node, exp.Literal):
             out = _literal_type(node)
-        elif isinstance(node, exp.Boolean):
-            out = BOOLEAN
+        elif isinstance(node, (exp.Boolean, exp.Predicate, exp.Not, exp.And, exp.Or)) and not isinstance(
+                node, exp.SubqueryPredicate):
+            out = BOOLEAN  # comparisons, IS, IN, LIKE, NOT, AND, OR (not the ANY/ALL operand of one)
         elif isinstance(node, exp.Neg):
             inner = self.of(node.this)
             out = inner if inner in _NUMBERS or inner == INTERVAL else None
@@ -204,6 +205,12 @@ def check_operators(tree: exp.Expression, base_tables: Collection[str]) -> Calla
             first = typer.of(args[0]) if args else None
             if first is not None and first not in _TEXTS:
                 raise undefined_function(name, [typer.of(a) or "unknown" for a in args])
+        elif name == "log" and len(call_arguments(node)) == 2:
+            # log(b, x) exists for numeric only: a float argument does not cast to numeric implicitly
+            args = call_arguments(node)
+            kinds = [typer.of(a) for a in args]
+            if any(k in _FLOATS for k in kinds):
+                raise undefined_function(name, [k or "unknown" for k in kinds])
         op = _ARITHMETIC.get(type(node)) or _COMPARISON.get(type(node))
         if op is None:
             continue

@@ -21,6 +21,7 @@ cannot hand year-month/calendar intervals to Arrow) with output type ``interval`
 from __future__ import annotations
 
 import datetime as _dt
+import json
 import logging
 import re
 from collections.abc import Sequence
@@ -413,6 +414,22 @@ def _sqlglot_type(ct: ColumnType) -> str:
 _T = exp.DataType.Type
 _INTEGER_TYPES = {_T.TINYINT, _T.SMALLINT, _T.INT, _T.BIGINT}
 _ARITHMETIC_SIGNS = {exp.Add: "+", exp.Sub: "-", exp.Mul: "*", exp.Div: "/", exp.Mod: "%"}
+# date_trunc's units as PostgreSQL reads them (lower-cased, with its plurals and abbreviations)
+_TRUNC_UNITS = {alias: unit for unit, aliases in {
+    "microsecond": ("microsecond", "microseconds", "us", "usec", "usecs"),
+    "millisecond": ("millisecond", "milliseconds", "ms", "msec", "msecs"),
+    "second": ("second", "seconds", "s", "sec", "secs"),
+    "minute": ("minute", "minutes", "m", "min", "mins"),
+    "hour": ("hour", "hours", "h", "hr", "hrs"),
+    "day": ("day", "days", "d"),
+    "week": ("week", "weeks", "w"),
+    "month": ("month", "months", "mon", "mons"),
+    "quarter": ("quarter", "qtr"),
+    "year": ("year", "years", "y", "yr", "yrs"),
+    "decade": ("decade", "decades", "dec", "decs"),
+    "century": ("century", "centuries", "c", "cent"),
+    "millennium": ("millennium", "millennia", "mil", "mils"),
+}.items() for alias in aliases}
 _PG_TYPE_NAME = "pg_type_name"  # meta: the PostgreSQL type an operator's result has (engine.pgoperators)
 # PostgreSQL's result types of arithmetic with a time operand (engine.pgoperators names them)
 _TIME_ARITHMETIC_TYPES = {pgoperators.TIME: "TIME", pgoperators.INTERVAL: "INTERVAL",
@@ -733,6 +750,35 @@ def _surely_integer(e: exp.Expression) -> bool:
     if isinstance(e, (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod, exp.IntDiv)):
         return _surely_integer(e.this) and _surely_integer(e.expression)
     return False
+
+
+_INFINITIES = {"inf", "+inf", "-inf", "infinity", "+infinity", "-infinity"}
+
+
+def _reject_json_constant(name: str) -> None:
+    raise ValueError(name)
+
+
+def _check_constant_input(text: str, target: exp.DataType.Type) -> None:
+    """A constant's text checked as PostgreSQL's input function checks it, where Spark's cast
+    would answer instead: '1e400'::float8 is 22003 (Spark: Infinity), '{bad'::json 22P02 (Spark
+    keeps the text; json is stored as text)."""
+    if target in (_T.DOUBLE, _T.FLOAT):
+        name = "double precision" if target == _T.DOUBLE else "real"
+        try:
+            value = float(text)
+        except ValueError:
+            return  # the cast's own check reports malformed text
+        limit = 1.7976931348623157e308 if target == _T.DOUBLE else 3.4028234663852886e38
+        underflow = value == 0.0 and re.search(r"[1-9]", text.lower().partition("e")[0]) is not None
+        if (abs(value) > limit and text.strip().lower() not in _INFINITIES) or underflow:
+            raise SqlError("22003", f'"{text}" is out of range for type {name}')
+    elif target in (_T.JSON, _T.JSONB):
+        try:
+            json.loads(text, parse_constant=_reject_json_constant)
+        except ValueError:
+            raise SqlError("22P02", f"invalid input syntax for type {'json' if target == _T.JSON else 'jsonb'}",
+                           detail=f'The input "{text[:60]}" is not valid JSON.') from None
 
 
 def _func(name: str, *args: exp.Expression) -> exp.Anonymous:
@@ -1456,6 +1502,16 @@ class _Translator:
             return None
         if isinstance(node, (exp.Sqrt, exp.Ln, exp.Log, exp.Pow)):
             return self._math_domain(node)
+        if isinstance(node, exp.Substring) and node.args.get("start") is not None:
+            return self._substring(node)
+        if isinstance(node, (exp.Left, exp.Right)):
+            return self._left_right(node)
+        if isinstance(node, exp.Chr):
+            return self._chr(node)
+        if isinstance(node, exp.WidthBucket):
+            return self._width_bucket(node)
+        if isinstance(node, exp.SplitPart):
+            return self._split_part(node)
         if isinstance(node, (exp.Round, exp.Trunc, exp.Floor, exp.Ceil)) and node.args.get("decimals") is None \
                 and _surely_integer(node.this):
             # PostgreSQL has no integer round/trunc/floor/ceil: an integer argument takes the
@@ -1491,12 +1547,7 @@ class _Translator:
         if isinstance(node, exp.DateBin):
             return self._date_bin(node)
         if isinstance(node, (exp.DateTrunc, exp.TimestampTrunc)):
-            arg = node.this
-            if _dtype(arg) in _NTZ_TYPES:
-                unit = node.args.get("unit")
-                unit_text = unit.name if isinstance(unit, exp.Expression) else str(unit)
-                return _cast(_func("date_trunc", _string(unit_text.upper()), arg), "TIMESTAMP_NTZ")
-            return None
+            return self._date_trunc(node)
         if isinstance(node, exp.AtTimeZone):
             return self._at_time_zone(node.this, node.args.get("zone"))
         if isinstance(node, exp.TimestampFromParts) and not node.args.get("zone"):
@@ -1937,6 +1988,8 @@ class _Translator:
         arg = node.this
         src = _dtype(arg)
         params = _type_params(to)
+        if isinstance(arg, exp.Literal) and arg.is_string:
+            _check_constant_input(arg.name, t)
         if t == _T.ARRAY:
             if isinstance(arg, exp.Literal) and arg.is_string:
                 elem = to.expressions[0] if to.expressions else exp.DataType.build("TEXT")
@@ -2290,6 +2343,165 @@ class _Translator:
         if name not in pgfunctions.PG_FUNCTIONS and not node.meta_get(pgfunctions.INTERNAL):
             raise pgfunctions.undefined_function(name, [_pg_arg_type(a) for a in args])
         return None
+
+    def _date_trunc(self, node: exp.DateTrunc | exp.TimestampTrunc) -> exp.Expression | None:
+        """date_trunc(unit, x) with PostgreSQL's unit names (plurals and abbreviations: 'days',
+        'mins'; decade, century and millennium, which Spark lacks); an unknown unit is 22023.
+        Spark answered NULL for every name it does not know."""
+        arg = node.this
+        unit = node.args.get("unit")
+        if not isinstance(unit, (exp.Var, exp.Literal, exp.Identifier)):
+            return None
+        written = unit.name.lower()
+        canonical = _TRUNC_UNITS.get(written)
+        with_tz = _dtype(arg) not in _NTZ_TYPES
+        if canonical is None:
+            zone = "with" if with_tz else "without"
+            raise SqlError("22023", f'unit "{written}" not recognized for type timestamp {zone} time zone')
+        if _dtype(arg) == _T.DATE:
+            arg = _cast(arg, "TIMESTAMP")  # PostgreSQL truncates a date as a timestamptz
+        if canonical in ("decade", "century", "millennium"):
+            year = _func("year", arg)
+            if canonical == "decade":
+                first = exp.Mul(this=exp.paren(exp.IntDiv(this=year, expression=exp.Literal.number(10))),
+                                expression=exp.Literal.number(10))
+            else:
+                size = 100 if canonical == "century" else 1000
+                first = exp.Add(this=exp.Mul(this=exp.paren(exp.IntDiv(
+                    this=exp.paren(exp.Sub(this=year, expression=exp.Literal.number(1))),
+                    expression=exp.Literal.number(size))), expression=exp.Literal.number(size)),
+                    expression=exp.Literal.number(1))
+            zero = [exp.Literal.number(v) for v in (1, 1, 0, 0, 0)]
+            return _func("make_timestamp" if with_tz else "make_timestamp_ntz", first, *zero)
+        truncated = _func("date_trunc", _string(canonical.upper()), arg)
+        return truncated if with_tz else _cast(truncated, "TIMESTAMP_NTZ")
+
+    @staticmethod
+    def _guarded(value: exp.Expression, checks: list[tuple[exp.Expression, str, str]]) -> exp.Expression:
+        """CASE WHEN <check> THEN raise_error(<PostgreSQL's error>) ... ELSE value END: the
+        statement fails with PostgreSQL's SQLSTATE and message (engine.errors reads them back)."""
+        ifs = [exp.If(this=cond, true=_func("raise_error", _string(f"{_RAISED_PREFIX}{state}:{message}")))
+               for cond, state, message in checks]
+        return exp.Case(ifs=ifs, default=value) if ifs else value
+
+    @staticmethod
+    def _literal_int(e: exp.Expression | None) -> int | None:
+        if isinstance(e, exp.Literal) and not e.is_string and re.fullmatch(r"\d+", e.name):
+            return int(e.name)
+        if isinstance(e, exp.Neg) and isinstance(e.this, exp.Literal) and re.fullmatch(r"\d+", e.this.name):
+            return -int(e.this.name)
+        return None
+
+    def _substring(self, node: exp.Substring) -> exp.Expression | None:
+        """substr(s, start [, n]) is the characters at positions [start, start + n) that exist:
+        a start before 1 shortens the result (Spark would count a negative start from the end,
+        and read 0 as 1); a negative n is 22011."""
+        start, length = node.args["start"], node.args.get("length")
+        if isinstance(start, exp.Literal) and start.is_string:
+            if length is not None:
+                return None
+            # substring(s FROM pattern): the match of a regular expression (its first
+            # parenthesized part when it has one), NULL when there is none
+            pattern = start.name
+            group = 1 if re.search(r"(?<!\\)\((?!\?)", pattern) else 0
+            found = exp.RegexpLike(this=node.this.copy(), expression=_string(pattern))
+            return exp.If(this=found, true=_func("regexp_extract", node.this, _string(pattern), exp.Literal.number(group)),
+                          false=exp.Null())
+        first, count = self._literal_int(start), self._literal_int(length)
+        if first is not None and first >= 1 and (length is None or (count is not None and count >= 0)):
+            return None
+        text = node.this
+        one = exp.Literal.number(1)
+        begin = _func("greatest", exp.paren(start.copy()), one)
+        if length is None:
+            return _func("substring", text, begin)
+        end = exp.Add(this=exp.paren(start.copy()), expression=exp.paren(length.copy()))
+        size = _func("greatest", exp.Sub(this=end, expression=begin.copy()), exp.Literal.number(0))
+        out = _func("substring", text, begin, size)
+        if count is not None and count >= 0:
+            return out
+        negative = exp.LT(this=exp.paren(length.copy()), expression=exp.Literal.number(0))
+        return self._guarded(out, [(negative, "22011", "negative substring length not allowed")])
+
+    def _left_right(self, node: exp.Left | exp.Right) -> exp.Expression | None:
+        """left(s, -n) is all but the last n characters, right(s, -n) all but the first n
+        (Spark answers an empty string)."""
+        n = node.expression
+        known = self._literal_int(n)
+        if known is not None and known >= 0:
+            return None
+        text = node.this
+        if isinstance(node, exp.Left):
+            kept = _func("greatest", exp.Add(this=_func("char_length", text.copy()), expression=exp.paren(n.copy())),
+                         exp.Literal.number(0))
+            negative_case = _func("substring", text.copy(), exp.Literal.number(1), kept)
+        else:
+            negative_case = _func("substring", text.copy(), exp.Sub(this=exp.Literal.number(1),
+                                                                    expression=exp.paren(n.copy())))
+        positive_case = _func("left" if isinstance(node, exp.Left) else "right", text, n)
+        if known is not None:
+            return negative_case
+        return exp.If(this=exp.LT(this=exp.paren(n.copy()), expression=exp.Literal.number(0)),
+                      true=negative_case, false=positive_case)
+
+    def _chr(self, node: exp.Chr) -> exp.Expression:
+        """chr(n) is the Unicode character n (Spark's chr is n modulo 256): its UTF-8 bytes are
+        built and decoded; 0, negative, surrogate and too large code points are PostgreSQL's errors."""
+        args = node.expressions if node.expressions else [node.this]
+        n = exp.paren(args[0].copy())
+
+        def byte(e: exp.Expression) -> exp.Expression:
+            return _func("lpad", _func("hex", e), exp.Literal.number(2), _string("0"))
+
+        def shifted(bits: int) -> exp.Expression:
+            return _func("shiftright", n.copy(), exp.Literal.number(bits)) if bits else n.copy()
+
+        def cont(bits: int) -> exp.Expression:  # a continuation byte: 10xxxxxx
+            return byte(exp.Add(this=exp.Literal.number(128),
+                                expression=exp.paren(exp.BitwiseAnd(this=shifted(bits), expression=exp.Literal.number(63)))))
+
+        def lead(marker: int, bits: int) -> exp.Expression:
+            return byte(exp.Add(this=exp.Literal.number(marker), expression=shifted(bits)))
+
+        def below(limit: int) -> exp.Expression:
+            return exp.LT(this=n.copy(), expression=exp.Literal.number(limit))
+
+        hexed = exp.Case(ifs=[
+            exp.If(this=below(0x80), true=byte(n.copy())),
+            exp.If(this=below(0x800), true=_func("concat", lead(0xC0, 6), cont(0))),
+            exp.If(this=below(0x10000), true=_func("concat", lead(0xE0, 12), cont(6), cont(0))),
+        ], default=_func("concat", lead(0xF0, 18), cont(12), cont(6), cont(0)))
+        value = _func("decode", _func("unhex", hexed), _string("UTF-8"))
+        too_large = _func("raise_error", _func("concat", _string(
+            f"{_RAISED_PREFIX}54000:requested character too large for encoding: "), _cast(n.copy(), "STRING")))
+        value = exp.If(this=exp.GT(this=n.copy(), expression=exp.Literal.number(0x10FFFF)), true=too_large, false=value)
+        surrogate = exp.Between(this=n.copy(), low=exp.Literal.number(0xD800), high=exp.Literal.number(0xDFFF))
+        return self._guarded(value, [
+            (below(0), "22023", "character number must be positive"),
+            (exp.EQ(this=n.copy(), expression=exp.Literal.number(0)), "54000", "null character not permitted"),
+            (surrogate, "54000", "requested character not valid for encoding"),
+        ])
+
+    def _width_bucket(self, node: exp.WidthBucket) -> exp.Expression:
+        """width_bucket(x, lo, hi, count): a count below 1 or lo = hi is 2201G (Spark: NULL)."""
+        lo, hi, count = node.args.get("min_value"), node.args.get("max_value"), node.args.get("num_buckets")
+        if lo is None or hi is None or count is None:
+            return node
+        return self._guarded(node.copy(), [
+            (exp.LTE(this=exp.paren(count.copy()), expression=exp.Literal.number(0)), "2201G",
+             "count must be greater than zero"),
+            (exp.EQ(this=exp.paren(lo.copy()), expression=exp.paren(hi.copy())), "2201G",
+             "lower bound cannot equal upper bound"),
+        ])
+
+    def _split_part(self, node: exp.SplitPart) -> exp.Expression | None:
+        """split_part(s, sep, 0) is 22023 (Spark's INVALID_INDEX_OF_ZERO)."""
+        n = node.args.get("part_index")
+        known = self._literal_int(n)
+        if n is None or (known is not None and known != 0):
+            return None
+        zero = exp.EQ(this=exp.paren(n.copy()), expression=exp.Literal.number(0))
+        return self._guarded(node.copy(), [(zero, "22023", "field position must not be zero")])
 
     @staticmethod
     def _math_domain(node: exp.Expression) -> exp.Expression:
