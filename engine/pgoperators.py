@@ -12,7 +12,9 @@ sqlglot's annotation where the two differ: sqlglot types ``date - date`` as a da
 integer) and ``1.5`` as a double (PostgreSQL: numeric). Where the PostgreSQL type of an operand
 is not known for sure (most function calls, untyped string literals, NULL, arrays, columns of
 derived tables typed from such expressions), the operator is not checked: this module only ever
-refuses what PostgreSQL refuses.
+refuses what PostgreSQL refuses. The same typing refuses the text functions (``length``,
+``upper``, ``substr``...) over numbers, dates and booleans, which PostgreSQL does not cast to
+text implicitly (``length(42)`` is 42883; Spark answered 2).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from engine.pgfunctions import call_arguments, undefined_function, written_name
 from tidegate.errors import SqlError
 
 _T = exp.DataType.Type
+PARAMETER = "pg_param"  # meta of the literal a bound parameter ($n) became (engine.translate.bind_params)
 
 SMALLINT, INTEGER, BIGINT, NUMERIC = "smallint", "integer", "bigint", "numeric"
 REAL, DOUBLE = "real", "double precision"
@@ -48,7 +51,7 @@ _NAMES: dict[exp.DataType.Type, str] = {
     _T.TEXT: TEXT, _T.VARCHAR: "character varying", _T.CHAR: "character", _T.BOOLEAN: BOOLEAN,
 }
 
-_ARITHMETIC: dict[type, str] = {exp.Add: "+", exp.Sub: "-", exp.Mul: "*", exp.Div: "/", exp.Mod: "%"}
+ARITHMETIC: dict[type, str] = {exp.Add: "+", exp.Sub: "-", exp.Mul: "*", exp.Div: "/", exp.Mod: "%"}
 _COMPARISON: dict[type, str] = {exp.EQ: "=", exp.NEQ: "<>", exp.GT: ">", exp.GTE: ">=", exp.LT: "<", exp.LTE: "<="}
 # Comparable families: two operands compare when they are in the same one.
 _FAMILIES = (_NUMBERS, _TEXTS, _POINTS, frozenset({TIME}), frozenset({INTERVAL}), frozenset({BOOLEAN}))
@@ -150,7 +153,9 @@ class _Typer:
         if key in self.types:
             return self.types[key]
         out: str | None = None
-        if isinstance(node, exp.Paren):
+        if node.meta.get(PARAMETER):
+            pass  # a bound parameter: its value's Spark form, not the type the client declared
+        elif isinstance(node, exp.Paren):
             out = self.of(node.this)
         elif isinstance(node, exp.Literal):
             out = _literal_type(node)
@@ -160,10 +165,10 @@ class _Typer:
         elif isinstance(node, exp.Neg):
             inner = self.of(node.this)
             out = inner if inner in _NUMBERS or inner == INTERVAL else None
-        elif type(node) in _ARITHMETIC:
+        elif type(node) in ARITHMETIC:
             left, right = self.of(node.this), self.of(node.expression)
             if left is not None and right is not None:
-                out = arithmetic_result(_ARITHMETIC[type(node)], left, right)
+                out = arithmetic_result(ARITHMETIC[type(node)], left, right)
         elif isinstance(node, exp.Cast):
             out = _NAMES.get(node.to.this) if isinstance(node.to, exp.DataType) else None
         elif isinstance(node, exp.Interval):
@@ -211,7 +216,7 @@ def check_operators(tree: exp.Expression, base_tables: Collection[str]) -> Calla
             kinds = [typer.of(a) for a in args]
             if any(k in _FLOATS for k in kinds):
                 raise undefined_function(name, [k or "unknown" for k in kinds])
-        op = _ARITHMETIC.get(type(node)) or _COMPARISON.get(type(node))
+        op = ARITHMETIC.get(type(node)) or _COMPARISON.get(type(node))
         if op is None:
             continue
         assert isinstance(node, exp.Binary)

@@ -413,7 +413,6 @@ def _sqlglot_type(ct: ColumnType) -> str:
 
 _T = exp.DataType.Type
 _INTEGER_TYPES = {_T.TINYINT, _T.SMALLINT, _T.INT, _T.BIGINT}
-_ARITHMETIC_SIGNS = {exp.Add: "+", exp.Sub: "-", exp.Mul: "*", exp.Div: "/", exp.Mod: "%"}
 # date_trunc's units as PostgreSQL reads them (lower-cased, with its plurals and abbreviations)
 _TRUNC_UNITS = {alias: unit for unit, aliases in {
     "microsecond": ("microsecond", "microseconds", "us", "usec", "usecs"),
@@ -963,7 +962,7 @@ _FRAMELESS_WINDOW_FUNCTIONS = (exp.RowNumber, exp.Rank, exp.DenseRank, exp.Perce
 def _name_strength(node: exp.Expression) -> tuple[str, int]:
     """(name, strength) as PostgreSQL's FigureColnameInternal computes it."""
     meta_name = node.meta.get("pg_name") if node.meta else None
-    if node.meta and node.meta.get("pg_param"):
+    if node.meta and node.meta.get(pgoperators.PARAMETER):
         return "?column?", 0
     if isinstance(node, exp.Alias):
         return node.alias, 2
@@ -1084,7 +1083,7 @@ class _Translator:
                 holder.pop()  # LIMIT NULL / OFFSET NULL / FETCH FIRST NULL ROWS: no limit, no offset
                 continue
             literal = param_literal(value)
-            literal.meta["pg_param"] = True  # named like a bare $n: "?column?"
+            literal.meta[pgoperators.PARAMETER] = True  # named like a bare $n: "?column?"
             node.replace(literal)
         return tree
 
@@ -1812,7 +1811,7 @@ class _Translator:
             t in _STRING_TYPES and not isinstance(n, exp.Literal) for t, n in ((lt, node.this), (rt, node.expression))
         )
         if text_side and lt is not None and rt is not None and _T.UNKNOWN not in (lt, rt):
-            op = {exp.Add: "+", exp.Sub: "-", exp.Mul: "*", exp.Div: "/", exp.Mod: "%"}[type(node)]
+            op = pgoperators.ARITHMETIC[type(node)]
             left = "unknown" if isinstance(node.this, exp.Literal) and node.this.is_string else _pg_arg_type(node.this)
             right = "unknown" if isinstance(node.expression, exp.Literal) and node.expression.is_string else _pg_arg_type(node.expression)
             raise SqlError("42883", f"operator does not exist: {left} {op} {right}",
@@ -2298,12 +2297,11 @@ class _Translator:
         for node in tree.find_all(exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod):
             if pg_type(node) is not None:
                 node.meta[_PG_TYPE_NAME] = pg_type(node)  # for pg_typeof()
-            left, right = pg_type(node.this), pg_type(node.expression)
-            if left and right and pgoperators.time_as_interval(_ARITHMETIC_SIGNS[type(node)], left, right):
+            left, right, op = pg_type(node.this), pg_type(node.expression), pgoperators.ARITHMETIC[type(node)]
+            if left and right and pgoperators.time_as_interval(op, left, right):
                 points = {pgoperators.DATE, pgoperators.TIMESTAMP, pgoperators.TIMESTAMPTZ}
                 if not (isinstance(node, (exp.Add, exp.Sub)) and (left in points or right in points)):
-                    raise SqlError("0A000", f"a time used as an interval ({left} {_ARITHMETIC_SIGNS[type(node)]} "
-                                   f"{right}) is not supported",
+                    raise SqlError("0A000", f"a time used as an interval ({left} {op} {right}) is not supported",
                                    hint="Compute with extract(epoch from the time), its seconds since midnight.")
             if isinstance(node, (exp.Add, exp.Sub)) and pgoperators.TIME in (left, right):
                 result = _TIME_ARITHMETIC_TYPES.get(pg_type(node) or "")
