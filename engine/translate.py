@@ -21,7 +21,6 @@ cannot hand year-month/calendar intervals to Arrow) with output type ``interval`
 from __future__ import annotations
 
 import datetime as _dt
-import json
 import logging
 import re
 from collections.abc import Sequence
@@ -413,22 +412,6 @@ def _sqlglot_type(ct: ColumnType) -> str:
 
 _T = exp.DataType.Type
 _INTEGER_TYPES = {_T.TINYINT, _T.SMALLINT, _T.INT, _T.BIGINT}
-# date_trunc's units as PostgreSQL reads them (lower-cased, with its plurals and abbreviations)
-_TRUNC_UNITS = {alias: unit for unit, aliases in {
-    "microsecond": ("microsecond", "microseconds", "us", "usec", "usecs"),
-    "millisecond": ("millisecond", "milliseconds", "ms", "msec", "msecs"),
-    "second": ("second", "seconds", "s", "sec", "secs"),
-    "minute": ("minute", "minutes", "m", "min", "mins"),
-    "hour": ("hour", "hours", "h", "hr", "hrs"),
-    "day": ("day", "days", "d"),
-    "week": ("week", "weeks", "w"),
-    "month": ("month", "months", "mon", "mons"),
-    "quarter": ("quarter", "qtr"),
-    "year": ("year", "years", "y", "yr", "yrs"),
-    "decade": ("decade", "decades", "dec", "decs"),
-    "century": ("century", "centuries", "c", "cent"),
-    "millennium": ("millennium", "millennia", "mil", "mils"),
-}.items() for alias in aliases}
 _PG_TYPE_NAME = "pg_type_name"  # meta: the PostgreSQL type an operator's result has (engine.pgoperators)
 # PostgreSQL's result types of arithmetic with a time operand (engine.pgoperators names them)
 _TIME_ARITHMETIC_TYPES = {pgoperators.TIME: "TIME", pgoperators.INTERVAL: "INTERVAL",
@@ -751,33 +734,14 @@ def _surely_integer(e: exp.Expression) -> bool:
     return False
 
 
-_INFINITIES = {"inf", "+inf", "-inf", "infinity", "+infinity", "-infinity"}
-
-
-def _reject_json_constant(name: str) -> None:
-    raise ValueError(name)
-
-
 def _check_constant_input(text: str, target: exp.DataType.Type) -> None:
-    """A constant's text checked as PostgreSQL's input function checks it, where Spark's cast
-    would answer instead: '1e400'::float8 is 22003 (Spark: Infinity), '{bad'::json 22P02 (Spark
-    keeps the text; json is stored as text)."""
+    """A constant's text checked as PostgreSQL's input function checks it (tidegate.pgvalues),
+    where Spark's cast would answer instead: '1e400'::float8 is 22003 (Spark: Infinity),
+    '{bad'::json 22P02 (Spark keeps the text; json is stored as text)."""
     if target in (_T.DOUBLE, _T.FLOAT):
-        name = "double precision" if target == _T.DOUBLE else "real"
-        try:
-            value = float(text)
-        except ValueError:
-            return  # the cast's own check reports malformed text
-        limit = 1.7976931348623157e308 if target == _T.DOUBLE else 3.4028234663852886e38
-        underflow = value == 0.0 and re.search(r"[1-9]", text.lower().partition("e")[0]) is not None
-        if (abs(value) > limit and text.strip().lower() not in _INFINITIES) or underflow:
-            raise SqlError("22003", f'"{text}" is out of range for type {name}')
+        pgvalues.parse_float(text, real=target == _T.FLOAT)
     elif target in (_T.JSON, _T.JSONB):
-        try:
-            json.loads(text, parse_constant=_reject_json_constant)
-        except ValueError:
-            raise SqlError("22P02", f"invalid input syntax for type {'json' if target == _T.JSON else 'jsonb'}",
-                           detail=f'The input "{text[:60]}" is not valid JSON.') from None
+        pgvalues.check_json(text)
 
 
 def _func(name: str, *args: exp.Expression) -> exp.Anonymous:
@@ -1441,9 +1405,7 @@ class _Translator:
         if isinstance(node, (exp.Mul, exp.Div)):
             self._check_interval_scaling(node)
         if isinstance(node, (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE)):
-            clock = self._time_against_interval(node)
-            if clock is not None:
-                return clock
+            self._time_against_interval(node)
         if isinstance(node, (exp.Add, exp.Sub)) and _T.TIME in (_dtype(node.this), _dtype(node.expression)):
             timed = self._time_arithmetic(node)
             if timed is not None:
@@ -1778,16 +1740,15 @@ class _Translator:
                            "number of seconds (n * 3600) instead.")
 
     @staticmethod
-    def _time_against_interval(node: exp.Binary) -> exp.Expression | None:
+    def _time_against_interval(node: exp.Binary) -> None:
         """time compared with an interval constant: the time as an interval (its implicit cast),
-        the interval by its length (PostgreSQL orders intervals with 30-day months)."""
+        the interval by its length (PostgreSQL orders intervals with 30-day months), compared in
+        place as microseconds."""
         for clock, other in ((node.this, node.expression), (node.expression, node.this)):
             iv = other.meta.get("pg_interval") if other.meta else None
             if _dtype(clock) == _T.TIME and iv is not None:
-                length = (iv.months * 30 + iv.days) * 86_400_000_000 + iv.micros
-                other.replace(exp.Literal.number(length))
-                return None  # compared in place, microseconds against microseconds
-        return None
+                other.replace(exp.Literal.number((iv.months * 30 + iv.days) * 86_400_000_000 + iv.micros))
+                return
 
     @staticmethod
     def _check_stored_interval(node: exp.Expression) -> None:
@@ -2351,7 +2312,7 @@ class _Translator:
         if not isinstance(unit, (exp.Var, exp.Literal, exp.Identifier)):
             return None
         written = unit.name.lower()
-        canonical = _TRUNC_UNITS.get(written)
+        canonical = pgvalues.unit_name(written)
         with_tz = _dtype(arg) not in _NTZ_TYPES
         if canonical is None:
             zone = "with" if with_tz else "without"
@@ -2538,9 +2499,7 @@ class _Translator:
             checks.append((exp.and_(lt0(x), exp.NEQ(this=exp.paren(y.copy()), expression=_func("floor", y.copy()))),
                            "2201F", "a negative number raised to a non-integer power yields a complex result"))
             value = node.copy()
-        ifs = [exp.If(this=cond, true=_func("raise_error", _string(f"{_RAISED_PREFIX}{state}:{message}")))
-               for cond, state, message in checks]
-        return exp.Case(ifs=ifs, default=value)
+        return _Translator._guarded(value, checks)
 
     @staticmethod
     def _pg_typeof(arg: exp.Expression) -> exp.Expression:

@@ -47,7 +47,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tidegate.errors import SqlError
-from tidegate.pgvalues import localize, parse_interval_fields, spark_zone, zone_info
+from tidegate.pgvalues import check_json, localize, parse_float, parse_interval_fields, spark_zone, zone_info
 from tidegate.pgtypes import ColumnType
 from tidegate.results import ResultField
 
@@ -1258,9 +1258,6 @@ def _syntax(ctype_name: str, s: str) -> SqlError:
 _INT_RE = re.compile(r"\s*([+-]?)([0-9]+)\s*\Z")  # PostgreSQL 15: decimal digits only
 _TRUE = {"t", "tr", "tru", "true", "y", "ye", "yes", "on", "1"}
 _FALSE = {"f", "fa", "fal", "fals", "false", "n", "no", "of", "off", "0"}
-_FLOAT_SPECIAL = {"infinity": math.inf, "+infinity": math.inf, "-infinity": -math.inf, "inf": math.inf,
-                  "+inf": math.inf, "-inf": -math.inf, "nan": math.nan, "+nan": math.nan, "-nan": math.nan}
-_FLOAT_RE = re.compile(r"\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\s*\Z")
 _NUM_RE = re.compile(r"\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\s*\Z")
 _DATE_RE = re.compile(r"\s*(\d{1,7})-(\d{1,2})-(\d{1,2})(?:\s+(BC|AD))?\s*\Z|\s*(\d{4})(\d{2})(\d{2})\s*\Z", re.I)
 _TIME_RE = re.compile(r"(\d{1,2}):(\d{1,2})(?::(\d{1,2})(?:\.(\d*))?)?")
@@ -1284,20 +1281,7 @@ def _parse_int(name: str, s: str) -> int:
 
 
 def _parse_float(name: str, s: str) -> float:
-    key = s.strip().lower()
-    if key in _FLOAT_SPECIAL:
-        return _FLOAT_SPECIAL[key]
-    if not _FLOAT_RE.match(s):
-        raise _syntax(name, s)
-    v = float(s)
-    if name == "float4":
-        f = float(np.float32(v)) if abs(v) < 3.5e38 else math.inf
-        if math.isinf(f) or (f == 0 and v != 0):
-            raise SqlError("22003", f'"{s.strip()}" is out of range for type real')
-        return f
-    if math.isinf(v) or (v == 0 and re.search(r"[1-9]", s.split("e")[0].split("E")[0])):
-        raise SqlError("22003", f'"{s.strip()}" is out of range for type double precision')
-    return v
+    return parse_float(s, real=name == "float4")
 
 
 def _parse_numeric(ctype: ColumnType, s: str) -> decimal.Decimal:
@@ -1508,10 +1492,7 @@ def _parse_uuid(s: str) -> str:
 
 
 def _parse_json(name: str, s: str) -> str:
-    try:
-        _json.loads(s)
-    except ValueError:
-        raise SqlError("22P02", "invalid input syntax for type json", detail=f'Token "{s[:40]}" is invalid.') from None
+    check_json(s)
     return s
 
 

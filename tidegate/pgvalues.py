@@ -11,6 +11,9 @@ that a value means the same whichever path reads it.
   ``'P1Y2M3DT4H5M6S'`` / ``'P0001-02-03T04:05:06'``.
 - :func:`parse_timestamp` reads timestamp / timestamptz input; a timestamptz without an explicit
   offset or zone is local time in the session's TimeZone.
+- :func:`parse_float` / :func:`check_json` read float4/float8 and json/jsonb input (22P02 for
+  malformed text, 22003 for a float out of range); :func:`unit_name` reads the unit names
+  PostgreSQL's DecodeUnits knows (interval input, date_trunc).
 - :func:`zone_info` / :func:`spark_zone` turn a TimeZone setting into a ``ZoneInfo`` / a zone id
   Spark accepts.
 - :data:`session_zone` is the TimeZone of the statement running in this thread/context
@@ -20,7 +23,10 @@ that a value means the same whichever path reads it.
 from __future__ import annotations
 
 import contextlib
+import json
+import math
 import re
+import struct
 from collections.abc import Iterator
 from contextvars import ContextVar
 from datetime import date, datetime, timedelta, timezone
@@ -255,6 +261,16 @@ for _canon, _names in {
 }.items():
     for _n in _names:
         _UNITS[_n] = _canon
+
+# date_trunc / extract fields that are no interval unit
+_FIELD_UNITS = {"quarter": "quarter", "qtr": "quarter"}
+
+
+def unit_name(name: str) -> str | None:
+    """The unit a PostgreSQL unit name denotes ('mins' -> minute, 'qtr' -> quarter), or None."""
+    key = name.lower()
+    return _UNITS.get(key) or _FIELD_UNITS.get(key)
+
 
 _US = {"hour": 3_600_000_000, "minute": 60_000_000, "second": 1_000_000,
        "millisecond": 1_000, "microsecond": 1}
@@ -503,3 +519,45 @@ def localize_array(arr, zone: str | None = None):
         return pc.assume_timezone(arr, tz.key, ambiguous="raise", nonexistent="raise").cast(utc)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ValueError):
         return pa.array([None if v is None else localize(v, tz.key) for v in arr.to_pylist()], type=utc)
+
+
+# -- floats and json -------------------------------------------------------------------------------
+
+_FLOAT_SPECIAL = {"infinity": math.inf, "+infinity": math.inf, "-infinity": -math.inf, "inf": math.inf,
+                  "+inf": math.inf, "-inf": -math.inf, "nan": math.nan, "+nan": math.nan, "-nan": math.nan}
+_FLOAT_RE = re.compile(r"\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\s*\Z")
+
+
+def parse_float(text: str, real: bool = False) -> float:
+    """float8 (or float4, ``real``) input as PostgreSQL reads it: 22P02 for malformed text,
+    22003 for a value beyond the type's range or one that underflows to zero."""
+    name = "real" if real else "double precision"
+    key = text.strip().lower()
+    if key in _FLOAT_SPECIAL:
+        return _FLOAT_SPECIAL[key]
+    if not _FLOAT_RE.match(text):
+        raise SqlError("22P02", f'invalid input syntax for type {name}: "{text}"')
+    value = float(text)
+    underflow = value == 0 and re.search(r"[1-9]", text.split("e")[0].split("E")[0]) is not None
+    if real:
+        try:
+            rounded = struct.unpack("f", struct.pack("f", value))[0]
+        except OverflowError:
+            rounded = math.inf
+        underflow = underflow or (rounded == 0 and value != 0)
+        value = rounded
+    if math.isinf(value) or underflow:
+        raise SqlError("22003", f'"{text.strip()}" is out of range for type {name}')
+    return value
+
+
+def _reject_constant(name: str) -> None:
+    raise ValueError(name)  # NaN, Infinity: Python's json accepts them, JSON does not
+
+
+def check_json(text: str) -> None:
+    """json / jsonb input: 22P02 unless ``text`` is one JSON value."""
+    try:
+        json.loads(text, parse_constant=_reject_constant)
+    except ValueError:
+        raise SqlError("22P02", "invalid input syntax for type json", detail=f'Token "{text[:40]}" is invalid.') from None
