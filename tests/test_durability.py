@@ -71,6 +71,16 @@ def written(data_dir: Path) -> dict[str, list[tuple]]:
                 conn.execute(f"ADMIN FLUSH_FLOW('{flow}')")
             expected["dur_distinct_sink"] = [(20,), (22,), (23,)]
             expected["dur_distinct2_sink"] = [(20, "x"), (20, "y"), (22, "x"), (23, "x")]
+            # A copying flow into an existing time-series sink keeps NULL tags (one series) across a kill -9.
+            conn.execute("CREATE TABLE dur_tag_src (a text, b int, ts timestamp TIME INDEX, PRIMARY KEY (a))")
+            conn.execute("CREATE TABLE dur_tag_sink (a text, b int, ts timestamp TIME INDEX, PRIMARY KEY (a))")
+            conn.execute("CREATE FLOW dur_tags SINK TO dur_tag_sink EVAL INTERVAL '1 hour' AS "
+                         "SELECT a, b, ts FROM dur_tag_src")
+            conn.execute("INSERT INTO dur_tag_src VALUES (NULL, 1, '2024-01-01 00:00:00'), "
+                         "('x', 2, '2024-01-01 00:00:00'), (NULL, 3, '2024-01-01 00:00:01')")
+            conn.execute("ADMIN FLUSH_FLOW('dur_tags')")
+            expected["dur_tag_sink"] = [(None, 1, dt.datetime(2024, 1, 1)), (None, 3, dt.datetime(2024, 1, 1, 0, 0, 1)),
+                                        ("x", 2, dt.datetime(2024, 1, 1))]
             # A transaction committed just before the crash is durable; one still open is not.
             conn.execute("CREATE TABLE dur_tx (id int)")
             conn.execute("BEGIN")
@@ -100,6 +110,7 @@ QUERIES = {
     "dur_tx": "SELECT id FROM dur_tx ORDER BY id",
     "dur_distinct_sink": "SELECT a FROM dur_distinct_sink ORDER BY a",
     "dur_distinct2_sink": "SELECT a, b FROM dur_distinct2_sink ORDER BY a, b",
+    "dur_tag_sink": "SELECT a, b, ts FROM dur_tag_sink ORDER BY a NULLS FIRST, ts",
 }
 
 
@@ -126,6 +137,16 @@ def test_distinct_flows_keep_rows_after_kill9(restarted: TidegateServer) -> None
         assert conn.execute(QUERIES["dur_distinct_sink"]).fetchall() == [(20,), (22,), (23,), (24,)]
         assert conn.execute(QUERIES["dur_distinct2_sink"]).fetchall() == [
             (20, "x"), (20, "y"), (22, "x"), (23, "x"), (24, "z")]
+
+
+def test_null_tag_flow_keeps_rows_after_kill9(restarted: TidegateServer) -> None:
+    """After the restart the copying flow still upserts the NULL series rather than failing on it."""
+    with psycopg.connect(restarted.dsn, autocommit=True) as conn:
+        conn.execute("INSERT INTO dur_tag_src VALUES (NULL, 9, '2024-01-01 00:00:00')")
+        conn.execute("ADMIN FLUSH_FLOW('dur_tags')")
+        assert conn.execute(QUERIES["dur_tag_sink"]).fetchall() == [
+            (None, 9, dt.datetime(2024, 1, 1)), (None, 3, dt.datetime(2024, 1, 1, 0, 0, 1)),
+            ("x", 2, dt.datetime(2024, 1, 1))]
 
 
 def test_catalog_survives_kill9(restarted: TidegateServer) -> None:
