@@ -874,6 +874,9 @@ def _validate(ct: CreateTable) -> None:
     from engine.refresh import validate_options  # connector / refresh_mode / refresh_interval_sec
 
     validate_options(ct.options, ct.primary_key)
+    from engine import ttl
+
+    ttl.validate(ct.options, ct.time_index, ct.name)
     for key, value in ct.options.items():
         if key == "append_mode" and value.lower() not in ("true", "false"):
             raise SqlError("22023", f"invalid value for option append_mode: {value!r}")

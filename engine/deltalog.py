@@ -105,10 +105,15 @@ def add_cdc_file(location: str, changes: pa.Table) -> DataFile:
 def commit(dt: DeltaTable, location: str, *, adds: Sequence[DataFile] = (),
            removes: Sequence[FileEntry] = (), cdc: Sequence[DataFile] = (),
            app_transaction: tuple[str, int] | None = None, operation: str = "WRITE",
-           parameters: dict[str, object] | None = None, metrics: dict[str, int] | None = None) -> int:
+           parameters: dict[str, object] | None = None, metrics: dict[str, int] | None = None,
+           data_change: bool = True) -> int:
     """Commit the actions on top of ``dt``'s version (the one they were computed from) as the next
     version; returns it (CommitConflict if another writer took it). ``dt`` is brought up to date,
-    and writes the checkpoint delta-rs would have written after its own commit."""
+    and writes the checkpoint delta-rs would have written after its own commit.
+
+    ``data_change=False`` marks the adds and removes as not a change of the table's data for
+    readers of its changes (as compaction's are): the change data feed and streaming readers skip
+    the commit. tidegate uses it for ttl clean-up (engine/ttl.py), which must not read as deletes."""
     read_version = dt.version()
     now = int(time.time() * 1000)
     version = read_version + 1
@@ -123,11 +128,11 @@ def commit(dt: DeltaTable, location: str, *, adds: Sequence[DataFile] = (),
         actions.append({"txn": {"appId": app_transaction[0], "version": int(app_transaction[1]),
                                 "lastUpdated": now}})
     for r in removes:
-        actions.append({"remove": {"path": r.path, "dataChange": True, "deletionTimestamp": now,
+        actions.append({"remove": {"path": r.path, "dataChange": data_change, "deletionTimestamp": now,
                                    "extendedFileMetadata": True, "partitionValues": {}, "size": r.size}})
     for a in adds:
         actions.append({"add": {"path": a.path, "partitionValues": {}, "size": a.size,
-                                "modificationTime": now, "dataChange": True, "stats": a.stats}})
+                                "modificationTime": now, "dataChange": data_change, "stats": a.stats}})
     for c in cdc:
         actions.append({"cdc": {"path": c.path, "partitionValues": {}, "size": c.size, "dataChange": False}})
     log_dir = os.path.join(location, "_delta_log")

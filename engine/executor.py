@@ -39,7 +39,7 @@ from catalog.store import (Catalog, ColumnDef, SequenceParams, TableDef, is_temp
                            sequence_named)
 from catalog.roles import DATABASE_OID
 from catalog.txn import CatalogTxn
-from engine import constraints, ddl, privileges, txnlog
+from engine import constraints, ddl, privileges, ttl, txnlog
 from engine.blockddl import BlockDdl
 from engine.locks import TableLocks
 from engine.flows import statements as flow_statements
@@ -175,9 +175,13 @@ class Engine:
 class StatementResolver:
     """The translator's TableResolver: pins one Delta version per table for one statement."""
 
-    def __init__(self, session: EngineSession, info: SessionInfo, overrides: dict[str, Any] | None = None) -> None:
+    def __init__(self, session: EngineSession, info: SessionInfo, overrides: dict[str, Any] | None = None,
+                 *, stored_rows: bool = False) -> None:
         self.session = session
         self.info = info
+        # Read what storage holds, rows past their table's ttl included (flows: a source's expiry
+        # is not a delete for them); statements read only the rows a ttl keeps.
+        self.stored_rows = stored_rows
         self.snapshots: dict[str, Snapshot] = {}
         self.tables: dict[str, TableDef] = {}
         self.overrides = overrides or {}
@@ -231,7 +235,7 @@ def owner_info(owner: str | None, info: SessionInfo) -> SessionInfo:
 @dataclass
 class _ViewEntry:
     version: int
-    signature: tuple  # (oid, columns, id of the pending-row list or None, pending row count)
+    signature: tuple  # (oid, columns, id of the pending-row list or None, pending row count, ttl applied)
     view_name: str
 
 
@@ -255,6 +259,14 @@ class _Analyzed:
     versions: dict[str, int]  # the Delta version of every table read
     tq: Any
     df: DataFrame
+
+
+# ALTER TABLE [IF EXISTS] [ONLY] name SET (...) | RESET (...) | SET 'k' = v | UNSET 'k'
+_TABLE_OPTIONS = re.compile(r"\s*alter\s+table\s+(?:if\s+exists\s+)?(?:only\s+)?"
+                            r"(?:\"(?:[^\"]|\"\")*\"|[^\s\".(]+)(?:\s*\.\s*(?:\"(?:[^\"]|\"\")*\"|[^\s\".(]+))?\s+"
+                            r"(?:(?:re)?set\s*\(|set\s+'|unset\s)", re.I)
+_PG_STORAGE_PARAMETERS = {"fillfactor", "parallel_workers", "user_catalog_table", "log_autovacuum_min_duration",
+                          "toast_tuple_target"}
 
 
 # -- the session --------------------------------------------------------------------------------
@@ -315,14 +327,18 @@ class EngineSession:
         resolver.snapshots[t.location] = snap
         resolver.tables[t.location] = t
         pending = self._pending_ops(t)
+        expiring = not resolver.stored_rows and not ttl.of(t).forever
         signature = (t.oid, tuple((c.name, c.type) for c in t.columns),
-                     id(self._pending) if pending else None, len(pending))
+                     id(self._pending) if pending else None, len(pending),
+                     ttl.of(t).text if expiring else None)
         entry = self._views.get(t.location)
         if entry is not None and entry.version == snap.version and entry.signature == signature:
             return entry.view_name
         df = self.snapshot_frame(t, snap)
         if pending:
             df = self._with_pending(t, df, pending, snap.version)
+        if expiring:
+            df = ttl.visible(df, t)
         view_name = f"tg_{re.sub(r'[^a-z0-9_]', '_', t.name.lower())[:40]}_{t.oid}_{next(_view_ids)}"
         df.createOrReplaceTempView(view_name)
         if entry is not None:
@@ -693,6 +709,8 @@ class EngineSession:
             return self._sequence_statement(sql, info)
         if first in ("CREATE", "DROP") and w[1] == "DATABASE":
             return self._database_statement(sql, info)
+        if first == "ALTER" and w[1] == "TABLE" and _TABLE_OPTIONS.match(sql):
+            return self._alter_table_options(sql, info)
         if first == "CREATE" and (w[1] == "TABLE" or (w[1] in ("TEMP", "TEMPORARY", "UNLOGGED") and w[2] == "TABLE")):
             result = self._create_table(sql, params, info)
             self.engine.flows.nudge()  # a pending flow may be waiting for this table
@@ -1500,6 +1518,67 @@ class EngineSession:
         if self.in_block and flow_statements.dependent_flows(self, [t for t in tables if t.kind == "table"]):
             raise SqlError("25001", "DROP ... CASCADE of a table that flows read cannot run inside a transaction block",
                            hint="Run it outside a transaction block, or DROP FLOW first.")
+
+    def _alter_table_options(self, sql: str, info: SessionInfo) -> CommandResult:
+        """``ALTER TABLE t SET (ttl = '7d')`` / ``RESET (ttl)``, and GreptimeDB's ``SET 'ttl' = '7d'``
+        / ``UNSET 'ttl'``. ttl is the one table option that may change after CREATE TABLE."""
+        r = ddl.TokenReader(sql)
+        r.expect("ALTER", "TABLE")
+        missing_ok = r.accept("IF", "EXISTS")
+        r.accept("ONLY")
+        parts = r.qualified()
+        verb = r.one_of("SET", "RESET", "UNSET")
+        wrapped = r.peek() is not None and r.peek().text == "("
+        if wrapped:
+            r.expect_text("(")
+        changes: dict[str, str | None] = {}
+        while True:
+            tok = r.peek()
+            key = (r.string() if tok is not None and tok.kind == "str" else r.ident()).lower()
+            value = None
+            if verb == "SET":
+                r.expect_text("=")
+                tok = r.peek()
+                if tok is None or tok.kind not in ("str", "word", "num"):
+                    raise r.error()
+                value = r.string() if tok.kind == "str" else tok.text
+                if tok.kind != "str":
+                    r.i += 1
+            changes[key] = value
+            if not (r.peek() is not None and r.peek().text == ","):
+                break
+            r.expect_text(",")
+        if wrapped:
+            r.expect_text(")")
+        r.done()
+        schema, name = (parts[0], parts[1]) if len(parts) == 2 else (None, parts[-1])
+        try:
+            t = self.catalog.resolve_table(name, schema, info.search_path)
+        except SqlError:
+            if missing_ok:
+                return CommandResult("ALTER TABLE", notices=[f'relation "{name}" does not exist, skipping'])
+            raise
+        if t.kind != "table":
+            raise SqlError("42809", f'"{t.name}" is not a table')
+        for key in changes:
+            if key == ttl.OPTION:
+                continue
+            if key in _PG_STORAGE_PARAMETERS or key.startswith(("autovacuum_", "toast.", "vacuum_")):
+                raise SqlError("0A000", f'storage parameter "{key}" is not supported: tables are Delta Lake tables',
+                               hint="Leave the parameter out; ttl is the table option ALTER TABLE SET can change.")
+            raise SqlError("22023", f'unrecognized parameter "{key}"',
+                           hint="ttl is the table option ALTER TABLE SET can change.")
+        self.catalog.roles.check_owner(info, t.kind, t.name, t.owner)
+        self._lock_for_ddl(t)
+        options = dict(t.options or {})
+        for key, value in changes.items():
+            if value is None:
+                options.pop(key, None)
+            else:
+                options[key] = value
+        ttl.validate(options, t.time_index, t.name)
+        self.catalog.replace_table(replace(t, options=options))
+        return CommandResult("ALTER TABLE")
 
     def _alter(self, tree: exp.Alter, info: SessionInfo) -> CommandResult:
         kind = (tree.args.get("kind") or "TABLE").upper()
@@ -2346,7 +2425,7 @@ class EngineSession:
         returning = tree.args.get("returning")
         joined = list(tree.args.get("using") or [])
         if where is None and returning is None and not joined and not self._pending_ops(t) \
-                and not constraints.referencing(self, t):
+                and not constraints.referencing(self, t) and ttl.of(t).forever:
             base = self.store.version(t.location)
             count = self._row_count(t)
             if count:

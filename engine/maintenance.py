@@ -10,6 +10,12 @@ costs next to nothing. Every ``Settings.vacuum_interval_s`` a pass also vacuums 
 newer than ``Settings.vacuum_retention_hours`` needs (that lists directories: not every pass).
 It takes each table's write lock only for the commit it makes, so statements never wait for a
 whole pass.
+
+Tables with a ttl (engine/ttl.py) also lose their expired rows here: files wholly expired are
+dropped on every pass (a log-only commit); files that straddle the horizon are rewritten at most
+every ``Settings.ttl_rewrite_interval_s`` per table (the first one interval after the table's first
+pass), since with steady ingestion the oldest file
+straddles it on every pass (its expired rows are invisible to queries meanwhile).
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ import time
 from dataclasses import dataclass
 
 from catalog.store import Catalog
+from engine import ttl
 from engine.storage import WRITER_PROPERTIES, TableStore
 from tidegate.config import Settings
 
@@ -34,6 +41,7 @@ class PassResult:
     compacted: int = 0  # tables compacted
     files_removed: int = 0
     vacuumed_files: int = 0
+    expired_files: int = 0  # data files removed or rewritten by ttl clean-up
 
 
 class Maintenance:
@@ -45,6 +53,7 @@ class Maintenance:
         self.settings = settings
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._last_rewrite: dict[str, float] = {}  # location -> monotonic time of its last ttl rewrite
 
     def start(self) -> None:
         if self._thread is not None or self.settings.maintenance_interval_s <= 0:
@@ -78,6 +87,7 @@ class Maintenance:
             if not table.location:
                 continue
             try:
+                result.expired_files += self.expire(table)
                 removed = self.compact_if_needed(table.location)
                 if removed:
                     result.compacted += 1
@@ -87,6 +97,20 @@ class Maintenance:
             except Exception:  # noqa: BLE001 - a dropped or busy table: try again next pass
                 log.warning("maintenance of %s failed", table.qualified_name, exc_info=True)
         return result
+
+    def expire(self, table, *, now_us: int | None = None, rewrite: bool | None = None) -> int:
+        """ttl clean-up of ``table`` (see engine/ttl.py); returns the files it removed or rewrote."""
+        if ttl.of(table).forever or not table.time_index:
+            return 0
+        location = table.location
+        if rewrite is None:  # the first rewrite of a table too waits one interval from its first pass
+            last = self._last_rewrite.setdefault(location, time.monotonic())
+            rewrite = time.monotonic() - last >= self.settings.ttl_rewrite_interval_s
+        done = ttl.expire(self.store, table, now_us, rewrite=rewrite,
+                          instant_retention_us=int(self.settings.instant_retention_s * 1_000_000))
+        if done.files_rewritten:
+            self._last_rewrite[location] = time.monotonic()
+        return done.files_removed + done.files_rewritten
 
     def small_files(self, location: str) -> int:
         sizes = self.store.file_actions(location).column("size_bytes").to_pylist()

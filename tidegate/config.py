@@ -41,6 +41,11 @@ class Settings:
     vacuum_retention_hours: float = 168.0
     maintenance_interval_s: float = 5.0
     vacuum_interval_s: float = 600.0
+    # ttl clean-up: files wholly expired go on every pass; a file straddling the horizon is
+    # rewritten without its expired rows at most this often per table.
+    ttl_rewrite_interval_s: float = 600.0
+    # An 'instant' table's rows stay stored (never visible) this long for its streaming flows.
+    instant_retention_s: float = 3600.0
     # Flows: how often a flow without EVAL INTERVAL runs, and how many run at once.
     flow_default_interval_s: float = 5.0
     flow_workers: int = 2
@@ -71,7 +76,7 @@ def _coerce(name: str, value: Any) -> Any:
     if name in ("port", "max_message_bytes", "max_connections", "compact_min_files", "flow_workers"):
         return int(value)
     if name in ("vacuum_retention_hours", "maintenance_interval_s", "vacuum_interval_s", "flow_default_interval_s",
-                "authentication_timeout"):
+                "authentication_timeout", "ttl_rewrite_interval_s", "instant_retention_s"):
         return float(value)
     if name == "host" and not isinstance(value, str):
         # asyncio binds every address of a list; one string keeps the loopback check meaningful.

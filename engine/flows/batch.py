@@ -30,6 +30,7 @@ import pyarrow as pa
 from deltalake import CommitProperties, Transaction
 
 from catalog.store import TableDef
+from engine import ttl
 from engine.flows.plan import (TS_PLACEHOLDER, UPDATE_AT, FlowPlan, sink_column_of, sink_columns, table_refs,
                                upsert_keys)
 from engine.flows.runtime import ActiveFlow, FlowExecutor, RunResult
@@ -95,6 +96,16 @@ class BatchExecutor(FlowExecutor):
             except Exception as exc:  # noqa: BLE001 - e.g. a schema change in between: recompute whole
                 log.info("flow %s: change feed unreadable (%s); recomputing whole", flow.name, exc)
                 ranges = None
+        if window is not None and ttl.of(window.table).micros:
+            # Windows wholly past the source's ttl are not re-evaluated: their sink rows stay as
+            # they were built (GreptimeDB: a source's expiry is not a delete for its flows).
+            horizon = ttl.horizon_us(ttl.of(window.table))
+            assert horizon is not None
+            lo = window.fn.start_of(horizon)
+            if ranges is None:
+                ranges = [(lo, None)]
+            else:
+                ranges = [(max(a, lo), b) for a, b in ranges if b is None or b > lo]
         if window is not None and flow.expire_after is not None:
             lo = window.fn.start_of(int(time.time() * US) - flow.expire_after * US)
             if ranges is None:
@@ -111,8 +122,12 @@ class BatchExecutor(FlowExecutor):
         progress.planned_seq, progress.planned_versions = seq, new_versions
         rt.flows.save_progress(flow.flow_id, progress)
         af.check_cancelled()
+        # Without a time window, a source with a ttl loses rows as they expire: a recompute then
+        # upserts what its rows still give and deletes nothing.
+        keep_unmatched = window is None and any(not ttl.of(t).forever for t in plan.sources)
         written, deleted = self._commit(sink, plan, data, ranges, window.output if window else None,
-                                        window.column_type if window else None, aid, seq)
+                                        window.column_type if window else None, aid, seq,
+                                        keep_unmatched=keep_unmatched)
         progress.seq, progress.versions = seq, new_versions
         progress.planned_seq = progress.planned_versions = None
         rt.flows.save_progress(flow.flow_id, progress)
@@ -163,7 +178,7 @@ class BatchExecutor(FlowExecutor):
                     if ref.name == t.name:
                         db = ref.args.get("db")
                         overrides[ref.name if db is None else f"{db.name}.{ref.name}"] = rel
-            resolver = StatementResolver(session, info, overrides)
+            resolver = StatementResolver(session, info, overrides, stored_rows=True)
             assert plan.query_tree is not None
             tq = translate_query(plan.query_tree, resolver, [])
             result = sparkmod.collect_arrow(spark.sql(tq.spark_sql))
@@ -188,7 +203,8 @@ class BatchExecutor(FlowExecutor):
     # -- the sink commit --------------------------------------------------------------------------
 
     def _commit(self, sink: TableDef, plan: FlowPlan, data: pa.Table, ranges: list[Range] | None,
-                window_output: str | None, window_type: str | None, aid: str, seq: int) -> tuple[int, int]:
+                window_output: str | None, window_type: str | None, aid: str, seq: int, *,
+                keep_unmatched: bool = False) -> tuple[int, int]:
         rt = self.runtime
         location = sink.location
         assert location
@@ -211,7 +227,9 @@ class BatchExecutor(FlowExecutor):
                               commit_properties=CommitProperties(app_transactions=[Transaction(aid, seq)]),
                               writer_properties=WRITER_PROPERTIES)
             merger = merger.when_matched_update_all().when_not_matched_insert_all()
-            if delete_pred is None:
+            if keep_unmatched:
+                pass
+            elif delete_pred is None:
                 merger = merger.when_not_matched_by_source_delete()
             else:
                 merger = merger.when_not_matched_by_source_delete(predicate=delete_pred)

@@ -138,7 +138,7 @@ def analyze(session: EngineSession, tree: exp.Expression, info: SessionInfo, sou
     from engine.translate import translate_query
 
     session.engine.runtime.wait()
-    resolver = StatementResolver(session, info)
+    resolver = StatementResolver(session, info, stored_rows=True)
     try:
         tq = translate_query(tree, resolver, [])
         df = session.spark.sql(tq.spark_sql)

@@ -524,7 +524,7 @@ class StreamingExecutor(BatchExecutor):
         tree = plan.query_tree.copy()
         assert isinstance(tree, exp.Select)
         tree = tree.select(exp.alias_(exp.column(cdf_source.CHANGE_TYPE), CHANGE_COLUMN), copy=False)
-        resolver = StatementResolver(st.session, self.runtime.session_info(af.flow), overrides)
+        resolver = StatementResolver(st.session, self.runtime.session_info(af.flow), overrides, stored_rows=True)
         tq = translate_query(tree, resolver, [])
         return spark.sql(tq.spark_sql)
 
