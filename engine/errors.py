@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 
+from tidegate import pgvalues
 from tidegate.errors import SqlError
 
 # Spark type names (as they appear in error parameters) -> PostgreSQL type names in messages.
@@ -148,7 +149,9 @@ def map_spark_error(exc: BaseException, sql: str | None = None) -> SqlError:
         if pg == "timestamp without time zone":
             pg = "timestamp"  # PostgreSQL's wording for input errors of type timestamp
         # PostgreSQL reports bad date/time text as invalid_datetime_format.
-        state = "22007" if pg in ("date", "timestamp", "timestamp with time zone", "time") else "22P02"
+        if pg in ("date", "timestamp", "timestamp with time zone"):
+            return pgvalues.datetime_input_error(value, pg)
+        state = "22007" if pg == "time" else "22P02"
         return SqlError(state, f'invalid input syntax for type {pg}: "{value}"')
     if base == "CAST_OVERFLOW" or base == "CAST_OVERFLOW_IN_TABLE_INSERT":
         target = params.get("targetType", "").strip('"').upper()

@@ -131,6 +131,8 @@ _BOOL_TEXT = {"t": True, "true": True, "y": True, "yes": True, "on": True, "1": 
 
 def _invalid(t: ColumnType, value: Any) -> SqlError:
     word = _TYPE_WORD.get(t.pg.name, t.pg.sql_name)
+    if t.pg.name in ("date", "timestamp", "timestamptz") and isinstance(value, str):
+        return pgvalues.datetime_input_error(value, word)
     code = "22007" if t.pg.name in ("date", "timestamp", "timestamptz", "time", "interval") else "22P02"
     return SqlError(code, f'invalid input syntax for type {word}: "{value}"')
 
@@ -163,23 +165,7 @@ def _time_us(v: Any) -> int:
 def _bytea(v: Any) -> bytes:
     if isinstance(v, (bytes, bytearray, memoryview)):
         return bytes(v)
-    s = str(v)
-    if s.startswith("\\x"):
-        return bytes.fromhex(s[2:])
-    out = bytearray()
-    i = 0
-    while i < len(s):
-        if s[i] == "\\":
-            if s[i + 1:i + 2] == "\\":
-                out.append(92)
-                i += 2
-            else:
-                out.append(int(s[i + 1:i + 4], 8))
-                i += 4
-        else:
-            out.extend(s[i].encode())
-            i += 1
-    return bytes(out)
+    return pgvalues.parse_bytea(str(v))
 
 
 def python_value(v: Any, t: ColumnType, column: str) -> Any:
@@ -266,9 +252,8 @@ def python_value(v: Any, t: ColumnType, column: str) -> Any:
                 return v.date()
             if isinstance(v, date):
                 return v
-            s = str(v).strip()
             try:
-                return date.fromisoformat(s[:10]) if len(s) >= 10 else date.fromisoformat(s)
+                return pgvalues.parse_date(str(v))
             except ValueError:
                 raise _invalid(t, v) from None
         if name in ("timestamp", "timestamptz"):

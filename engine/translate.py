@@ -740,6 +740,8 @@ def _check_constant_input(text: str, target: exp.DataType.Type) -> None:
     '{bad'::json 22P02 (Spark keeps the text; json is stored as text)."""
     if target in (_T.DOUBLE, _T.FLOAT):
         pgvalues.parse_float(text, real=target == _T.FLOAT)
+    elif target in (_T.DATE, _T.TIMESTAMP, _T.TIMESTAMPTZ, _T.TIMESTAMPNTZ, _T.DATETIME):
+        pgvalues.refuse_bc(text)
     elif target in (_T.JSON, _T.JSONB):
         pgvalues.check_json(text)
 
@@ -1566,7 +1568,15 @@ class _Translator:
             )
             return exp.Subquery(this=exp.select(_func("collect_list", exp.column("__v", table=alias))).from_(source))
         if isinstance(node, exp.ArraySize):
-            return _func("size", node.this)
+            size = _func("size", node.this)
+            dim = node.args.get("expression")
+            if dim is None:
+                return size
+            # array_length(a, d): NULL for an empty array and for a dimension the array lacks
+            # (arrays here have one dimension); Spark's size() would say 0.
+            return exp.Case(ifs=[exp.If(this=exp.and_(exp.EQ(this=dim, expression=exp.Literal.number(1)),
+                                                      exp.GT(this=size, expression=exp.Literal.number(0))),
+                                        true=size.copy())])
         return None
 
     # -- arithmetic
@@ -1949,6 +1959,8 @@ class _Translator:
         src = _dtype(arg)
         params = _type_params(to)
         if isinstance(arg, exp.Literal) and arg.is_string:
+            if t in (_T.VARBINARY, _T.BINARY):  # bytea input syntax, as a table's column reads it
+                return _func("unhex", exp.Literal.string(pgvalues.parse_bytea(arg.name).hex()))
             _check_constant_input(arg.name, t)
         if t == _T.ARRAY:
             if isinstance(arg, exp.Literal) and arg.is_string:

@@ -47,7 +47,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tidegate.errors import SqlError
-from tidegate.pgvalues import check_json, localize, parse_float, parse_interval_fields, spark_zone, zone_info
+from tidegate.pgvalues import (check_json, datetime_input_error, localize, parse_bytea, parse_float,
+                               parse_interval_fields, spark_zone, zone_info)
 from tidegate.pgtypes import ColumnType
 from tidegate.results import ResultField
 
@@ -1251,6 +1252,8 @@ _DATETIME_TYPES = {"date", "time", "timestamp", "timestamptz", "interval"}
 
 
 def _syntax(ctype_name: str, s: str) -> SqlError:
+    if ctype_name in ("date", "timestamp", "timestamptz"):
+        return datetime_input_error(s, _ERR_TYPE_NAMES.get(ctype_name, ctype_name))
     code = "22007" if ctype_name in _DATETIME_TYPES else "22P02"
     return SqlError(code, f'invalid input syntax for type {_ERR_TYPE_NAMES.get(ctype_name, ctype_name)}: "{s}"')
 
@@ -1450,35 +1453,6 @@ def parse_interval(s: str) -> Interval:
         raise
 
 
-def _parse_bytea(s: str) -> bytes:
-    if s.startswith("\\x"):
-        body = "".join(s[2:].split())
-        try:
-            return bytes.fromhex(body)
-        except ValueError:
-            bad = next((c for c in body if c not in "0123456789abcdefABCDEF"), body[-1:])
-            if len(body) % 2 and all(c in "0123456789abcdefABCDEF" for c in body):
-                raise SqlError("22023", "invalid hexadecimal data: odd number of digits") from None
-            raise SqlError("22023", f'invalid hexadecimal digit: "{bad}"') from None
-    out = bytearray()
-    i = 0
-    b = s.encode()
-    while i < len(b):
-        c = b[i]
-        if c != 0x5C:
-            out.append(c)
-            i += 1
-        elif b[i + 1:i + 2] == b"\\":
-            out.append(0x5C)
-            i += 2
-        elif len(b) >= i + 4 and all(0x30 <= x <= 0x37 for x in b[i + 1:i + 4]):
-            out.append(int(b[i + 1:i + 4], 8))
-            i += 4
-        else:
-            raise _syntax("bytea", s)
-    return bytes(out)
-
-
 def _parse_uuid(s: str) -> str:
     t = s.strip()
     if t.startswith("{") and t.endswith("}"):
@@ -1588,7 +1562,7 @@ def parse_text_value(ctype: ColumnType, s: str, *, timezone: str = "UTC") -> Any
     if name == "bool":
         return _parse_bool(s)
     if name == "bytea":
-        return _parse_bytea(s)
+        return parse_bytea(s)
     if name == "date":
         days = _parse_date_days(s)
         if days in (_DATE_INF, _DATE_NINF):

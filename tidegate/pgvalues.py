@@ -165,6 +165,7 @@ def parse_timestamp(text: str, with_tz: bool, zone: str | None = None) -> dateti
     """
     zone = session_zone.get() if zone is None else zone
     s = text.strip()
+    refuse_bc(s)
     low = s.lower()
     if low in ("now", "today", "tomorrow", "yesterday"):
         now_utc = datetime.now(timezone.utc)
@@ -233,9 +234,36 @@ def _parse_naive(body: str) -> datetime:
     return datetime(y, mo, d, hh, mi, ss) + extra + timedelta(microseconds=us)
 
 
+def refuse_bc(text: str) -> None:
+    """0A000 for a date of the years before the Common Era ('4713-01-01 BC'): Spark and Delta
+    store years 1 to 9999, and reading the text without its era would give an AD date."""
+    if re.search(r"\bBC\s*$", text, re.I):
+        raise SqlError("0A000", f'dates before the Common Era are not supported: "{text.strip()}"',
+                       hint="Spark and Delta Lake store proleptic Gregorian dates of years 1 to 9999.")
+
+
+def datetime_input_error(text: str, type_word: str) -> SqlError:
+    """PostgreSQL's error for date/time text that could not be read: 22008 when it is well formed
+    but a field is out of range ('2024-02-30', '2024-01-01 25:00'), else 22007."""
+    m = re.fullmatch(r"\s*(\d{4,})-(\d{1,2})-(\d{1,2})(?:[ T](\d{1,2}):(\d{1,2})(?::(\d{1,2})(?:\.\d+)?)?)?"
+                     r"(?:\s*(?:[+-]\d{1,2}(?::?\d{2})?|Z|UTC))?\s*", text)
+    if m:
+        y, mo, d = int(m.group(1)), int(m.group(2)), int(m.group(3))
+        hh, mi, ss = int(m.group(4) or 0), int(m.group(5) or 0), int(m.group(6) or 0)
+        try:
+            date(y, mo, d)
+            ok = hh <= 24 and mi < 60 and ss <= 60
+        except ValueError:
+            ok = False
+        if not ok:
+            return SqlError("22008", f'date/time field value out of range: "{text}"')
+    return SqlError("22007", f'invalid input syntax for type {type_word}: "{text}"')
+
+
 def parse_date(text: str) -> date:
     """ISO date input (a time part, if any, is ignored as PostgreSQL's date input does)."""
     s = text.strip()
+    refuse_bc(s)
     m = re.match(r"(\d{4,})-(\d{1,2})-(\d{1,2})", s)
     if not m:
         raise ValueError(s)
@@ -526,6 +554,36 @@ def localize_array(arr, zone: str | None = None):
 _FLOAT_SPECIAL = {"infinity": math.inf, "+infinity": math.inf, "-infinity": -math.inf, "inf": math.inf,
                   "+inf": math.inf, "-inf": -math.inf, "nan": math.nan, "+nan": math.nan, "-nan": math.nan}
 _FLOAT_RE = re.compile(r"\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\s*\Z")
+
+
+def parse_bytea(s: str) -> bytes:
+    """bytea text input: hex (``\\x0102``) or escape format (``a\\001\\\\``); 22023 / 22P02 when malformed."""
+    if s.startswith("\\x"):
+        body = "".join(s[2:].split())
+        try:
+            return bytes.fromhex(body)
+        except ValueError:
+            bad = next((c for c in body if c not in "0123456789abcdefABCDEF"), body[-1:])
+            if len(body) % 2 and all(c in "0123456789abcdefABCDEF" for c in body):
+                raise SqlError("22023", "invalid hexadecimal data: odd number of digits") from None
+            raise SqlError("22023", f'invalid hexadecimal digit: "{bad}"') from None
+    out = bytearray()
+    i = 0
+    b = s.encode()
+    while i < len(b):
+        c = b[i]
+        if c != 0x5C:
+            out.append(c)
+            i += 1
+        elif b[i + 1:i + 2] == b"\\":
+            out.append(0x5C)
+            i += 2
+        elif len(b) >= i + 4 and all(0x30 <= x <= 0x37 for x in b[i + 1:i + 4]):
+            out.append(int(b[i + 1:i + 4], 8))
+            i += 4
+        else:
+            raise SqlError("22P02", f'invalid input syntax for type bytea: "{s}"')
+    return bytes(out)
 
 
 def parse_float(text: str, real: bool = False) -> float:
