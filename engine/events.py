@@ -185,6 +185,10 @@ class EventRecorder:
         self._dropping = False  # within a run of drops (one log line per run)
         self.committed = 0  # events committed since start
         self._stop = threading.Event()
+        # Wakes the writer before its interval ends: a full batch is waiting, or close(). The
+        # writer never blocks on the queue itself, which would wake it (and hand it the GIL) for
+        # every event: at 1,000 events/s that slowed the event loop recording them by ~20%.
+        self._wake = threading.Event()
         self._thread: threading.Thread | None = None
         self._next_id = 1
         # Operator-only fault injection (environment, never SQL): the first N commits fail, before
@@ -204,6 +208,8 @@ class EventRecorder:
         try:
             event = Event(datetime.now(timezone.utc), type, object, user, _json(payload))
             self._queue.put_nowait(event)
+            if self._queue.qsize() >= self.batch_size:
+                self._wake.set()
         except queue.Full:
             self._count_dropped(1, "the queue is full")
         except Exception:  # noqa: BLE001 - recording never fails a statement
@@ -242,6 +248,7 @@ class EventRecorder:
     def close(self, timeout: float = 15.0) -> None:
         """Stop accepting events, commit what is queued, stop the writer."""
         self._stop.set()
+        self._wake.set()
         if self._thread is not None:
             self._thread.join(timeout)
             if self._thread.is_alive():
@@ -264,23 +271,17 @@ class EventRecorder:
                 return
 
     def _take_batch(self) -> list[Event]:
-        """Up to batch_size events: waits until the batch is full or the interval has passed
-        (not at all once stopping: the queue is drained)."""
+        """Up to batch_size events, once the interval has passed or a full batch is waiting (at
+        once while stopping: the queue is drained)."""
+        if self._queue.qsize() < self.batch_size and not self._stop.is_set():
+            self._wake.wait(self.interval)
+        self._wake.clear()
         batch: list[Event] = []
-        deadline = time.monotonic() + self.interval
         while len(batch) < self.batch_size:
             try:
                 batch.append(self._queue.get_nowait())
-                continue
             except queue.Empty:
-                pass
-            wait = deadline - time.monotonic()
-            if wait <= 0 or self._stop.is_set():
                 break
-            try:
-                batch.append(self._queue.get(timeout=min(wait, 0.1)))
-            except queue.Empty:
-                continue
         return batch
 
     def _unreported(self) -> int:
