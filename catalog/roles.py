@@ -31,6 +31,11 @@ if TYPE_CHECKING:
     from catalog.store import Catalog, SchemaDef, TableDef
 
 PUBLIC = ""  # the grantee PUBLIC in ``grants``
+# The server's own schema (the events table, engine/events.py). Its relations are written by the
+# server only: every client may read them (SELECT is granted to PUBLIC), and no one, superusers
+# included, may write, alter or drop them, create anything in the schema or drop it (42501). The
+# server's own writers never go through these checks (they commit to storage directly).
+PRIVATE_SCHEMA = "tidegate_private"
 DATABASE_OID = 16384 - 1  # pg_database's oid of the one database (catalog.pg_relations uses the same)
 
 # Privilege names and their aclitem letters, per object kind ('r' relation, 'n' schema, 'd' database).
@@ -304,7 +309,10 @@ class Roles:
         return any(privilege in granted.get(g, ()) for g in mine)
 
     def check_table(self, info: SessionInfo, table: TableDef, *privileges: str) -> None:
-        """42501 unless ``info``'s user holds every privilege on the relation and USAGE on its schema."""
+        """42501 unless ``info``'s user holds every privilege on the relation and USAGE on its schema.
+        A relation of :data:`PRIVATE_SCHEMA` can only be read, whoever asks."""
+        if table.schema == PRIVATE_SCHEMA and any(p != "SELECT" for p in privileges) and not info.internal:
+            raise SqlError("42501", f"permission denied for {'view' if table.kind == 'view' else 'table'} {table.name}")
         if self.is_superuser(info):
             return
         self.check_schema(info, table.schema, "USAGE")
@@ -314,6 +322,9 @@ class Roles:
                 raise SqlError("42501", f"permission denied for {what} {table.name}")
 
     def check_schema(self, info: SessionInfo, schema: str | SchemaDef, privilege: str) -> None:
+        name = schema if isinstance(schema, str) else schema.name
+        if name == PRIVATE_SCHEMA and privilege != "USAGE" and not info.internal:
+            raise SqlError("42501", f"permission denied for schema {name}")
         if self.is_superuser(info):
             return
         s = self._catalog.get_schema(schema) if isinstance(schema, str) else schema
@@ -326,8 +337,13 @@ class Roles:
         if not self.has(info, "d", DATABASE_OID, None, privilege):
             raise SqlError("42501", f"permission denied for database {self._catalog.database}")
 
-    def check_owner(self, info: SessionInfo, kind: str, name: str, owner: str | None) -> None:
-        """42501 "must be owner of ..." unless the user is the owner (or a member of it) or a superuser."""
+    def check_owner(self, info: SessionInfo, kind: str, name: str, owner: str | None, *,
+                    schema: str | None = None) -> None:
+        """42501 "must be owner of ..." unless the user is the owner (or a member of it) or a superuser.
+        ``schema``: the schema of the object (a relation); :data:`PRIVATE_SCHEMA` and its relations
+        are nobody's to change (42501 "permission denied for ...")."""
+        if (schema == PRIVATE_SCHEMA or (kind == "schema" and name == PRIVATE_SCHEMA)) and not info.internal:
+            raise SqlError("42501", f"permission denied for {kind} {name}")
         if self.is_member(info, owner):
             return
         raise SqlError("42501", f"must be owner of {kind} {name}")

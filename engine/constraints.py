@@ -453,7 +453,7 @@ def index_statement(s: EngineSession, sql: str, info: SessionInfo) -> Any:
         if if_not_exists:
             return CommandResult("CREATE INDEX", notices=[f'relation "{name}" already exists, skipping'])
         raise SqlError("42P07", f'relation "{name}" already exists')
-    s.catalog.roles.check_owner(info, "table", t.name, t.owner)
+    s.catalog.roles.check_owner(info, "table", t.name, t.owner, schema=t.schema)
     s._lock_for_ddl(t)
     if unique:
         check_existing_unique(s, t, name, names, info)
@@ -493,7 +493,7 @@ def _drop_index(s: EngineSession, r: ddl.TokenReader, info: SessionInfo) -> Any:
         if entry is None:
             raise SqlError("2BP01", f"cannot drop index {name} because constraint {name} on table {owner.name} requires it",
                            hint=f"You can drop constraint {name} on table {owner.name} instead.")
-        s.catalog.roles.check_owner(info, "table", owner.name, owner.owner)
+        s.catalog.roles.check_owner(info, "table", owner.name, owner.owner, schema=owner.schema)
         s._lock_for_ddl(owner)
         s.catalog.replace_table(replace(owner, indexes=[i for i in owner.indexes if i["name"] != name]))
     return CommandResult("DROP INDEX", notices=notices)

@@ -41,6 +41,7 @@ from catalog.roles import DATABASE_OID
 from catalog.txn import CatalogTxn
 from engine import constraints, ddl, privileges, ttl, txnlog
 from engine.blockddl import BlockDdl
+from engine.events import DDL as DDL_EVENT, ddl_event
 from engine.locks import TableLocks
 from engine.flows import statements as flow_statements
 from engine import spark as sparkmod
@@ -106,6 +107,12 @@ class Engine:
         for s in catalog.temp_schemas():
             log.info("removing temporary schema %s left by a previous run", s.name)
             self.discard_temp_schema(s.name)
+        # The events table exists from the first start on; its recorder queues events at once
+        # and commits them once started (engine.events).
+        from engine.events import EventRecorder, ensure_events_table
+
+        ensure_events_table(catalog, self.store, settings)
+        self.events = EventRecorder(catalog, self.store, settings)
         self.maintenance: Maintenance = Maintenance(self.store, catalog, settings)
         from engine.flows import FlowRuntime
 
@@ -117,6 +124,7 @@ class Engine:
         self._idle_lock = threading.Lock()
 
     def start(self) -> None:
+        self.events.start()
         self.runtime.start()
         self.maintenance.start()
         self.flows.start()
@@ -167,6 +175,7 @@ class Engine:
         self.refresh.shutdown()
         self.flows.shutdown()
         self.maintenance.stop()
+        self.events.close()  # last of the recorders' sources: what they recorded is committed
         self.runtime.stop()
 
 
@@ -297,6 +306,8 @@ class EngineSession:
         self._closed = False
         self._overriding: str | None = None  # INSERT ... OVERRIDING {SYSTEM|USER} VALUE
         self.temp_schema: str | None = None  # pg_temp_<pid>, once this session created a temporary relation
+        # DDL events of the open block (object, user, payload): recorded at COMMIT, dropped at ROLLBACK
+        self._block_events: list[tuple[str | None, str, dict[str, Any]]] = []
 
     @property
     def catalog(self) -> Catalog | CatalogTxn:
@@ -574,6 +585,7 @@ class EngineSession:
         if self._pending is None:
             self._pending = []
             self._ddl = BlockDdl(CatalogTxn(self.engine.catalog))
+            self._block_events = []
 
     def commit(self) -> None:
         """One commit for the block: its writes and its DDL become visible together, or (on a
@@ -592,6 +604,9 @@ class EngineSession:
             self.engine.locks.release_all(self.id)
         if block is not None:
             block.committed()
+        events, self._block_events = self._block_events, []
+        for obj, user, payload in events:
+            self.engine.events.record(DDL_EVENT, object=obj, user=user, payload=payload)
         self._temp_on_commit()
 
     def discard_temp(self) -> None:
@@ -627,6 +642,7 @@ class EngineSession:
 
     def rollback(self) -> None:
         self._pending = None
+        self._block_events = []
         block, self._ddl = self._ddl, None
         try:
             if block is not None:
@@ -683,6 +699,8 @@ class EngineSession:
         try:
             with pgvalues.use_session_zone(info.timezone):  # value input in the session's TimeZone
                 result = self._execute(sql, list(params), info)
+            if isinstance(result, CommandResult) and not info.internal:
+                self._note_ddl(sql, result, info)
             if self._pending is None:  # the statement was its own transaction: it committed
                 self._temp_on_commit()
             return result
@@ -690,6 +708,21 @@ class EngineSession:
             if exc.sqlstate == "42P01" and exc.position is None:
                 exc.position = _relation_position(sql, exc.message)
             raise
+
+    def _note_ddl(self, sql: str, result: CommandResult, info: SessionInfo) -> None:
+        """A DDL statement succeeded: its event now, or at COMMIT inside a block."""
+        try:
+            event = ddl_event(sql, result.tag, lambda: self._current_schema(info))
+        except Exception:  # noqa: BLE001 - recording never fails a statement
+            log.exception("describing a DDL event failed")
+            return
+        if event is None:
+            return
+        obj, payload = event
+        if self._pending is not None:
+            self._block_events.append((obj, info.user, payload))
+        else:
+            self.engine.events.record(DDL_EVENT, object=obj, user=info.user, payload=payload)
 
     def _execute(self, sql: str, params: list[Any], info: SessionInfo) -> RowStream | CommandResult:
         toks = ddl.scan(sql[:400])
@@ -1122,7 +1155,7 @@ class EngineSession:
             raise SqlError("55000", "sequence must be in same schema as table it is linked to")
         if t.column(col) is None:
             raise SqlError("42703", f'column "{col}" of relation "{t.name}" does not exist')
-        self.catalog.roles.check_owner(info, "table", t.name, t.owner)
+        self.catalog.roles.check_owner(info, "table", t.name, t.owner, schema=t.schema)
         return (t.oid, col)
 
     def _resolve_sequence_parts(self, parts: list[str], info: SessionInfo) -> TableDef:
@@ -1406,7 +1439,7 @@ class EngineSession:
                 raise SqlError("42P07", f'relation "{name}" already exists')
             if existing.kind != "view":
                 raise SqlError("42809", f'"{name}" is not a view')
-            self.catalog.roles.check_owner(info, "view", name, existing.owner)
+            self.catalog.roles.check_owner(info, "view", name, existing.owner, schema=existing.schema)
             self.catalog.replace_table(replace(view, oid=existing.oid, comment=existing.comment, owner=existing.owner))
         else:
             self.catalog.create_table(view)
@@ -1465,7 +1498,7 @@ class EngineSession:
                 word = relation_word(t)
                 raise SqlError("42809", f'"{t.name}" is not a {kind.lower()}',
                                hint=f"Use DROP {word.upper()} to remove a {word}.")
-            self.catalog.roles.check_owner(info, kind.lower(), t.name, t.owner)
+            self.catalog.roles.check_owner(info, kind.lower(), t.name, t.owner, schema=t.schema)
             targets.append(t)
         dropping = {(t.schema, t.name) for t in targets}
         for t in list(targets):
@@ -1598,7 +1631,7 @@ class EngineSession:
         if kind == "VIEW" and not renaming:
             raise SqlError("0A000", "ALTER VIEW supports RENAME TO only",
                            hint="Use CREATE OR REPLACE VIEW to change the query.")
-        self.catalog.roles.check_owner(info, t.kind, t.name, t.owner)
+        self.catalog.roles.check_owner(info, t.kind, t.name, t.owner, schema=t.schema)
         self._lock_for_ddl(t)
         if any(op.kind != "add_columns" for op in self._pending_ops(t)) and any(map(_reads_rows, actions)):
             # these read or rewrite the stored rows, which would miss the block's pending ones;
@@ -1793,7 +1826,7 @@ class EngineSession:
             t = self.catalog.resolve_table(parts[-1], parts[-2] if len(parts) == 2 else None, info.search_path)
             if (t.kind == "view") != (kind == "VIEW"):
                 raise SqlError("42809", f'"{t.name}" is not a {kind.lower()}')
-            self.catalog.roles.check_owner(info, kind.lower(), t.name, t.owner)
+            self.catalog.roles.check_owner(info, kind.lower(), t.name, t.owner, schema=t.schema)
             self.catalog.replace_table(replace(t, comment=comment))
         elif kind == "COLUMN":
             if len(parts) < 2:
@@ -1801,7 +1834,8 @@ class EngineSession:
             col_name, table_name = parts[-1], parts[-2]
             schema_name = parts[-3] if len(parts) >= 3 else None
             t = self.catalog.resolve_table(table_name, schema_name, info.search_path)
-            self.catalog.roles.check_owner(info, "view" if t.kind == "view" else "table", t.name, t.owner)
+            self.catalog.roles.check_owner(info, "view" if t.kind == "view" else "table", t.name, t.owner,
+                                           schema=t.schema)
             if t.column(col_name) is None:
                 raise SqlError("42703", f'column "{col_name}" of relation "{t.name}" does not exist')
             cols = [replace(c, comment=comment) if c.name == col_name else c for c in t.columns]

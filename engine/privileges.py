@@ -373,7 +373,7 @@ def _owner_to(session: EngineSession, p: TokenReader, info: SessionInfo) -> Comm
     p.done()
     t = cat.resolve_table(name, schema, info.search_path)
     word = "view" if t.kind == "view" else "table"
-    _check_new_owner(session, info, word, t.name, t.owner, new_owner)
+    _check_new_owner(session, info, word, t.name, t.owner, new_owner, schema=t.schema)
     if not roles.is_superuser(info):
         roles.check_schema(info, t.schema, "CREATE")
     cat.replace_table(replace(t, owner=new_owner))
@@ -381,10 +381,10 @@ def _owner_to(session: EngineSession, p: TokenReader, info: SessionInfo) -> Comm
 
 
 def _check_new_owner(session: EngineSession, info: SessionInfo, word: str, name: str, owner: str | None,
-                     new_owner: str) -> None:
+                     new_owner: str, *, schema: str | None = None) -> None:
     roles = session.catalog.roles
     if roles.get(new_owner) is None:
         raise SqlError("42704", f'role "{new_owner}" does not exist')
-    roles.check_owner(info, word, name, owner)
+    roles.check_owner(info, word, name, owner, schema=schema)
     if not roles.is_member(info, new_owner):
         raise SqlError("42501", f'must be able to SET ROLE "{new_owner}"')

@@ -61,7 +61,7 @@ import pyarrow.parquet as pq
 
 from catalog import refresh as rmeta
 from catalog.store import TableDef
-from engine import deltalog
+from engine import deltalog, events
 from engine.storage import WRITER_PROPERTIES, CurrentRows
 from tidegate.errors import SqlError
 from tidegate.pgtypes import INT8, TEXT, TIMESTAMPTZ, ColumnType
@@ -819,12 +819,12 @@ class RefreshManager:
         if t.kind == "view":
             raise SqlError("42809", f"'{t.qualified_name}' is a view: only refreshable tables support REFRESH")
         # A reload replaces the table's rows: its owner's (or a superuser's) decision.
-        self.catalog.roles.check_owner(info, "table", t.name, t.owner)
+        self.catalog.roles.check_owner(info, "table", t.name, t.owner, schema=t.schema)
         if not rmeta.is_refreshable(t.options):
             raise SqlError("55000", f"Table '{t.qualified_name}' is not refreshable. Only tables created with "
                                     "refresh_mode = 'FULL_RELOAD' support REFRESH.")
         if not wait:
-            rid = self.start_refresh(t)
+            rid = self.start_refresh(t, user=info.user, trigger="REFRESH TABLE")
             return CommandResult("REFRESH TABLE", notices=[f"refresh {rid} of table '{t.qualified_name}' started"])
         sent: list[str] = []
 
@@ -836,7 +836,7 @@ class RefreshManager:
 
         rid = self._begin(t)
         notify(f"refresh {rid} of table '{t.qualified_name}' started")
-        self._run(t, rid, notify, raise_errors=True)
+        self._run(t, rid, notify, raise_errors=True, user=info.user, trigger="REFRESH TABLE WAIT")
         return CommandResult("REFRESH TABLE", notices=sent)
 
     def status_rows(self) -> RowStream:
@@ -853,13 +853,16 @@ class RefreshManager:
             self._begun.add(t.oid)
             return rid
 
-    def start_refresh(self, t: TableDef, resume: bool = False) -> int:
-        """Start a refresh of ``t`` in a background thread; returns its id (55000 if busy)."""
+    def start_refresh(self, t: TableDef, resume: bool = False, *, user: str | None = None,
+                      trigger: str = "schedule") -> int:
+        """Start a refresh of ``t`` in a background thread; returns its id (55000 if busy).
+        ``user`` and ``trigger`` (what started it) go to its events."""
         rid = self.state.get(t.oid).refresh_id if resume else self._begin(t)
 
         def body() -> None:
             try:
-                self._run(t, rid, lambda text: log.info("%s", text), raise_errors=False, resume=resume)
+                self._run(t, rid, lambda text: log.info("%s", text), raise_errors=False, resume=resume,
+                          user=user, trigger=trigger)
             finally:
                 with self._guard:
                     self._threads.pop(t.oid, None)
@@ -873,8 +876,15 @@ class RefreshManager:
     def _staging(self, t: TableDef, rid: int) -> Path:
         return self.staging_root / str(t.oid) / str(rid)
 
-    def _run(self, t: TableDef, rid: int, notify: Notify, *, raise_errors: bool, resume: bool = False) -> None:
+    def _event(self, type_: str, t: TableDef, rid: int, user: str | None, **payload: Any) -> None:
+        self.engine.events.record(type_, object=t.qualified_name, user=user, payload={
+            "table": t.qualified_name, "refresh_id": rid, "connector": t.options.get("connector"), **payload})
+
+    def _run(self, t: TableDef, rid: int, notify: Notify, *, raise_errors: bool, resume: bool = False,
+             user: str | None = None, trigger: str = "schedule") -> None:
         name = t.qualified_name
+        started = time.monotonic()
+        self._event(events.REFRESH_STARTED, t, rid, user, trigger=trigger, resume=resume)
         try:
             st = self.state.get(t.oid)
             warnings: list[str] = []
@@ -897,6 +907,9 @@ class RefreshManager:
                 diff = self._commit(t, rid, notify, warnings, tables, current, staged)
             warning = "; ".join(warnings) if warnings else None
             self.state.succeed(t.oid, loaded, diff[0], diff[1], diff[2], warning)
+            self._event(events.REFRESH_FINISHED, t, rid, user, trigger=trigger, rows_loaded=loaded,
+                        rows_inserted=diff[0], rows_updated=diff[1], rows_deleted=diff[2],
+                        duration_s=round(time.monotonic() - started, 3), warning=warning)
             notify(f"refresh {rid} of table '{name}' finished: {loaded} rows loaded, {diff[0]} inserted, "
                    f"{diff[1]} updated, {diff[2]} deleted")
             shutil.rmtree(self.staging_root / str(t.oid), ignore_errors=True)
@@ -912,6 +925,8 @@ class RefreshManager:
                 log.exception("refresh of %s failed", name)
                 err = SqlError("XX000", f"refresh of table '{name}' failed: {_first_line(exc)}")
             self.state.fail(t.oid, err.message.split(": ", 1)[1] if ": " in err.message else err.message)
+            self._event(events.REFRESH_FAILED, t, rid, user, trigger=trigger, error=err.message,
+                        sqlstate=err.sqlstate, duration_s=round(time.monotonic() - started, 3))
             shutil.rmtree(self.staging_root / str(t.oid), ignore_errors=True)
             if raise_errors:
                 raise err from None
@@ -1143,7 +1158,7 @@ class RefreshManager:
                     if oid in self._threads or oid in self._begun:
                         continue
                 log.info("resuming refresh %s of %s (%s)", st.refresh_id, t.qualified_name, st.status)
-                self.start_refresh(t, resume=True)
+                self.start_refresh(t, resume=True, trigger="recovery")
 
     def _run_scheduler(self) -> None:
         try:

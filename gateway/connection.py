@@ -336,19 +336,24 @@ class Connection:
             self.send(m.negotiate_protocol_version(m.PROTOCOL_3_0, protocol_opts))
             await self.flush()
         auth = self.server.authenticator
-        auth.check_trust(user, self.peer_host)
 
         async def send(data: bytes) -> None:
             self.send(data)
             await self.flush()
 
-        await auth.authenticate(user, self.tls, send, self.read_message)
-        self.authenticated = True
-        self.max_message = self.server.settings.max_message_bytes
-        self.server.register(self)
-        # The role's attributes: a trusted loopback name that is no role acts as a superuser.
-        login = getattr(self.server.backend, "login", None)
-        superuser = login(user, trusted=not auth.has_users) if login is not None else True
+        try:
+            auth.check_trust(user, self.peer_host)
+            await auth.authenticate(user, self.tls, send, self.read_message)
+            self.authenticated = True
+            self.max_message = self.server.settings.max_message_bytes
+            self.server.register(self)
+            # The role's attributes: a trusted loopback name that is no role acts as a superuser.
+            login = getattr(self.server.backend, "login", None)
+            superuser = login(user, trusted=not auth.has_users) if login is not None else True
+        except SqlError as e:
+            if e.sqlstate.startswith("28"):  # invalid authorization: wrong password, no such role, no entry
+                self._record_auth_failure(user, params, e)
+            raise
         self.settings = gucs.SessionSettings(user, self.server.settings.max_connections)
         for key, value in params.items():
             if key in ("user", "database", "replication", "options") or key.startswith("_pq_."):
@@ -367,6 +372,19 @@ class Connection:
         self.send(m.backend_key_data(self.pid, self.secret))
         self.send(m.READY["I"])
         return True
+
+    def _record_auth_failure(self, user: str, params: dict[str, str], err: SqlError) -> None:
+        """An auth.failed event (user, client address, reason); never delays or fails the reply."""
+        record = getattr(self.server.backend, "record_event", None)
+        if record is None:
+            return
+        peer = self.writer.get_extra_info("peername")
+        record("auth.failed", user=user, payload={
+            "user": user, "database": params.get("database") or user,
+            "client_addr": self.peer_host or "local",
+            "client_port": peer[1] if isinstance(peer, tuple) and len(peer) > 1 else None,
+            "application_name": params.get("application_name", ""), "tls": self.tls,
+            "sqlstate": err.sqlstate, "reason": err.message})
 
     # ------------------------------------------------------------------ cancel
     def request_cancel(self, reason: str = "user") -> None:

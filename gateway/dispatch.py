@@ -8,8 +8,10 @@ the per-statement path stays cheap.
 
 from __future__ import annotations
 
+import os
 import re
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
@@ -709,6 +711,7 @@ class RoutedBackend:
             raise
         self._handles = lru_cache(maxsize=8192)(self._handles_uncached)
         self._constant = lru_cache(maxsize=8192)(self._constant_uncached)
+        self._started: float | None = None  # monotonic time of start() (gateway.stopped's uptime)
 
     def _handles_uncached(self, sql: str) -> bool:
         return bool(self.queries.handles(sql))
@@ -723,8 +726,30 @@ class RoutedBackend:
         """Constant SELECTs (no FROM) answered by the evaluator in microseconds: run on the event loop."""
         return self._constant(sql)
 
-    def start(self) -> None:
+    def start(self, listen: str | None = None) -> None:
+        """Start the engine (Spark in the background); ``listen``: the bound host:port, the
+        ``gateway`` column of the events this gateway records."""
+        from tidegate import __version__
+
+        self._started = time.monotonic()
+        if listen:
+            self.engine.events.gateway = listen
+        s = self.settings
+        self.record_event("gateway.started", payload={
+            "version": __version__, "pid": os.getpid(), "listen": listen or f"{s.host}:{s.port}",
+            "data_dir": str(s.data_dir), "settings": {
+                "spark_master": s.spark_master, "tls": bool(s.tls_cert), "users": len(s.users),
+                "max_connections": s.max_connections, "flow_workers": s.flow_workers,
+                "file_connector_roots": len(s.file_connector_roots), "events_ttl": s.events_ttl,
+                "events_flush_interval_s": s.events_flush_interval_s, "events_batch_size": s.events_batch_size,
+                "events_queue_size": s.events_queue_size}})
         self.engine.start()
+
+    def record_event(self, type: str, *, object: str | None = None, user: str | None = None,
+                     payload: dict[str, Any] | None = None) -> None:
+        """Record an event in tidegate_private.events (engine.events.EventRecorder.record): returns
+        at once, never raises; safe on the event loop."""
+        self.engine.events.record(type, object=object, user=user, payload=payload)
 
     def role_verifier(self, user: str) -> tuple[bytes, bytes, bytes, int] | None:
         """The SCRAM verifier of a role created with a PASSWORD (see gateway.auth); whether it may
@@ -751,7 +776,13 @@ class RoutedBackend:
 
     def shutdown(self) -> None:
         try:
-            self.engine.shutdown()
+            from tidegate import __version__
+
+            started = self._started
+            self.record_event("gateway.stopped", payload={
+                "version": __version__, "uptime_s": round(time.monotonic() - started, 1) if started else None,
+                "events_dropped": self.engine.events.dropped})
+            self.engine.shutdown()  # commits the queued events, this one included
             close = getattr(self.catalog, "close", None)
             if close is not None:
                 close()

@@ -81,7 +81,7 @@ async def _serve(settings: Settings) -> int:
     host, port = await server.start()
     backend.data_dir_lock.update(listen=f"{host}:{port}")  # the bound port (--port 0)
     print(f"tidegate listening on {host}:{port}", flush=True)
-    backend.start()  # returns at once; Spark starts in the background
+    backend.start(listen=f"{host}:{port}")  # returns at once; Spark starts in the background
     stop = asyncio.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         try:

@@ -53,6 +53,17 @@ class Settings:
     # TIDEGATE_FILE_CONNECTOR_ROOTS="dir1,dir2" / "dir1:dir2"). Empty: the file connector is refused.
     # The data dir and the config file are never readable, even under a root.
     file_connector_roots: list[str] = field(default_factory=list)
+    # The events table tidegate_private.events (engine/events.py): its retention (the table's ttl
+    # option), whether anything is recorded, and the recorder's writer: a batch is committed every
+    # events_flush_interval_s or every events_batch_size events; at most events_queue_size events
+    # wait (more are dropped and counted); a failed commit is retried events_commit_retries times
+    # with exponential backoff before its events are dropped and counted.
+    events_enabled: bool = True
+    events_ttl: str = "90 days"
+    events_flush_interval_s: float = 1.0
+    events_batch_size: int = 1000
+    events_queue_size: int = 10000
+    events_commit_retries: int = 5
     # The TOML file these settings were read from (set by load_settings, never by a layer).
     config_file: Path | None = None
 
@@ -73,11 +84,21 @@ def _coerce(name: str, value: Any) -> Any:
         return None
     if name in _PATH_FIELDS:
         return Path(value)
-    if name in ("port", "max_message_bytes", "max_connections", "compact_min_files", "flow_workers"):
+    if name in ("port", "max_message_bytes", "max_connections", "compact_min_files", "flow_workers",
+                "events_batch_size", "events_queue_size", "events_commit_retries"):
         return int(value)
     if name in ("vacuum_retention_hours", "maintenance_interval_s", "vacuum_interval_s", "flow_default_interval_s",
-                "authentication_timeout", "ttl_rewrite_interval_s", "instant_retention_s"):
+                "authentication_timeout", "ttl_rewrite_interval_s", "instant_retention_s", "events_flush_interval_s"):
         return float(value)
+    if name == "events_enabled":
+        if isinstance(value, bool):
+            return value
+        text = str(value).strip().lower()
+        if text not in ("true", "false", "on", "off", "1", "0", "yes", "no"):
+            raise ValueError(f"events_enabled must be true or false, got {value!r}")
+        return text in ("true", "on", "1", "yes")
+    if name == "events_ttl":
+        return str(value)
     if name == "host" and not isinstance(value, str):
         # asyncio binds every address of a list; one string keeps the loopback check meaningful.
         raise ValueError(f"host must be one address, got {value!r}")

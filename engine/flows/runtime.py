@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from catalog.flows import FlowDef, FlowProgress, FlowStats, FlowStore, register
 from catalog.store import TableDef
+from engine import events as ev
 from engine.flows.plan import (FlowPlan, analyze, check_sink, find_sources, parse_query, sink_column_of,
                               sink_definition)
 from engine.spark import background_jobs
@@ -192,6 +193,14 @@ class FlowRuntime:
 
     def has_executor(self, flow_type: str) -> bool:
         return flow_type in self._executors
+
+    # -- events -----------------------------------------------------------------------------------
+
+    def event(self, type_: str, f: FlowDef, user: str | None = None, **payload: Any) -> None:
+        """Record a flow event (engine.events): which flow, its sink and mode, and ``payload``."""
+        self.engine.events.record(type_, object=f"{f.schema}.{f.name}", user=user, payload={
+            "flow": f.name, "flow_id": f.flow_id, "sink": f"{f.sink_schema}.{f.sink_table}",
+            "flow_type": f.flow_type, **payload})
 
     # -- per-thread engine sessions ---------------------------------------------------------------
 
@@ -393,9 +402,15 @@ class FlowRuntime:
                 af.stats.failures = af.failures
                 self.flows.save_stats(af.flow.flow_id, af.stats)
                 log.warning("flow %s failed (retry in %.0f s): %s", af.flow.name, backoff, err.message)
+                self.event(ev.FLOW_FAILED, af.flow, error=err.message, sqlstate=err.sqlstate, failures=af.failures,
+                           retry_in_s=backoff, trigger="ADMIN FLUSH_FLOW" if flush else "schedule",
+                           duration_s=round(time.monotonic() - started, 3))
                 raise err from None
             af.next_due = started + self._interval(af.flow)
             if result.changed or af.failures or af.stats.status != "active":
+                if af.failures:
+                    self.event(ev.FLOW_RECOVERED, af.flow, failures=af.failures, last_error=af.stats.last_error,
+                               rows_written=result.rows_written, rows_deleted=result.rows_deleted)
                 af.failures = 0
                 af.stats.status = "active"
                 af.stats.last_error = None
@@ -456,6 +471,7 @@ class FlowRuntime:
             af.next_due = 0.0
             self._executor(f).start(af)
             log.info("flow %s activated: its sources exist now", f.name)
+            self.event(ev.FLOW_ACTIVATED, f, sources=f.sources, reason="its source tables exist now")
         self._wake.set()
 
     # -- dependencies --------------------------------------------------------------------------------
@@ -489,9 +505,10 @@ class FlowRuntime:
         self._adopt(stored)
         return names
 
-    def drop_flow(self, f: FlowDef) -> None:
+    def drop_flow(self, f: FlowDef, *, user: str | None = None, reason: str = "DROP FLOW") -> None:
         self.remove(f.flow_id)
         try:
             self.flows.drop(f.name)
         except SqlError:
             pass
+        self.event(ev.FLOW_DROPPED, f, user, reason=reason, sources=f.sources)

@@ -9,6 +9,7 @@ import pyarrow as pa
 
 from catalog.flows import FlowDef, render_create_flow
 from catalog.store import is_temp_schema
+from engine.events import FLOW_CREATED, FLOW_REPLACED
 from engine.flows import syntax
 from engine.flows.plan import analyze, check_sink, find_sources, parse_query, sink_definition
 from engine.flows.syntax import is_flow_statement
@@ -39,7 +40,7 @@ def execute(session: EngineSession, sql: str, info: SessionInfo) -> RowStream | 
                 return CommandResult("DROP FLOW", notices=[f'flow "{stmt.name}" does not exist, skipping'])
             raise _unknown(stmt.name)
         _check_flow_owner(session, info, f)
-        rt.drop_flow(f)
+        rt.drop_flow(f, user=info.user)
         return CommandResult("DROP FLOW")
     if isinstance(stmt, syntax.ShowFlows):
         return _show_flows(session, rt, stmt, info)
@@ -149,6 +150,9 @@ def _create(session: EngineSession, rt: FlowRuntime, stmt: syntax.CreateFlow, in
         rt.create_sink(sink_definition(plan, sink_schema, stmt.sink_table), f.owner)
     stored = rt.flows.create(f, replace_existing=existing is not None)
     rt.add(stored)
+    rt.event(FLOW_REPLACED if existing is not None else FLOW_CREATED, stored, info.user,
+             sources=stored.sources, pending=bool(missing), missing_sources=missing, query=stmt.query,
+             options=dict(stmt.options))
     return CommandResult("CREATE FLOW")
 
 
@@ -282,7 +286,7 @@ def drop_dependent_flows(session: EngineSession, tables: list, cascade: bool) ->
     rt: FlowRuntime = session.engine.flows
     if cascade:
         for f in flows:
-            rt.drop_flow(f)
+            rt.drop_flow(f, reason="a source table was dropped with CASCADE")
         return [f"drop cascades to flow {f.name}" for f in flows]
     if session.in_block:
         # Flows are not transactional: a rolled-back DROP would leave them waiting.

@@ -51,6 +51,7 @@ from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 from sqlglot import exp
 
 from catalog.store import TableDef
+from engine.events import FLOW_FAILED, FLOW_RECOVERED
 from engine.flows import cdf_source
 from engine.flows.batch import BatchExecutor, _to_sink_rows
 from engine.flows.plan import FlowPlan, check_sink, table_refs, upsert_keys
@@ -328,6 +329,8 @@ class StreamingExecutor(BatchExecutor):
                 af.stats.failures = st.failures
                 self._save_stats(af)
                 log.warning("streaming flow %s failed (restart in %.0f s): %s", af.flow.name, backoff, err.message)
+                self.runtime.event(FLOW_FAILED, af.flow, error=err.message, sqlstate=err.sqlstate,
+                                   failures=st.failures, retry_in_s=backoff, trigger="streaming query")
                 st.query = None
                 st.stop.wait(backoff)
 
@@ -597,6 +600,10 @@ class StreamingExecutor(BatchExecutor):
         st.rows_written += written
         st.written.append((st.current_end, written))
         del st.written[:-1000]
+        if st.failures:
+            self.runtime.event(FLOW_RECOVERED, af.flow, failures=st.failures,
+                               last_error=st.error.message if st.error is not None else None,
+                               rows_written=written, rows_deleted=deleted)
         st.failures = 0
         st.error = None
         stats = af.stats
