@@ -50,6 +50,7 @@ import pyarrow as pa
 from catalog.roles import PRIVATE_SCHEMA, PUBLIC
 from catalog.store import Catalog, ColumnDef, TableDef
 from tidegate.config import Settings
+from tidegate.errors import SqlError
 from tidegate.pgtypes import ColumnType, TYPES_BY_NAME
 
 if TYPE_CHECKING:
@@ -66,6 +67,7 @@ FLOW_CREATED = "flow.created"
 FLOW_REPLACED = "flow.replaced"
 FLOW_DROPPED = "flow.dropped"
 FLOW_ACTIVATED = "flow.activated"
+FLOW_SUSPENDED = "flow.suspended"  # a source table was dropped: pending until it exists again
 FLOW_FAILED = "flow.failed"
 FLOW_RECOVERED = "flow.recovered"
 REFRESH_STARTED = "refresh.started"
@@ -82,7 +84,7 @@ GATEWAY_STARTED = "gateway.started"
 GATEWAY_STOPPED = "gateway.stopped"
 EVENTS_DROPPED = "events.dropped"
 EVENT_TYPES = frozenset({
-    FLOW_CREATED, FLOW_REPLACED, FLOW_DROPPED, FLOW_ACTIVATED, FLOW_FAILED, FLOW_RECOVERED,
+    FLOW_CREATED, FLOW_REPLACED, FLOW_DROPPED, FLOW_ACTIVATED, FLOW_SUSPENDED, FLOW_FAILED, FLOW_RECOVERED,
     REFRESH_STARTED, REFRESH_FINISHED, REFRESH_FAILED,
     JOB_SUBMITTED, JOB_STARTED, JOB_FINISHED, JOB_FAILED, JOB_CANCELLED,
     DDL, AUTH_FAILED, GATEWAY_STARTED, GATEWAY_STOPPED, EVENTS_DROPPED,
@@ -109,10 +111,17 @@ TABLE_COMMENT = "What happened to this server (written by the server only)"
 
 
 def events_table_def(settings: Settings) -> TableDef:
-    """The definition the events table should have (its ttl from ``events_ttl``)."""
+    """The definition the events table should have (its ttl from ``events_ttl``, checked as the
+    table option is: a bad value stops the start with the option's 22023 message)."""
+    from engine import ttl
+
+    options = {"ttl": str(settings.events_ttl), "append_mode": "true"}
+    try:
+        ttl.validate(options, "timestamp", EVENTS_QUALIFIED)
+    except SqlError as exc:
+        raise ValueError(f"setting events_ttl: {exc.message}") from None
     return TableDef(PRIVATE_SCHEMA, EVENTS_TABLE, [replace(c) for c in COLUMNS], primary_key=["event_id"],
-                    time_index="timestamp", options={"ttl": str(settings.events_ttl), "append_mode": "true"},
-                    comment=TABLE_COMMENT)
+                    time_index="timestamp", options=options, comment=TABLE_COMMENT)
 
 
 def ensure_events_table(catalog: Catalog, store: TableStore, settings: Settings) -> TableDef:

@@ -1601,7 +1601,7 @@ class EngineSession:
                                hint="Leave the parameter out; ttl is the table option ALTER TABLE SET can change.")
             raise SqlError("22023", f'unrecognized parameter "{key}"',
                            hint="ttl is the table option ALTER TABLE SET can change.")
-        self.catalog.roles.check_owner(info, t.kind, t.name, t.owner)
+        self.catalog.roles.check_owner(info, t.kind, t.name, t.owner, schema=t.schema)
         self._lock_for_ddl(t)
         options = dict(t.options or {})
         for key, value in changes.items():

@@ -217,6 +217,12 @@ def test_pending_flow_activation_event(conn: psycopg.Connection) -> None:
     assert [e["type"] for e in got] == ["flow.created", "flow.activated"]
     assert got[0]["payload"]["pending"] is True and got[0]["payload"]["missing_sources"] == ["public.ev_later"]
     assert got[1]["payload"]["sources"] == ["public.ev_later"] and got[1]["username"] is None
+    # its source dropped: suspended (pending again); created again: activated again
+    conn.execute("DROP TABLE ev_later")
+    conn.execute("CREATE TABLE ev_later (host text, ts timestamp TIME INDEX, PRIMARY KEY (host))")
+    got = events(conn, "type LIKE 'flow.%' AND object = 'public.ev_pending'", n=4)
+    assert [e["type"] for e in got] == ["flow.created", "flow.activated", "flow.suspended", "flow.activated"]
+    assert got[2]["payload"]["waiting_for"] == ["public.ev_later"]
     conn.execute("DROP FLOW ev_pending")
 
 

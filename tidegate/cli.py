@@ -68,6 +68,13 @@ def check_settings(settings: Settings) -> str | None:
                 "[[users]] in the config file or TIDEGATE_USERS=name:password")
     if bool(settings.tls_cert) != bool(settings.tls_key):
         return "--tls-cert and --tls-key must be given together"
+    from engine import ttl
+    from tidegate.errors import SqlError
+
+    try:
+        ttl.parse(str(settings.events_ttl))
+    except SqlError as exc:
+        return f"invalid setting events_ttl: {exc.message}"
     return None
 
 

@@ -503,6 +503,8 @@ class FlowRuntime:
         stats.execution = ""
         self.flows.save_stats(f.flow_id, stats)
         self._adopt(stored)
+        self.event(ev.FLOW_SUSPENDED, f, waiting_for=names,
+                   reason="its source table was dropped; it resumes, rebuilding its sink, when the table exists again")
         return names
 
     def drop_flow(self, f: FlowDef, *, user: str | None = None, reason: str = "DROP FLOW") -> None:
