@@ -144,8 +144,10 @@ def _literal_type(node: exp.Literal) -> str | None:
 
 
 class _Typer:
-    def __init__(self, trusted: Callable[[exp.Column], bool]) -> None:
-        self.trusted = trusted
+    def __init__(self, trusted: Callable[[exp.Column], bool],
+                 defining: Callable[[exp.Column], exp.Expression | None] = lambda col: None) -> None:
+        self.trusted = trusted  # a stored table's column: its declared type
+        self.defining = defining  # a derived table's column: the expression its query gives it
         self.types: dict[int, str | None] = {}
 
     def of(self, node: exp.Expression) -> str | None:  # noqa: C901 - one case per node kind
@@ -181,9 +183,15 @@ class _Typer:
             out = BIGINT
         elif isinstance(node, (exp.Min, exp.Max)):
             out = self.of(node.this)
-        elif isinstance(node, exp.Column) and self.trusted(node):
-            t = node.type
-            out = _NAMES.get(t.this) if isinstance(t, exp.DataType) else None
+        elif isinstance(node, exp.Column):
+            if self.trusted(node):
+                t = node.type
+                out = _NAMES.get(t.this) if isinstance(t, exp.DataType) else None
+            else:
+                definition = self.defining(node)
+                if definition is not None:
+                    self.types[key] = None  # (a cycle cannot type itself)
+                    out = self.of(definition)
         self.types[key] = out
         return out
 
@@ -195,14 +203,38 @@ def check_operators(tree: exp.Expression, base_tables: Collection[str]) -> Calla
     (only their columns' types are taken as declared: a derived table's column carries
     sqlglot's guess for the expression behind it). Returns the PostgreSQL type (name) of a node
     of ``tree`` where it is known, for the translator to correct sqlglot's guess with."""
-    base_aliases: set[str] = set()
-    other_aliases: set[str] = set()
-    for table in tree.find_all(exp.Table):
-        (base_aliases if table.name in base_tables else other_aliases).add(table.alias_or_name)
-    for node in tree.find_all(exp.Subquery, exp.CTE):
-        other_aliases.add(node.alias_or_name)
-    trusted = base_aliases - other_aliases
-    typer = _Typer(lambda col: col.table in trusted)
+    ctes = {cte.alias_or_name: cte for cte in tree.find_all(exp.CTE)}
+
+    def source_of(col: exp.Column) -> exp.Expression | None:
+        # The relation the column's qualifier names in its own query (or, correlated, an outer one).
+        select = col.find_ancestor(exp.Select)
+        while select is not None:
+            from_ = select.args.get("from_") or select.args.get("from")
+            sources = ([from_.this] if from_ is not None else []) + [j.this for j in select.args.get("joins") or []]
+            for source in sources:
+                if source.alias_or_name == col.table:
+                    return source
+            select = select.find_ancestor(exp.Select)
+        return None
+
+    def trusted(col: exp.Column) -> bool:
+        # a stored table's column has its declared type
+        source = source_of(col)
+        return isinstance(source, exp.Table) and source.name in base_tables and source.name not in ctes
+
+    def defining(col: exp.Column) -> exp.Expression | None:
+        # a derived table's (or a CTE's) column: the expression of its query's output of that name
+        source = source_of(col)
+        query = source.this if isinstance(source, exp.Subquery) else (
+            ctes[source.name].this if isinstance(source, exp.Table) and source.name in ctes else None)
+        if not isinstance(query, exp.Select):
+            return None  # a set operation's column type comes from all its branches: not followed
+        for item in query.expressions:
+            if item.alias_or_name == col.name:
+                return item.this if isinstance(item, exp.Alias) else item
+        return None
+
+    typer = _Typer(trusted, defining)
     for node in tree.walk(bfs=False):
         name = written_name(node)
         if name in TEXT_FUNCTIONS:

@@ -23,7 +23,7 @@ from __future__ import annotations
 import datetime as _dt
 import logging
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -732,6 +732,62 @@ def _surely_integer(e: exp.Expression) -> bool:
     if isinstance(e, (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod, exp.IntDiv)):
         return _surely_integer(e.this) and _surely_integer(e.expression)
     return False
+
+
+_COMPARISONS = (exp.EQ, exp.NEQ, exp.LT, exp.LTE, exp.GT, exp.GTE, exp.NullSafeEQ, exp.NullSafeNEQ)
+_BPCHAR = "character"  # pgoperators' name of character(n)
+
+
+def _bpchar_semantics(tree: exp.Expression, pg_type: Callable[[exp.Expression], str | None]) -> None:
+    """PostgreSQL's character(n): stored and shown padded to n, but its trailing spaces mean
+    nothing. Comparisons, LIKE, ||, text functions and casts to text see the value without them
+    (bpchar to text strips them; ``bpchar = bpchar`` ignores them). Spark has only strings, so a
+    character(n) value is wrapped in rtrim() wherever it is used, except where it is an output
+    of a query (shown, or passed on by a derived table, whose column is typed through it),
+    counted or keyed (GROUP BY, ORDER BY, PARTITION BY, min/max: padded to one length, the order
+    and the groups are the same), matched (LIKE, ~ and SIMILAR TO see the padding in PostgreSQL)
+    and in octet_length(), which counts the padding. The other operand of a comparison with one is trimmed too when
+    PostgreSQL compares them as character(n) (an untyped literal, a varchar), not as text."""
+    targets = [n for n in tree.walk() if isinstance(n, (exp.Column, exp.Cast, exp.Min, exp.Max))
+               and pg_type(n) == _BPCHAR]
+    if not targets:
+        return
+    shown = {id(e) for sel in tree.find_all(exp.Select) for e in sel.expressions}
+    trims: dict[int, exp.Expression] = {}
+
+    def as_bpchar(other: exp.Expression) -> None:
+        if pg_type(other) not in (pgoperators.TEXT, _BPCHAR) and not other.find(exp.Select):
+            trims.setdefault(id(other), other)
+
+    for node in targets:
+        up, parent = node, node.parent
+        while isinstance(parent, exp.Paren):
+            up, parent = parent, parent.parent
+        if isinstance(parent, exp.Alias):
+            if id(parent) in shown:
+                continue
+        elif id(up) in shown:
+            continue
+        if isinstance(parent, (exp.Group, exp.Ordered, exp.Min, exp.Max, exp.Count, exp.Distinct)) \
+                or up.arg_key == "partition_by":
+            continue
+        if isinstance(parent, (exp.Like, exp.ILike, exp.RegexpLike, exp.SimilarTo)) and parent.this is up:
+            continue  # bpcharlike / bpcharregexeq match the padded value
+        if isinstance(parent, exp.Anonymous) and parent.name.lower() == "octet_length":
+            continue
+        if isinstance(parent, exp.Cast) and pg_type(parent) == _BPCHAR:
+            continue
+        if isinstance(parent, _COMPARISONS):
+            as_bpchar(parent.expression if parent.this is up else parent.this)
+        elif isinstance(parent, exp.In) and parent.this is up:
+            for item in parent.expressions:
+                as_bpchar(item)
+        elif isinstance(parent, exp.Between) and parent.this is up:
+            as_bpchar(parent.args["low"])
+            as_bpchar(parent.args["high"])
+        trims[id(node)] = node
+    for node in sorted(trims.values(), key=lambda n: -n.depth):  # inner ones first: outer copies keep them
+        node.replace(_func("rtrim", node.copy()))
 
 
 def _check_constant_input(text: str, target: exp.DataType.Type) -> None:
@@ -2280,6 +2336,7 @@ class _Translator:
                 result = _TIME_ARITHMETIC_TYPES.get(pg_type(node) or "")
                 if result is not None:
                     node.type = exp.DataType.build(result)
+        _bpchar_semantics(tree, pg_type)
 
     def _anonymous(self, node: exp.Anonymous) -> exp.Expression | None:
         name = node.name.lower()

@@ -52,6 +52,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 OPTION = "ttl"
+OPERATION = "TTL EXPIRE"  # the clean-up commits' operation in the Delta log (not a user's DELETE)
 FOREVER = "forever"
 INSTANT = "instant"
 US = 1_000_000
@@ -276,7 +277,7 @@ def expire(store: TableStore, t: TableDef, now_us: int | None = None, *, rewrite
         if not wanted <= current or not deltalog.supports(dt):
             log.info("ttl clean-up of %s skipped: files changed under it (next pass retries)", t.qualified_name)
             return Expired()
-        deltalog.commit(dt, location, adds=adds, removes=removes, operation="DELETE", data_change=False,
+        deltalog.commit(dt, location, adds=adds, removes=removes, operation=OPERATION, data_change=False,
                         parameters={"predicate": json.dumps(f"{column} expired (ttl {ttl.text})")},
                         metrics={"numRemovedFiles": len(removes), "numAddedFiles": len(adds)})
     result.files_removed = len(removes) - result.files_rewritten

@@ -51,6 +51,7 @@ from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 from sqlglot import exp
 
 from catalog.store import TableDef
+from engine import ttl
 from engine.events import FLOW_FAILED, FLOW_RECOVERED
 from engine.flows import cdf_source
 from engine.flows.batch import BatchExecutor, _to_sink_rows
@@ -148,13 +149,13 @@ def append_mostly(location: str | None) -> bool:
     ops = [str(h.get("operation", "")).upper() for h in history]
     changes = sum(1 for op in ops if op in ("DELETE", "UPDATE"))
     data_ops = sum(1 for op in ops if op not in ("CREATE TABLE", "OPTIMIZE", "VACUUM START", "VACUUM END",
-                                                 "SET TBLPROPERTIES", "ADD COLUMN"))
+                                                 "SET TBLPROPERTIES", "ADD COLUMN", ttl.OPERATION))
     return data_ops == 0 or changes / data_ops <= APPEND_MOSTLY_MAX_SHARE
 
 
 def instant_ttl(table) -> bool:
     """Whether ``table`` was created WITH (ttl = 'instant') (GreptimeDB's flow-only source)."""
-    return any(k.lower() == "ttl" and str(v).strip().lower() == "instant" for k, v in (table.options or {}).items())
+    return ttl.of(table).instant
 
 
 def decide_flow_type(plan: FlowPlan, explicit: str | None, eval_interval: int | None = None) -> str:
