@@ -71,7 +71,8 @@ PG_FUNCTIONS: frozenset[str] = frozenset({
     "current_date", "current_timestamp", "localtimestamp", "make_date", "make_interval", "to_date",
     "to_timestamp", "extract",
     # -- arrays, json
-    "array_position", "array_append", "array_remove", "array_to_string", "json_extract_path_text",
+    "array_position", "array_append", "array_prepend", "array_cat", "array_remove", "array_to_string",
+    "json_extract_path_text",
     # -- aggregates
     "count", "min", "max", "bool_and", "bool_or", "every", "stddev", "stddev_samp", "stddev_pop",
     "variance", "var_samp", "var_pop", "corr", "covar_pop", "covar_samp", "regr_avgx", "regr_avgy",

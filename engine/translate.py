@@ -1547,6 +1547,15 @@ class _Translator:
                 fn = "floor" if isinstance(node, exp.Floor) else "ceil"
                 return _cast(_func(fn, node.this), "DOUBLE")
             return None
+        if isinstance(node, (exp.ArrayContainsAll, exp.ArrayContainedBy, exp.ArrayOverlaps)):
+            return self._array_set_test(node)
+        if isinstance(node, exp.ArrayPosition) and node.expression is not None:
+            # Spark says 0 for an element the array lacks; PostgreSQL says NULL
+            return exp.Nullif(this=_func("array_position", node.this, node.expression), expression=exp.Literal.number(0))
+        if isinstance(node, exp.DPipe) and _T.ARRAY in (_dtype(node.this), _dtype(node.expression)):
+            return self._array_concat(node.this, node.expression)
+        if isinstance(node, exp.ArrayConcat) and len(node.expressions) == 1:
+            return self._array_concat(node.this, node.expressions[0])
         if isinstance(node, exp.ConcatWs):
             sep, *args = node.expressions
             return _func("concat_ws", sep, *[_cast(a, "STRING") for a in args])
@@ -1607,6 +1616,8 @@ class _Translator:
             # PostgreSQL arrays are 1-based and yield NULL out of range.
             if len(node.expressions) == 1 and _dtype(node.this) in (_T.ARRAY, None, _T.UNKNOWN):
                 index = node.expressions[0]
+                if isinstance(index, exp.Slice):
+                    return self._array_slice(node.this, index.this, index.expression)
                 if isinstance(index, exp.Literal) and index.is_int:
                     one_based: exp.Expression = exp.Literal.number(int(index.name) + 1)
                 else:
@@ -1719,11 +1730,60 @@ class _Translator:
 
     _COERCIBLE = _INTEGER_TYPES | _FLOAT_TYPES | {_T.DECIMAL, _T.DATE, _T.BOOLEAN, _T.TIME} | _NTZ_TYPES | _TZ_TYPES
 
+    @staticmethod
+    def _array_slice(arr: exp.Expression, lo: exp.Expression | None, hi: exp.Expression | None) -> exp.Expression:
+        """``a[lo:hi]``: the elements lo..hi (1-based, inclusive, clamped to the array; an omitted
+        bound is the array's end); empty when lo > hi, NULL for a NULL array."""
+        start = _func("greatest", lo if lo is not None else exp.Literal.number(1), exp.Literal.number(1))
+        end = hi if hi is not None else _func("size", arr.copy())
+        length = _func("greatest", exp.Add(this=exp.Sub(this=end, expression=start.copy()),
+                                           expression=exp.Literal.number(1)), exp.Literal.number(0))
+        return _func("slice", arr, start, length)
+
+    @staticmethod
+    def _array_set_test(node: exp.Expression) -> exp.Expression:
+        """``a @> b`` (every element of b is in a), ``a <@ b``, ``a && b`` (an element in common);
+        a NULL element is in no array, a NULL array gives NULL."""
+        left, right = node.this, node.expression
+        outer, inner = (left, right) if isinstance(node, exp.ArrayContainedBy) else (right, left)
+        var = exp.to_identifier("__e")
+        body = exp.and_(exp.Not(this=exp.Is(this=exp.column("__e"), expression=exp.Null())),
+                        _func("array_contains", inner, exp.column("__e")))
+        quantifier = "exists" if isinstance(node, exp.ArrayOverlaps) else "forall"
+        return _func(quantifier, outer, exp.Lambda(this=body, expressions=[var]))
+
+    @staticmethod
+    def _array_concat(left: exp.Expression, right: exp.Expression) -> exp.Expression:
+        """PostgreSQL's array ``||`` / array_cat: array || element appends, element || array
+        prepends (a NULL array counts as empty), array || array concatenates (a NULL one is
+        skipped; both NULL: NULL). Spark's concat() would be NULL for any NULL input."""
+        left_array, right_array = _dtype(left) == _T.ARRAY, _dtype(right) == _T.ARRAY
+        if left_array and not right_array:
+            return exp.ArrayAppend(this=left, expression=right)
+        if right_array and not left_array:
+            return exp.ArrayPrepend(this=right, expression=left)
+        return exp.Case(ifs=[exp.If(this=exp.Is(this=left.copy(), expression=exp.Null()), true=right.copy()),
+                             exp.If(this=exp.Is(this=right.copy(), expression=exp.Null()), true=left.copy())],
+                        default=_func("concat", left, right))
+
     def _coerce_literal_operands(self, node: exp.Binary) -> None:
         """An untyped string literal compared with a typed value takes that type (PostgreSQL's
         'unknown' literal); Spark would compare both as strings or doubles instead."""
         for lit, other in ((node.this, node.expression), (node.expression, node.this)):
-            if isinstance(lit, exp.Literal) and lit.is_string and _dtype(other) in self._COERCIBLE:
+            if not (isinstance(lit, exp.Literal) and lit.is_string):
+                continue
+            if isinstance(other, (exp.Any, exp.All)):
+                # x = ANY(array): the literal takes the array's element type (not the boolean
+                # sqlglot gives the quantified operand)
+                arr = other.this
+                while isinstance(arr, exp.Paren):
+                    arr = arr.this
+                t = arr.type if isinstance(arr.type, exp.DataType) else None
+                element = t.expressions[0] if t is not None and t.this == _T.ARRAY and t.expressions else None
+                if isinstance(element, exp.DataType) and element.this in self._COERCIBLE:
+                    lit.replace(self._cast_node(exp.Cast(this=lit.copy(), to=element.copy())))
+                return
+            if _dtype(other) in self._COERCIBLE:
                 target = other.type.copy()
                 lit.replace(self._cast_node(exp.Cast(this=lit.copy(), to=target)))
                 return

@@ -320,6 +320,21 @@ SCENARIOS: dict[str, list[str]] = {
         "SELECT id FROM sqc_ch ORDER BY id",
         "DROP TABLE sqc_ch",
     ],
+    "arrays_as_postgres": [
+        "CREATE TABLE sqa_arr (id int, tags text[], n int[])",
+        "INSERT INTO sqa_arr VALUES (1, ARRAY['a','b'], ARRAY[1,2]), (2, ARRAY['c'], ARRAY[3]), (3, NULL, NULL)",
+        "SELECT id FROM sqa_arr WHERE 'a' = ANY(tags) ORDER BY id",
+        "SELECT id FROM sqa_arr WHERE 'c' = ANY(tags) OR 'b' <> ALL(tags) ORDER BY id",
+        "SELECT id FROM sqa_arr WHERE '2' = ANY(n) ORDER BY id",
+        "SELECT id, n || 3, 0 || n, n || ARRAY[9], n || NULL::int[] FROM sqa_arr ORDER BY id",
+        "SELECT id, array_cat(n, ARRAY[5]), array_cat(NULL::int[], n), array_append(n, 7), array_prepend(0, n)"
+        " FROM sqa_arr ORDER BY id",
+        "SELECT id, array_position(n, 2), array_position(tags, 'c') FROM sqa_arr ORDER BY id",
+        "SELECT id FROM sqa_arr WHERE tags @> ARRAY['a'] ORDER BY id",
+        "SELECT id, n <@ ARRAY[1,2,3], n && ARRAY[3,4], ARRAY[1,NULL] @> ARRAY[NULL]::int[] FROM sqa_arr ORDER BY id",
+        "SELECT id, n[2:], n[:1], n[0:5], n[2:1], tags[1:1] FROM sqa_arr ORDER BY id",
+        "DROP TABLE sqa_arr",
+    ],
     "operators_that_do_not_exist": [
         "SELECT hired + hired FROM sq_emp",
         "SELECT interval '1 day' + 1",
