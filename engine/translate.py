@@ -1556,6 +1556,10 @@ class _Translator:
             return self._array_concat(node.this, node.expression)
         if isinstance(node, exp.ArrayConcat) and len(node.expressions) == 1:
             return self._array_concat(node.this, node.expressions[0])
+        if isinstance(node, exp.StringToArray):
+            return self._string_to_array(node.this, node.expression, node.args.get("null"))
+        if isinstance(node, (exp.Encode, exp.Decode)):
+            return self._hex_codec(node)
         if isinstance(node, exp.ConcatWs):
             sep, *args = node.expressions
             return _func("concat_ws", sep, *[_cast(a, "STRING") for a in args])
@@ -1729,6 +1733,57 @@ class _Translator:
         return exp.Div(this=node.this, expression=node.expression)
 
     _COERCIBLE = _INTEGER_TYPES | _FLOAT_TYPES | {_T.DECIMAL, _T.DATE, _T.BOOLEAN, _T.TIME} | _NTZ_TYPES | _TZ_TYPES
+
+    @staticmethod
+    def _quote_literal(arg: exp.Expression) -> exp.Expression:
+        """quote_literal(x): the text in single quotes with quotes doubled; with a backslash in
+        it, PostgreSQL's E'' form with backslashes doubled. NULL stays NULL."""
+        text = _cast(arg, "STRING")
+        quoted = _func("replace", text, _string("'"), _string("''"))
+        plain = _func("concat", _string("'"), quoted, _string("'"))
+        escaped = _func("concat", _string("E'"), _func("replace", _func("replace", text.copy(), _string("\\"),
+                                                                     _string("\\\\")), _string("'"), _string("''")),
+                        _string("'"))
+        return exp.Case(ifs=[exp.If(this=exp.GT(this=_func("locate", _string("\\"), text.copy()),
+                                                expression=exp.Literal.number(0)), true=escaped)], default=plain)
+
+    @staticmethod
+    def _string_to_array(text: exp.Expression, delimiter: exp.Expression | None,
+                         null_string: exp.Expression | None) -> exp.Expression:
+        """string_to_array(s, d [, n]): s split at every d (taken literally); an empty s is an
+        empty array, an empty d gives s whole, a NULL d splits into characters; elements equal
+        to n become NULL."""
+        if isinstance(delimiter, exp.Null) or delimiter is None:
+            parts: exp.Expression = _func("regexp_extract_all", text, _string("(?s)."), exp.Literal.number(0))
+        else:
+            pattern = _func("concat", _string("\\Q"), delimiter, _string("\\E"))
+            parts = exp.Case(ifs=[exp.If(this=exp.EQ(this=delimiter.copy(), expression=_string("")),
+                                         true=exp.Array(expressions=[text.copy()]))],
+                             default=_func("split", text.copy(), pattern, exp.Literal.number(-1)))
+        out = exp.Case(ifs=[exp.If(this=exp.Is(this=text.copy(), expression=exp.Null()),
+                                   true=_cast(exp.Null(), "ARRAY<STRING>")),
+                            exp.If(this=exp.EQ(this=text.copy(), expression=_string("")),
+                                   true=_cast(exp.Array(expressions=[]), "ARRAY<STRING>"))], default=parts)
+        if null_string is not None and not isinstance(null_string, exp.Null):
+            var = exp.to_identifier("__p")
+            out = _func("transform", out, exp.Lambda(this=exp.Nullif(this=exp.column("__p"), expression=null_string),
+                                                     expressions=[var]))
+        return out
+
+    def _hex_codec(self, node: exp.Encode | exp.Decode) -> exp.Expression:
+        """encode(bytea, 'hex') / decode(text, 'hex'); decode of text that is not hex digits is
+        22023 (Spark's unhex would be NULL). Other formats are 0A000."""
+        fmt = node.args.get("charset")
+        word = "encode" if isinstance(node, exp.Encode) else "decode"
+        if not (isinstance(fmt, exp.Literal) and fmt.is_string and fmt.name.lower() == "hex"):
+            raise SqlError("0A000", f"{word}() supports the format 'hex' only",
+                           hint="Use 'hex'; base64 and escape are not supported yet.")
+        if isinstance(node, exp.Encode):
+            return _func("lower", _func("hex", node.this))
+        value = _func("unhex", node.this)
+        bad = exp.and_(exp.Not(this=exp.Is(this=node.this.copy(), expression=exp.Null())),
+                       exp.Is(this=value.copy(), expression=exp.Null()))
+        return self._guarded(value, [(bad, "22023", "invalid hexadecimal data")])
 
     @staticmethod
     def _array_slice(arr: exp.Expression, lo: exp.Expression | None, hi: exp.Expression | None) -> exp.Expression:
@@ -2422,6 +2477,16 @@ class _Translator:
             return None
         if name in ("strpos",):
             return _func("locate", args[1], args[0])
+        if name == "quote_literal" and len(args) == 1:
+            return self._quote_literal(args[0])
+        if name in ("num_nulls", "num_nonnulls") and args:
+            flags = [exp.Case(ifs=[exp.If(this=exp.Is(this=a, expression=exp.Null()),
+                                          true=exp.Literal.number(1 if name == "num_nulls" else 0))],
+                              default=exp.Literal.number(0 if name == "num_nulls" else 1)) for a in args]
+            total: exp.Expression = flags[0]
+            for flag in flags[1:]:
+                total = exp.Add(this=total, expression=flag)
+            return _cast(total, "INT")
         if name == "btrim":
             return None
         if name == "generate_series":

@@ -335,6 +335,18 @@ SCENARIOS: dict[str, list[str]] = {
         "SELECT id, n[2:], n[:1], n[0:5], n[2:1], tags[1:1] FROM sqa_arr ORDER BY id",
         "DROP TABLE sqa_arr",
     ],
+    "string_and_bytea_functions": [
+        "CREATE TABLE sqf_fx (id int, s text, b bytea)",
+        "INSERT INTO sqf_fx VALUES (1, 'a,b,c', '\\x01ff'), (2, 'it''s a\\b', '\\x'), (3, '', NULL), (4, NULL, NULL),"
+        " (5, 'x||y||', '\\x00')",
+        "SELECT id, string_to_array(s, ','), string_to_array(s, '||'), string_to_array(s, ''),"
+        " string_to_array(s, NULL), string_to_array(s, ',', 'b') FROM sqf_fx ORDER BY id",
+        "SELECT id, quote_literal(s), quote_literal(id) FROM sqf_fx ORDER BY id",
+        "SELECT id, num_nulls(s, b, NULL), num_nonnulls(s, b, id) FROM sqf_fx ORDER BY id",
+        "SELECT id, encode(b, 'hex'), decode(encode(b, 'hex'), 'hex') FROM sqf_fx ORDER BY id",
+        "SELECT decode(s, 'hex') FROM sqf_fx WHERE id = 1",
+        "DROP TABLE sqf_fx",
+    ],
     "operators_that_do_not_exist": [
         "SELECT hired + hired FROM sq_emp",
         "SELECT interval '1 day' + 1",
