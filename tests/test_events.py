@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +19,7 @@ import psycopg
 import pytest
 
 from tests.tidegate_server import TidegateServer, start_tidegate
+from tests.wire import error_of, rows, running_gateway, wait_until
 
 EVENTS = "tidegate_private.events"
 HOURLY = "EVAL INTERVAL '1 hour'"
@@ -26,38 +27,14 @@ FAST = {"TIDEGATE_EVENTS_FLUSH_INTERVAL_S": "0.2", "TIDEGATE_FLOW_DEFAULT_INTERV
 
 
 @pytest.fixture(scope="module")
-def gw(tmp_path_factory) -> TidegateServer:
-    server = start_tidegate(tmp_path_factory.mktemp("events") / "data", env=FAST)
-    server.wait_for_spark()
-    yield server
-    server.stop()
+def gw(tmp_path_factory) -> Iterator[TidegateServer]:
+    yield from running_gateway(tmp_path_factory.mktemp("events") / "data", env=FAST)
 
 
 @pytest.fixture()
 def conn(gw: TidegateServer):
     with psycopg.connect(gw.dsn, autocommit=True) as c:
         yield c
-
-
-def rows(conn: psycopg.Connection, sql: str, params: tuple = ()) -> list[tuple]:
-    return conn.execute(sql, params or None).fetchall()
-
-
-def error_of(conn: psycopg.Connection, sql: str) -> psycopg.Error:
-    with pytest.raises(psycopg.Error) as info:
-        conn.execute(sql)
-    return info.value
-
-
-def wait_until(fn: Callable[[], Any], timeout: float = 60.0, interval: float = 0.25) -> Any:
-    deadline = time.time() + timeout
-    while True:
-        value = fn()
-        if value:
-            return value
-        if time.time() > deadline:
-            raise AssertionError(f"condition not reached; last value {value!r}")
-        time.sleep(interval)
 
 
 def events(conn: psycopg.Connection, where: str, params: tuple = (), n: int = 1,

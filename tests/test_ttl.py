@@ -3,14 +3,15 @@ moment they expire, clean-up in the background that the change feed and flows do
 deletes, 'instant' tables that feed flows and stay empty.
 
 One gateway for the module, with a maintenance pass every second, 'instant' rows kept 30 s for
-streaming flows, and ttl rewrites of straddling files held back (an hour), so a file holding both expired and live rows stays as written while
-the tests run: what they see of it is the query-time filter alone. Time index values are placed
+streaming flows, and ttl rewrites of straddling files held back (an hour), so a file holding both
+expired and live rows stays as written while the tests run: what they see of it is the query-time
+filter alone. Time index values are placed
 relative to now (never sleeps of minutes).
 """
 
 from __future__ import annotations
 
-import time
+from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -19,7 +20,8 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable
 
-from tests.tidegate_server import TidegateServer, start_tidegate
+from tests.tidegate_server import TidegateServer
+from tests.wire import error_of, rows, running_gateway, wait_until
 
 HOURLY = "EVAL INTERVAL '1 hour'"
 
@@ -30,13 +32,10 @@ def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def gw(data_dir: Path) -> TidegateServer:
-    server = start_tidegate(data_dir, env={"TIDEGATE_MAINTENANCE_INTERVAL_S": "1",
-                                           "TIDEGATE_TTL_REWRITE_INTERVAL_S": "3600",
-                                           "TIDEGATE_INSTANT_RETENTION_S": "30"})
-    server.wait_for_spark()
-    yield server
-    server.stop()
+def gw(data_dir: Path) -> Iterator[TidegateServer]:
+    yield from running_gateway(data_dir, env={"TIDEGATE_MAINTENANCE_INTERVAL_S": "1",
+                                             "TIDEGATE_TTL_REWRITE_INTERVAL_S": "3600",
+                                             "TIDEGATE_INSTANT_RETENTION_S": "30"})
 
 
 @pytest.fixture()
@@ -45,41 +44,24 @@ def conn(gw: TidegateServer):
         yield c
 
 
-def rows(conn: psycopg.Connection, sql: str, params: tuple = ()) -> list[tuple]:
-    return conn.execute(sql, params).fetchall()
-
-
-def error_of(conn: psycopg.Connection, sql: str) -> psycopg.Error:
-    with pytest.raises(psycopg.Error) as info:
-        conn.execute(sql)
-    return info.value
+def delta(gw: TidegateServer, data_dir: Path, table: str) -> DeltaTable:
+    """The table's Delta files, read with delta-rs (not through the gateway)."""
+    with psycopg.connect(gw.dsn, autocommit=True) as c:
+        return DeltaTable(str(data_dir / c.execute("SELECT pg_relation_filepath(%s)", (table,)).fetchone()[0]))
 
 
 def stored(gw: TidegateServer, data_dir: Path, table: str) -> pa.Table:
-    """What the table's Delta files hold, read with delta-rs (not through the gateway)."""
-    with psycopg.connect(gw.dsn, autocommit=True) as c:
-        path = data_dir / c.execute("SELECT pg_relation_filepath(%s)", (table,)).fetchone()[0]
-    return DeltaTable(str(path)).to_pyarrow_table()
+    return delta(gw, data_dir, table).to_pyarrow_table()
 
 
 def changes(gw: TidegateServer, data_dir: Path, table: str) -> list[str]:
-    with psycopg.connect(gw.dsn, autocommit=True) as c:
-        path = data_dir / c.execute("SELECT pg_relation_filepath(%s)", (table,)).fetchone()[0]
-    feed = pa.table(DeltaTable(str(path)).load_cdf(starting_version=0).read_all())
+    feed = pa.table(delta(gw, data_dir, table).load_cdf(starting_version=0).read_all())
     return feed.column("_change_type").to_pylist()
 
 
 def ago(**kw: float) -> datetime:
     """A naive UTC timestamp ``kw`` before now (a TIMESTAMP time index holds UTC wall time)."""
     return datetime.now(timezone.utc).replace(tzinfo=None) - timedelta(**kw)
-
-
-def wait_until(check, timeout: float = 60.0, what: str = "") -> None:
-    deadline = time.time() + timeout
-    while not check():
-        if time.time() > deadline:
-            raise AssertionError(f"not reached in {timeout} s: {what}")
-        time.sleep(0.3)
 
 
 # -- the option --------------------------------------------------------------------------------------
