@@ -216,8 +216,12 @@ def python_value(v: Any, t: ColumnType, column: str) -> Any:
             except InvalidOperation:
                 raise _invalid(t, v) from None
             if not d.is_finite():
-                raise SqlError("22003", "numeric value out of range", detail="NaN and infinity cannot be stored")
+                raise SqlError("0A000", "numeric NaN and infinity are not supported",
+                               detail="numeric values are stored as Delta Lake decimals, which have neither",
+                               hint="Use double precision for NaN and infinity.")
             q = d.quantize(Decimal(1).scaleb(-arrow.scale), rounding="ROUND_HALF_UP")
+            if t.precision is None and t.scale is None:
+                pgvalues.check_unconstrained_numeric(d, q, v)
             if len(q.as_tuple().digits) - (-q.as_tuple().exponent if q.as_tuple().exponent < 0 else 0) > arrow.precision - arrow.scale and q != 0:
                 if t.precision is not None:
                     raise SqlError("22003", "numeric field overflow",

@@ -26,7 +26,7 @@ import re
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from decimal import Decimal
+from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from typing import Any, Protocol
 
 import sqlglot
@@ -788,6 +788,20 @@ def _bpchar_semantics(tree: exp.Expression, pg_type: Callable[[exp.Expression], 
         trims[id(node)] = node
     for node in sorted(trims.values(), key=lambda n: -n.depth):  # inner ones first: outer copies keep them
         node.replace(_func("rtrim", node.copy()))
+
+
+def _check_numeric_constant(text: str) -> None:
+    """A constant cast to unconstrained numeric: NaN/Infinity (Spark decimals have neither) and
+    digits the stored scale would round into another number are 0A000 (tidegate.pgvalues)."""
+    try:
+        value = Decimal(text.strip())
+    except InvalidOperation:
+        return  # not a number: the cast reports it
+    if not value.is_finite():
+        raise SqlError("0A000", "numeric NaN and infinity are not supported",
+                       detail="numeric values are Spark and Delta Lake decimals, which have neither",
+                       hint="Use double precision for NaN and infinity.")
+    pgvalues.check_unconstrained_numeric(value, value.quantize(Decimal("1e-18"), rounding=ROUND_HALF_UP), text)
 
 
 def _check_constant_input(text: str, target: exp.DataType.Type) -> None:
@@ -2129,6 +2143,8 @@ class _Translator:
         arg = node.this
         src = _dtype(arg)
         params = _type_params(to)
+        if isinstance(arg, exp.Literal) and t == _T.DECIMAL and not params:
+            _check_numeric_constant(arg.name)
         if isinstance(arg, exp.Literal) and arg.is_string:
             if t in (_T.VARBINARY, _T.BINARY):  # bytea input syntax, as a table's column reads it
                 return _func("unhex", exp.Literal.string(pgvalues.parse_bytea(arg.name).hex()))

@@ -564,3 +564,19 @@ def test_dates_before_the_common_era_are_refused(sql: str, server: Target, oracl
         return
     with pytest.raises(psycopg.errors.FeatureNotSupported):
         server_conn.execute(sql)
+
+
+@pytest.mark.parametrize("sql", ["SELECT 1e-30::numeric FROM sq_emp",
+                                 "SELECT 'NaN'::numeric FROM sq_emp",
+                                 "SELECT '-Infinity'::numeric FROM sq_emp",
+                                 "SELECT 0.0000000000000000015::numeric FROM sq_emp"])
+def test_numerics_a_decimal_cannot_hold_are_refused(sql: str, server: Target, oracle: Target,
+                                                    server_conn: psycopg.Connection) -> None:
+    """PostgreSQL's numeric keeps NaN, infinities and every digit; Spark and Delta decimals keep
+    18 digits after the point and neither NaN nor infinity. Rounding that would make another
+    number (1e-30 -> 0) is refused with 0A000 instead of a wrong answer."""
+    if server.port == oracle.port:  # the oracle itself answers
+        server_conn.execute(sql).fetchall()
+        return
+    with pytest.raises(psycopg.errors.FeatureNotSupported):
+        server_conn.execute(sql).fetchall()

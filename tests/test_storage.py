@@ -501,3 +501,15 @@ def test_alter_column_default_and_not_null(env):
     assert sorted(_rows(engine, "ac"), key=repr) == sorted(
         [{"id": 1, "v": None}, {"id": 2, "v": "dflt"}, {"id": None, "v": "x"}, {"id": 3, "v": None}], key=repr)
     assert engine.catalog.get_table("public", "ac").column("v").default is None
+
+
+def test_unconstrained_numeric_keeps_the_value_or_refuses_it(env):
+    """numeric without a scale is stored to 18 decimals: rounding that changes the value less than
+    a double's precision is kept (1/3), one that would make another number is 0A000 (1e-30 is not 0),
+    and NaN / infinity (which Delta decimals lack) are 0A000; a declared scale rounds as PostgreSQL."""
+    engine, s = env
+    s.execute("CREATE TABLE nk (x numeric, y numeric(10, 2))")
+    s.execute("INSERT INTO nk VALUES ($1, $2)", ["0.3333333333333333333333", "1.005"])
+    for value in ("1e-30", "0.0000000000000000015", "NaN", "-Infinity"):
+        assert _err(s, "INSERT INTO nk VALUES ($1, NULL)", [value]).sqlstate == "0A000"
+    assert _rows(engine, "nk") == [{"x": Decimal("0.333333333333333333"), "y": Decimal("1.01")}]

@@ -586,6 +586,22 @@ def parse_bytea(s: str) -> bytes:
     return bytes(out)
 
 
+# The relative change rounding an unconstrained numeric to its stored scale may make.
+_NUMERIC_KEPT = Decimal("1e-15")
+
+
+def check_unconstrained_numeric(given: Decimal, stored: Decimal, text: object) -> None:
+    """0A000 when storing ``given`` as ``stored`` (an unconstrained numeric rounded to the scale a
+    Delta decimal keeps) would make it another number: PostgreSQL keeps every digit. Rounding is
+    kept while it changes the value less than a double's precision would (1/3 computed to 37
+    digits is stored to 18); 1e-30 (-> 0) or 1.5e-18 (-> 2e-18) are refused."""
+    if abs(stored - given) > abs(given) * _NUMERIC_KEPT:
+        raise SqlError("0A000", f'numeric value "{text}" has too many digits after the decimal point',
+                       detail="numeric without a declared scale is stored with 18 digits after the decimal point "
+                              "(a Delta Lake decimal)",
+                       hint="Declare the column numeric(p, s) to round to s digits, as PostgreSQL does, or round the value.")
+
+
 def parse_float(text: str, real: bool = False) -> float:
     """float8 (or float4, ``real``) input as PostgreSQL reads it: 22P02 for malformed text,
     22003 for a value beyond the type's range or one that underflows to zero."""
