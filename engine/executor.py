@@ -338,10 +338,11 @@ class EngineSession:
         resolver.snapshots[t.location] = snap
         resolver.tables[t.location] = t
         pending = self._pending_ops(t)
-        expiring = not resolver.stored_rows and not ttl.of(t).forever
+        kept = ttl.of(t)
+        expiring = not resolver.stored_rows and not kept.forever
         signature = (t.oid, tuple((c.name, c.type) for c in t.columns),
                      id(self._pending) if pending else None, len(pending),
-                     ttl.of(t).text if expiring else None)
+                     kept.text if expiring else None)
         entry = self._views.get(t.location)
         if entry is not None and entry.version == snap.version and entry.signature == signature:
             return entry.view_name
@@ -349,7 +350,7 @@ class EngineSession:
         if pending:
             df = self._with_pending(t, df, pending, snap.version)
         if expiring:
-            df = ttl.visible(df, t)
+            df = ttl.visible(df, t, kept)
         view_name = f"tg_{re.sub(r'[^a-z0-9_]', '_', t.name.lower())[:40]}_{t.oid}_{next(_view_ids)}"
         df.createOrReplaceTempView(view_name)
         if entry is not None:

@@ -215,10 +215,7 @@ def python_value(v: Any, t: ColumnType, column: str) -> Any:
                 d = Decimal(v.strip()) if isinstance(v, str) else Decimal(str(v)) if isinstance(v, float) else Decimal(v)
             except InvalidOperation:
                 raise _invalid(t, v) from None
-            if not d.is_finite():
-                raise SqlError("0A000", "numeric NaN and infinity are not supported",
-                               detail="numeric values are stored as Delta Lake decimals, which have neither",
-                               hint="Use double precision for NaN and infinity.")
+            pgvalues.refuse_non_finite_numeric(d)
             q = d.quantize(Decimal(1).scaleb(-arrow.scale), rounding="ROUND_HALF_UP")
             if t.precision is None and t.scale is None:
                 pgvalues.check_unconstrained_numeric(d, q, v)

@@ -797,10 +797,7 @@ def _check_numeric_constant(text: str) -> None:
         value = Decimal(text.strip())
     except InvalidOperation:
         return  # not a number: the cast reports it
-    if not value.is_finite():
-        raise SqlError("0A000", "numeric NaN and infinity are not supported",
-                       detail="numeric values are Spark and Delta Lake decimals, which have neither",
-                       hint="Use double precision for NaN and infinity.")
+    pgvalues.refuse_non_finite_numeric(value)
     pgvalues.check_unconstrained_numeric(value, value.quantize(Decimal("1e-18"), rounding=ROUND_HALF_UP), text)
 
 

@@ -156,9 +156,10 @@ def horizon_us(ttl: Ttl, now_us: int | None = None) -> int | None:
 
 # -- reading ---------------------------------------------------------------------------------------
 
-def visible(df: DataFrame, t: TableDef) -> DataFrame:
-    """``df`` (rows of ``t``) without its expired rows, judged against the query's own now."""
-    ttl = of(t)
+def visible(df: DataFrame, t: TableDef, ttl: Ttl | None = None) -> DataFrame:
+    """``df`` (rows of ``t``) without its expired rows, judged against the query's own now
+    (``ttl``: ``t``'s, when the caller has it already)."""
+    ttl = of(t) if ttl is None else ttl
     if ttl.forever or not t.time_index:
         return df
     from pyspark.sql import functions as F

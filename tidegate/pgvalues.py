@@ -590,6 +590,14 @@ def parse_bytea(s: str) -> bytes:
 _NUMERIC_KEPT = Decimal("1e-15")
 
 
+def refuse_non_finite_numeric(value: Decimal) -> None:
+    """0A000 for numeric NaN / infinity: Spark and Delta Lake decimals have neither."""
+    if not value.is_finite():
+        raise SqlError("0A000", "numeric NaN and infinity are not supported",
+                       detail="numeric values are stored as Spark / Delta Lake decimals, which have neither",
+                       hint="Use double precision for NaN and infinity.")
+
+
 def check_unconstrained_numeric(given: Decimal, stored: Decimal, text: object) -> None:
     """0A000 when storing ``given`` as ``stored`` (an unconstrained numeric rounded to the scale a
     Delta decimal keeps) would make it another number: PostgreSQL keeps every digit. Rounding is

@@ -153,11 +153,6 @@ def append_mostly(location: str | None) -> bool:
     return data_ops == 0 or changes / data_ops <= APPEND_MOSTLY_MAX_SHARE
 
 
-def instant_ttl(table) -> bool:
-    """Whether ``table`` was created WITH (ttl = 'instant') (GreptimeDB's flow-only source)."""
-    return ttl.of(table).instant
-
-
 def decide_flow_type(plan: FlowPlan, explicit: str | None, eval_interval: int | None = None) -> str:
     """The flow's mode.
 
@@ -168,7 +163,7 @@ def decide_flow_type(plan: FlowPlan, explicit: str | None, eval_interval: int | 
     runs as batching. The chosen mode is the ``flow_type`` of INFORMATION_SCHEMA.FLOWS.options.
     """
     why = streamable(plan)
-    instant = [t.qualified_name for t in plan.sources if instant_ttl(t)]
+    instant = [t.qualified_name for t in plan.sources if ttl.of(t).instant]  # GreptimeDB's flow-only source
     if instant:
         # GreptimeDB: a source with ttl = 'instant' keeps no rows for batches to re-read; its flows
         # run in streaming mode (the rows reach the flow as they are written).
