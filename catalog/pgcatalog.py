@@ -31,6 +31,7 @@ import pyarrow as pa
 import warnings
 
 from catalog import flows as flowmeta
+from catalog import jobs as jobsmeta
 from catalog import refresh as refreshmeta
 from catalog import pg_keywords
 from catalog import pg_relations as rels
@@ -1406,6 +1407,7 @@ def _create_database(owner: "CatalogQueries") -> duckdb.DuckDBPyConnection:
     owner._install_functions(con)
     flowmeta.load_into_duckdb(con, owner._catalog, create=True)  # INFORMATION_SCHEMA.FLOWS, FLOW_STATISTICS
     refreshmeta.load_into_duckdb(con, owner._catalog, create=True)  # INFORMATION_SCHEMA.REFRESH_TABLES
+    jobsmeta.load_into_duckdb(con, owner._catalog, create=True)  # INFORMATION_SCHEMA.JOBS
     con.execute("SET lock_configuration = true")  # no SET can turn external access back on
     return con
 
@@ -1560,7 +1562,7 @@ class CatalogQueries:
         analysis = self._analyze(sql)
         key = None
         if not analysis.volatile and not flowmeta.mentions_flow_relations(sql) and not _PG_SEQUENCES.search(sql) \
-                and not refreshmeta.mentions_refresh_relations(sql):
+                and not refreshmeta.mentions_refresh_relations(sql) and not jobsmeta.mentions_job_relations(sql):
             try:
                 key = (sql, _freeze(params), info.user, info.database, info.backend_pid, info.application_name,
                        tuple(sorted(info.settings.items())))
@@ -1767,6 +1769,14 @@ class CatalogQueries:
                     refreshmeta.load_into_duckdb(loader, self._catalog)
                 finally:
                     loader.close()
+        if jobsmeta.mentions_job_relations(sql):  # job state changes without a version bump
+            with self._lock:
+                assert self._db is not None
+                loader = self._db.cursor()
+                try:
+                    jobsmeta.load_into_duckdb(loader, self._catalog)
+                finally:
+                    loader.close()
         for database, name in analysis.databases:
             if database not in (info.database, self._catalog.database):
                 raise SqlError("0A000", f"cross-database references are not implemented: {name}")
@@ -1970,6 +1980,10 @@ class CatalogQueries:
 
         def current_database() -> str:
             return this._info().database
+
+        def job_visible(submitted_by: str) -> bool:  # INFORMATION_SCHEMA.JOBS shows statements to these
+            info = this._info()
+            return submitted_by == info.user or bool(this._catalog.roles.is_superuser(info))
 
         def current_schema() -> str | None:
             return this._current_schema(this._info())
@@ -2293,6 +2307,7 @@ class CatalogQueries:
         udf("tg_function_arguments", function_arguments, [T.BIGINT, T.BOOLEAN], T.VARCHAR)
         udf("tg_regproc_oid", regproc_oid, [T.VARCHAR], T.BIGINT)
         udf("tg_current_user", current_user, [], T.VARCHAR)
+        udf("tg_job_visible", job_visible, [T.VARCHAR], T.BOOLEAN)
         udf("tg_current_database", current_database, [], T.VARCHAR)
         udf("tg_current_schema", current_schema, [], T.VARCHAR)
         udf("tg_current_schemas", current_schemas, [T.BOOLEAN], duckdb.list_type(T.VARCHAR))

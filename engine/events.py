@@ -22,10 +22,10 @@ outcome is unknown (an error after the log entry was written) is looked up by th
 before it is retried, so no batch is written twice; at start the next id is the last committed
 one plus one, so ids never repeat across restarts. A kill -9 loses only the events still queued.
 
-Event types are dotted names (:data:`EVENT_TYPES`). The jobs (not built yet) are to report as
+Event types are dotted names (:data:`EVENT_TYPES`). Jobs (:mod:`engine.jobs`) report as
 ``job.submitted`` / ``job.started`` / ``job.finished`` / ``job.failed`` / ``job.cancelled``,
-``object`` the job's name, ``user`` who submitted it, the payload its id, what it runs and, when
-it ended, its duration, rows and error.
+``object`` the job's name (or id), ``user`` who submitted it, the payload its id, what it runs and,
+when it ended, its duration, rows and error.
 
 This module never imports Spark: the gateway (which may not) reaches :meth:`EventRecorder.record`
 through ``RoutedBackend.record_event``.

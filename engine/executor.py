@@ -100,7 +100,9 @@ class Engine:
         self.locks = TableLocks()  # UPDATE/DELETE/upsert write locks, held to transaction end
         # Transactions interrupted during COMMIT are completed before anything else runs.
         self.journal = txnlog.Journal(settings.data_dir / "txn")
-        recovered = txnlog.recover(self.store, self.journal, catalog)
+        # Notes of recovered commits (CommitHooks): the jobs whose commits a crash interrupted.
+        self.recovered_notes: list[dict] = []
+        recovered = txnlog.recover(self.store, self.journal, catalog, self.recovered_notes)
         if recovered:
             log.info("completed %d transaction(s) interrupted during COMMIT", recovered)
         # Temporary tables of sessions of a gateway that died (kill -9) belong to no session now.
@@ -120,6 +122,9 @@ class Engine:
         from engine.refresh import RefreshManager
 
         self.refresh = RefreshManager(self)  # REFRESH TABLE, its recovery and schedule
+        from engine.jobs import JobManager
+
+        self.jobs = JobManager(self)  # SUBMIT JOB & co., their recovery and slots
         self._idle_sessions: list[tuple[SparkSession, dict[str, _ViewEntry]]] = []
         self._idle_lock = threading.Lock()
 
@@ -129,6 +134,7 @@ class Engine:
         self.maintenance.start()
         self.flows.start()
         self.refresh.start()
+        self.jobs.start()
 
     def ready(self) -> bool:
         return self.runtime.ready()
@@ -172,6 +178,7 @@ class Engine:
             _drop_view(spark, entry.view_name)
 
     def shutdown(self) -> None:
+        self.jobs.shutdown()  # running jobs stop and wait PENDING for the next start
         self.refresh.shutdown()
         self.flows.shutdown()
         self.maintenance.stop()
@@ -303,6 +310,7 @@ class EngineSession:
         self._interrupt = threading.Event()  # set by cancel(): also stops a wait for a table lock
         self._pending: list[WriteOp] | None = None
         self._ddl: BlockDdl | None = None  # the open block's catalog changes and storage
+        self.commit_hooks: txnlog.CommitHooks | None = None  # a job's (engine.jobs): added to its COMMIT
         self._closed = False
         self._overriding: str | None = None  # INSERT ... OVERRIDING {SYSTEM|USER} VALUE
         self.temp_schema: str | None = None  # pg_temp_<pid>, once this session created a temporary relation
@@ -596,7 +604,8 @@ class EngineSession:
         try:
             record = block.record() if block is not None else None
             if pending or record is not None:
-                self.store.commit_all(pending or [], self.engine.journal, record, self.engine.catalog)
+                self.store.commit_all(pending or [], self.engine.journal, record, self.engine.catalog,
+                                      self.commit_hooks)
         except BaseException:
             if block is not None:
                 block.discard(self.store, self.engine.journal)
@@ -760,6 +769,8 @@ class EngineSession:
                 return fast
         if (first == "CREATE" and (w[1] == "INDEX" or w[1:3] == ["UNIQUE", "INDEX"])) or w[:2] == ["DROP", "INDEX"]:
             return constraints.index_statement(self, sql, info)
+        if self.engine.jobs.handles(w):  # SUBMIT JOB, SHOW JOBS, FETCH / WAIT / CANCEL JOB
+            return self.engine.jobs.execute(sql, info, self, params)
         if self.engine.refresh.handles(w[:3]):  # REFRESH TABLE t [WAIT], SHOW REFRESH STATUS
             return self.engine.refresh.execute(sql, info)
         if first == "SHOW":
@@ -2604,6 +2615,8 @@ class EngineSession:
         first = toks[0].upper if toks else ""
         if flow_statements.is_flow_statement(sql):
             return list(_fill_params(param_types, {})), flow_statements.describe(sql)
+        if self.engine.jobs.handles([t.upper for t in toks[:4]] + ["", "", "", ""]):
+            return list(_fill_params(param_types, {})), self.engine.jobs.describe(sql, info)
         if first == "SHOW":
             stream = self._show(sql, toks, info)
             return list(_fill_params(param_types, {})), stream.fields

@@ -768,6 +768,7 @@ class RefreshManager:
         # only these are recovered, never one this process is running.
         self._interrupted: set[int] = set()
         self._begun: set[int] = set()  # tables whose refresh this process started
+        self._begun_ids: set[tuple[int, int]] = set()  # (table oid, refresh id) this process began
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -823,9 +824,16 @@ class RefreshManager:
         if not rmeta.is_refreshable(t.options):
             raise SqlError("55000", f"Table '{t.qualified_name}' is not refreshable. Only tables created with "
                                     "refresh_mode = 'FULL_RELOAD' support REFRESH.")
-        if not wait:
-            rid = self.start_refresh(t, user=info.user, trigger="REFRESH TABLE")
-            return CommandResult("REFRESH TABLE", notices=[f"refresh {rid} of table '{t.qualified_name}' started"])
+        if not wait:  # a job (engine.jobs) runs it: SHOW JOBS, WAIT JOB and CANCEL JOB reach it
+            rid = self._begin(t)
+            try:
+                job = self.engine.jobs.submit_internal(f"REFRESH TABLE {_q(t.schema)}.{_q(t.name)}", info,
+                                                       refresh=(t.oid, rid))
+            except BaseException:
+                self.state.fail(t.oid, "the refresh could not be submitted as a job")
+                raise
+            return CommandResult("REFRESH TABLE", notices=[
+                f"refresh {rid} of table '{t.qualified_name}' started as job {job.job_id}"])
         sent: list[str] = []
 
         def notify(text: str) -> None:
@@ -851,7 +859,24 @@ class RefreshManager:
         with self._guard:
             rid = self.state.begin(t.oid, t.qualified_name)
             self._begun.add(t.oid)
+            self._begun_ids.add((t.oid, rid))
             return rid
+
+    def began_here(self, oid: int, rid: int) -> bool:
+        """Whether this process began refresh ``rid`` of table ``oid`` (else the refresh recovery
+        resumes it, if it is unfinished)."""
+        with self._guard:
+            return (oid, rid) in self._begun_ids
+
+    def run_begun(self, t: TableDef, rid: int, notify: Notify, user: str | None) -> None:
+        """Run the refresh an asynchronous REFRESH TABLE began, in its job's thread (errors raise)."""
+        with self._guard:
+            self._threads[t.oid] = threading.current_thread()
+        try:
+            self._run(t, rid, notify, raise_errors=True, user=user, trigger="REFRESH TABLE")
+        finally:
+            with self._guard:
+                self._threads.pop(t.oid, None)
 
     def start_refresh(self, t: TableDef, resume: bool = False, *, user: str | None = None,
                       trigger: str = "schedule") -> int:

@@ -63,7 +63,7 @@ from tidegate.errors import SqlError
 from tidegate.pgtypes import ColumnType
 from engine import functions, txnlog
 from engine.locks import VisibilityGate
-from engine.txnlog import DdlRecord, Journal
+from engine.txnlog import CommitHooks, DdlRecord, Journal
 
 log = logging.getLogger("tidegate.storage")
 
@@ -770,7 +770,7 @@ class TableStore:
             return dt.version(), op
 
     def commit_all(self, ops: list[WriteOp], journal: Journal, ddl: DdlRecord | None = None,
-                   catalog: Catalog | None = None) -> None:
+                   catalog: Catalog | None = None, hooks: CommitHooks | None = None) -> None:
         """A transaction's writes (and DDL), all or none: checked together under every written
         table's lock (taken in location order), then journaled and applied (see
         :mod:`engine.txnlog`), visible to readers at once (:attr:`gate`). Writes that can share a
@@ -778,14 +778,15 @@ class TableStore:
         executemany) is one commit and needs no journal.
 
         With ``ddl`` the catalog is held from the check of its changes until they are applied,
-        so nothing changes a relation in between and recovery never replays over a newer change."""
+        so nothing changes a relation in between and recovery never replays over a newer change.
+        With ``hooks`` (:class:`engine.txnlog.CommitHooks`) the commit is always journaled."""
         if ddl is not None:
             gone = {oid for oid, t in ddl.changes.relations.items() if t is None}
             ops = [op for op in ops if op.table.oid not in gone]  # writes to a table dropped with them
         ops = coalesce(ops)
         if not ops and ddl is None:
             return
-        if len(ops) == 1 and ddl is None:
+        if len(ops) == 1 and ddl is None and hooks is None:
             self.apply(ops[0])
             return
         locations = sorted({op.table.location or "" for op in ops})
@@ -806,8 +807,11 @@ class TableStore:
                     freed[location] = pa.concat_tables([freed[location], removed]) if location in freed else removed
             if ddl is not None:
                 catalog.verify_changes(ddl.changes)
-            txid = journal.begin(checked, ddl)  # the commit point
-            txnlog.apply_all(self, journal, txid, checked, ddl, catalog)
+            if hooks is not None:
+                hooks.check()
+            txid = journal.begin(checked, ddl, hooks.note if hooks is not None else None)  # the commit point
+            txnlog.apply_all(self, journal, txid, checked, ddl, catalog,
+                             hooks.landed if hooks is not None else None)
 
     def verified(self, dt: DeltaTable, op: WriteOp, freed: pa.Table | None = None) -> WriteOp:
         """``op`` checked against what was committed since its statement read the table (the

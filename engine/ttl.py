@@ -98,7 +98,7 @@ def parse(value: str) -> Ttl:
         return NO_TTL
     if word == INSTANT:
         return Ttl(INSTANT, 0)
-    micros = _duration_us(text)
+    micros = duration_us(text)
     if micros is None:
         raise _bad(value, "not a duration")
     if micros <= 0:
@@ -106,7 +106,7 @@ def parse(value: str) -> Ttl:
     return Ttl(text, micros)
 
 
-def _duration_us(text: str) -> int | None:
+def duration_us(text: str) -> int | None:
     pos, total, terms = 0, 0, 0
     while pos < len(text):  # humantime: number + unit terms, spaces optional ('1h30m', '7 days')
         m = _TERM.match(text, pos)

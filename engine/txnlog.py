@@ -33,6 +33,7 @@ import os
 import threading
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
@@ -88,9 +89,9 @@ class Journal:
                 os.replace(tmp, self.root / "sequence")
             return self._last
 
-    def begin(self, ops: list[WriteOp], ddl: DdlRecord | None = None) -> int:
+    def begin(self, ops: list[WriteOp], ddl: DdlRecord | None = None, note: dict | None = None) -> int:
         """Make the transaction's writes (and catalog changes) durable; returns its id (the
-        commit point)."""
+        commit point). ``note`` (a caller's JSON, :class:`CommitHooks`) is kept with the record."""
         txid = self._next_id()
         entries = []
         for i, op in enumerate(ops):
@@ -105,7 +106,7 @@ class Journal:
                             "data": data_file})
         tmp = self.root / f"{txid}.json.tmp"
         with open(tmp, "w") as fh:
-            json.dump({"id": txid, "writes": entries, "ddl": ddl.to_json() if ddl else None}, fh)
+            json.dump({"id": txid, "writes": entries, "ddl": ddl.to_json() if ddl else None, "note": note}, fh)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, self.root / f"{txid}.json")
@@ -123,8 +124,8 @@ class Journal:
             if entry["data"]:
                 (self.root / entry["data"]).unlink(missing_ok=True)
 
-    def pending(self) -> list[tuple[int, list[WriteOp], DdlRecord | None]]:
-        """Records of transactions whose writes may not all have landed, oldest first."""
+    def pending(self) -> list[tuple[int, list[WriteOp], DdlRecord | None, dict | None]]:
+        """Records of transactions whose writes may not all have landed, oldest first (with their notes)."""
         from engine.storage import WriteOp
 
         out = []
@@ -136,7 +137,7 @@ class Journal:
                 data = pq.read_table(self.root / entry["data"]) if entry["data"] else None
                 ops.append(WriteOp(table, entry["kind"], data, keys=entry["keys"], updates=entry["updates"],
                                    null_safe=entry["null_safe"], schema_change=entry["schema_change"]))
-            out.append((doc["id"], ops, DdlRecord.from_json(doc["ddl"]) if doc.get("ddl") else None))
+            out.append((doc["id"], ops, DdlRecord.from_json(doc["ddl"]) if doc.get("ddl") else None, doc.get("note")))
         for tmp in self.root.glob("*.tmp"):  # a record never made durable: its transaction wrote nothing
             tmp.unlink()
         return out
@@ -197,8 +198,24 @@ class DdlRecord:
                    list(doc.get("drop_schema_dirs") or []), list(doc.get("created_notes") or []))
 
 
+@dataclass
+class CommitHooks:
+    """What a caller adds to one transaction's commit (a job's, :mod:`engine.jobs`): such a
+    commit always goes through the journal, so that whether it landed is known after a crash.
+
+    ``check`` runs under the written tables' locks just before the commit point (raise: nothing
+    is written); ``note`` is kept in the journal record; ``landed`` runs once the writes and DDL
+    are applied, before the record is removed. After a crash, :func:`recover` completes the record
+    and hands its note to the caller instead (``Engine.recovered_notes``)."""
+
+    note: dict
+    check: Callable[[], None]
+    landed: Callable[[], None]
+
+
 def apply_all(store: TableStore, journal: Journal, txid: int, ops: list[WriteOp],
-              ddl: DdlRecord | None = None, catalog: Catalog | None = None) -> None:
+              ddl: DdlRecord | None = None, catalog: Catalog | None = None,
+              landed: Callable[[], None] | None = None) -> None:
     """Step 3: apply the journaled writes in order, skipping those already in their tables; then
     the catalog changes (already verified, or being recovered) and the storage they free."""
     pause = float(os.environ.get("TIDEGATE_TXN_TEST_PAUSE", "0") or 0)  # lets crash tests kill -9 mid-commit
@@ -228,14 +245,17 @@ def apply_all(store: TableStore, journal: Journal, txid: int, ops: list[WriteOp]
         for schema_oid in ddl.drop_schema_dirs:
             store.drop_schema_dir(schema_oid)
         journal.forget_created(ddl.created_notes)
+    if landed is not None:
+        landed()
     journal.finish(txid)
 
 
-def recover(store: TableStore, journal: Journal, catalog: Catalog) -> int:
+def recover(store: TableStore, journal: Journal, catalog: Catalog, notes: list[dict] | None = None) -> int:
     """Complete the transactions a crash interrupted after their commit point; then remove the
-    storage that transactions which never committed had created. Returns how many were completed."""
+    storage that transactions which never committed had created. Returns how many were completed;
+    the notes of their records (:class:`CommitHooks`) are appended to ``notes``."""
     done = 0
-    for txid, ops, ddl in journal.pending():
+    for txid, ops, ddl, note in journal.pending():
         log.info("completing transaction %s interrupted during COMMIT (%d writes%s)", txid, len(ops),
                  ", with DDL" if ddl else "")
         try:
@@ -248,6 +268,8 @@ def recover(store: TableStore, journal: Journal, catalog: Catalog) -> int:
             record.rename(record.with_name(f"{txid}.json.failed"))
             continue
         done += 1
+        if note is not None and notes is not None:
+            notes.append(note)
     live = {t.location for t in catalog.list_tables(kind="table")}
     for note, location in journal.created():
         if location not in live:
@@ -257,4 +279,4 @@ def recover(store: TableStore, journal: Journal, catalog: Catalog) -> int:
     return done
 
 
-__all__ = ["APP_ID", "DdlRecord", "Journal", "app_version", "apply_all", "recover"]
+__all__ = ["APP_ID", "CommitHooks", "DdlRecord", "Journal", "app_version", "apply_all", "recover"]

@@ -118,6 +118,8 @@ def classify(sql: str) -> Classified:
         return Classified(Kind.RELEASE, cmd)
     if head == "declare":
         return Classified(Kind.DECLARE, cmd)
+    if head == "fetch" and w[1:2] == ["job"] and w[2:3] in (["'"], ["$"]):  # FETCH JOB 'id' (engine.jobs)
+        return Classified(Kind.BACKEND, cmd)
     if head in ("fetch", "move"):
         return Classified(Kind.FETCH, cmd)
     if head == "close":
@@ -702,6 +704,7 @@ class RoutedBackend:
 
             self.queries = CatalogQueries(SessionView(self.catalog, None))
             self.engine = Engine(settings, self.catalog)
+            self.engine.jobs.catalog_queries = self.queries  # jobs of catalog-only statements
             self.catalog.roles.sync_configured([(u.name, u.superuser) for u in settings.users])
         except BaseException:
             catalog = getattr(self, "catalog", None)

@@ -578,6 +578,12 @@ def execute(sql: str, settings: SessionSettings, in_block: bool) -> SessionReply
         value = settings.get(key)
         return SessionReply("SHOW", _show_stream(fields[0].name, [(value,)]))
     if head == "reset":
+        rest = [t.text for t in toks[1:]]
+        if rest == ["time", "zone"]:  # PostgreSQL's special form of RESET timezone
+            settings.reset("timezone", in_block=in_block)
+            return SessionReply("RESET")
+        if rest == ["session", "authorization"]:  # there is only one role
+            return SessionReply("RESET")
         if len(toks) != 2:
             raise SqlError("42601", f'syntax error at or near "{toks[2].text if len(toks) > 2 else "RESET"}"')
         name = toks[1].text

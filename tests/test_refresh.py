@@ -10,6 +10,7 @@ and right after the Delta commit.
 from __future__ import annotations
 
 import json
+import re
 import time
 from pathlib import Path
 
@@ -355,7 +356,7 @@ def test_concurrent_refresh_rejected_and_show_status(conn, tidegate: TidegateSer
     notices: list[str] = []
     conn.add_notice_handler(lambda d: notices.append(d.message_primary))
     conn.execute("REFRESH TABLE f_conc")
-    assert notices and notices[-1].endswith("of table 'public.f_conc' started")
+    assert notices and re.fullmatch(r"refresh \d+ of table 'public.f_conc' started as job job-\d{6}", notices[-1])
     err = error_of(conn, "REFRESH TABLE f_conc")
     assert err.sqlstate == "55000"
     assert err.diag.message_primary == "Table 'public.f_conc' is not in idle state. Current state: REFRESHING"

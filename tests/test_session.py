@@ -64,6 +64,10 @@ def test_set_show_reset_with_psycopg(port: int) -> None:
         cur.execute("SET TIME ZONE DEFAULT")
         cur.execute("SHOW timezone")
         assert cur.description[0].name == "TimeZone" and cur.fetchone() == ("UTC",)
+        cur.execute("SET TIME ZONE 'Asia/Tokyo'")
+        cur.execute("RESET TIME ZONE")  # PostgreSQL's special form
+        assert conn.info.parameter_status("TimeZone") == "UTC"
+        cur.execute("RESET SESSION AUTHORIZATION")
         cur.execute("SET application_name = 'reporter'")
         assert conn.info.parameter_status("application_name") == "reporter"
         cur.execute("SET myapp.tenant = 'acme'")

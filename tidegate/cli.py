@@ -75,12 +75,22 @@ def check_settings(settings: Settings) -> str | None:
         ttl.parse(str(settings.events_ttl))
     except SqlError as exc:
         return f"invalid setting events_ttl: {exc.message}"
+    micros = ttl.duration_us(str(settings.job_result_ttl))
+    if not micros or micros <= 0:
+        return f"invalid setting job_result_ttl: {settings.job_result_ttl!r} is not a positive duration"
+    if settings.max_running_jobs < 1:
+        return "invalid setting max_running_jobs: it must be at least 1"
     return None
 
 
 async def _serve(settings: Settings) -> int:
     from gateway.dispatch import RoutedBackend
     from gateway.server import Server
+
+    # Background Python work (jobs, flows, the events recorder) must not hold a statement's
+    # thread for CPython's default 5 ms switch interval: 1 ms keeps a SUBMIT JOB or a catalog
+    # query at a few milliseconds while jobs run (bench/jobs.py).
+    sys.setswitchinterval(0.001)
 
     loop = asyncio.get_running_loop()
     backend = RoutedBackend(settings)  # takes the data-dir lock first (catalog.lock), then opens the catalog

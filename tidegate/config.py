@@ -64,6 +64,11 @@ class Settings:
     events_batch_size: int = 1000
     events_queue_size: int = 10000
     events_commit_retries: int = 5
+    # Jobs (SUBMIT JOB, engine/jobs.py): how many run at once, how long a finished job's result
+    # is kept for FETCH JOB, and the lease a running job is held by (renewed every third of it).
+    max_running_jobs: int = 2
+    job_result_ttl: str = "1 day"
+    job_lease_s: float = 15.0
     # The TOML file these settings were read from (set by load_settings, never by a layer).
     config_file: Path | None = None
 
@@ -85,10 +90,11 @@ def _coerce(name: str, value: Any) -> Any:
     if name in _PATH_FIELDS:
         return Path(value)
     if name in ("port", "max_message_bytes", "max_connections", "compact_min_files", "flow_workers",
-                "events_batch_size", "events_queue_size", "events_commit_retries"):
+                "events_batch_size", "events_queue_size", "events_commit_retries", "max_running_jobs"):
         return int(value)
     if name in ("vacuum_retention_hours", "maintenance_interval_s", "vacuum_interval_s", "flow_default_interval_s",
-                "authentication_timeout", "ttl_rewrite_interval_s", "instant_retention_s", "events_flush_interval_s"):
+                "authentication_timeout", "ttl_rewrite_interval_s", "instant_retention_s", "events_flush_interval_s",
+                "job_lease_s"):
         return float(value)
     if name == "events_enabled":
         if isinstance(value, bool):
@@ -97,7 +103,7 @@ def _coerce(name: str, value: Any) -> Any:
         if text not in ("true", "false", "on", "off", "1", "0", "yes", "no"):
             raise ValueError(f"events_enabled must be true or false, got {value!r}")
         return text in ("true", "on", "1", "yes")
-    if name == "events_ttl":
+    if name in ("events_ttl", "job_result_ttl"):
         return str(value)
     if name == "host" and not isinstance(value, str):
         # asyncio binds every address of a list; one string keeps the loopback check meaningful.
