@@ -42,7 +42,6 @@ RUNNING is taken over at once; otherwise a job is taken over when its lease expi
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import re
@@ -177,10 +176,10 @@ def parse_submit(sql: str) -> Submission:
         micros = None if not timeout_text.strip() else (
             int(float(timeout_text) * 1_000_000) if re.fullmatch(r"\d+(\.\d+)?", timeout_text.strip())
             else ttl.duration_us(timeout_text))
-        if not micros or micros <= 0:
+        if micros is None or micros < 0:
             raise SqlError("22023", f"invalid value for job option timeout: {timeout_text!r}",
-                           hint="Give a duration such as '30 min', '2h' or '90 s'.")
-        timeout_s = micros / 1_000_000
+                           hint="Give a duration such as '30 min', '2h' or '90 s' (0: no limit).")
+        timeout_s = micros / 1_000_000 or None  # 0 disables it, as statement_timeout = 0 does
     return Submission(name, timeout_text, timeout_s, statement, statement_kind(statement))
 
 
@@ -322,7 +321,7 @@ class JobManager:
                 if now - last_beat >= min(1.0, self.lease_s / 3):
                     last_beat = now
                     self._heartbeat()
-                if now - last_sweep >= 30.0:
+                if now - last_sweep >= 5.0:
                     last_sweep = now
                     self._expire_results()
                 self._fill_slots()
@@ -746,6 +745,11 @@ class JobManager:
                            hint="A job runs on its own, after the block would have ended: submit it in "
                                 "autocommit mode.")
         sub = parse_submit(sql)
+        if sub.timeout_text is None:  # the session's statement_timeout bounds its jobs too
+            limit = info.settings.get("statement_timeout", "0")
+            micros = ttl.duration_us(limit) if limit not in ("", "0") else None
+            if micros:
+                sub.timeout_text, sub.timeout_s = f"{limit} (statement_timeout)", micros / 1_000_000
         job = self.store.submit(
             name=sub.name, statement=sub.statement, kind=sub.kind, user=info.user,
             session={"database": info.database, "application_name": info.application_name,

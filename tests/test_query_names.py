@@ -11,6 +11,7 @@ PostgreSQL ignores, named windows and ``OVER ()``.
 from __future__ import annotations
 
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 
 import psycopg
 import pytest
@@ -58,18 +59,29 @@ def _statements() -> list[str]:
     return out
 
 
-def _answers(dsn: str, setup: list[str], statements: list[str]) -> list[object]:
-    out: list[object] = []
+def _answers(dsn: str, setup: list[str], statements: list[str], clients: int = 3) -> list[object]:
+    """Each statement's column names and rows (or SQLSTATE), in order; the statements are read-only
+    and independent, so ``clients`` connections share them (three clients keep both cores busy)."""
     with psycopg.connect(dsn, autocommit=True) as conn:
         for s in setup:
             conn.execute(s)
-        for s in statements:
-            try:
-                cur = conn.execute(s)
-                out.append((s, [c.name for c in cur.description], cur.fetchall()))
-            except psycopg.Error as e:
-                out.append((s, "error", e.sqlstate))
-    return out
+
+    def run(part: list[tuple[int, str]]) -> list[tuple[int, object]]:
+        done: list[tuple[int, object]] = []
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            for i, s in part:
+                try:
+                    cur = conn.execute(s)
+                    done.append((i, (s, [c.name for c in cur.description], cur.fetchall())))
+                except psycopg.Error as e:
+                    done.append((i, (s, "error", e.sqlstate)))
+        return done
+
+    numbered = list(enumerate(statements))
+    with ThreadPoolExecutor(max_workers=clients) as pool:
+        parts = pool.map(run, [numbered[k::clients] for k in range(clients)])
+        answers = dict(pair for part in parts for pair in part)
+    return [answers[i] for i in range(len(statements))]
 
 
 def _compare(tidegate, pg_oracle, setup: list[str], statements: list[str], cleanup: list[str]) -> None:

@@ -10,6 +10,8 @@ SUBMIT JOB sq_job_query AS SELECT id, upper(v) AS v, amount * 2 AS twice FROM sq
 -- SQLNESS REPLACE job-\d{6} job-<id>
 -- SQLNESS REPLACE \d{4}-\d\d-\d\d\s\d\d:\d\d:\d\d(\.\d+)?\+00 <time>
 -- SQLNESS REPLACE 127\.0\.0\.1:\d+ <gateway>
+-- SQLNESS REPLACE -{2,} --
+-- SQLNESS REPLACE (\x20)\x20+ \1
 WAIT JOB 'sq_job_query' TIMEOUT '60 s';
 
 FETCH JOB 'sq_job_query';
@@ -22,6 +24,8 @@ SUBMIT JOB sq_job_insert WITH (timeout = '10 min') AS INSERT INTO sq_job_src SEL
 -- SQLNESS REPLACE job-\d{6} job-<id>
 -- SQLNESS REPLACE \d{4}-\d\d-\d\d\s\d\d:\d\d:\d\d(\.\d+)?\+00 <time>
 -- SQLNESS REPLACE 127\.0\.0\.1:\d+ <gateway>
+-- SQLNESS REPLACE -{2,} --
+-- SQLNESS REPLACE (\x20)\x20+ \1
 WAIT JOB 'sq_job_insert';
 
 FETCH JOB 'sq_job_insert';
@@ -35,6 +39,8 @@ SUBMIT JOB sq_job_fails AS SELECT id / 0 FROM sq_job_src;
 -- SQLNESS REPLACE job-\d{6} job-<id>
 -- SQLNESS REPLACE \d{4}-\d\d-\d\d\s\d\d:\d\d:\d\d(\.\d+)?\+00 <time>
 -- SQLNESS REPLACE 127\.0\.0\.1:\d+ <gateway>
+-- SQLNESS REPLACE -{2,} --
+-- SQLNESS REPLACE (\x20)\x20+ \1
 WAIT JOB 'sq_job_fails';
 
 FETCH JOB 'sq_job_fails';
@@ -69,6 +75,8 @@ ROLLBACK;
 -- SQLNESS REPLACE job-\d{6} job-<id>
 -- SQLNESS REPLACE \d{4}-\d\d-\d\d\s\d\d:\d\d:\d\d(\.\d+)?\+00 <time>
 -- SQLNESS REPLACE 127\.0\.0\.1:\d+ <gateway>
+-- SQLNESS REPLACE -{2,} --
+-- SQLNESS REPLACE (\x20)\x20+ \1
 CANCEL JOB 'sq_job_insert';
 
 DROP TABLE sq_job_src;
