@@ -20,9 +20,7 @@ from __future__ import annotations
 
 import json
 import re
-import threading
 import time
-import weakref
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -30,7 +28,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from catalog.sqlitedb import SqliteStore
+from catalog.sqlitedb import SqliteStore, shared_store
 
 PENDING, RUNNING, SUCCEEDED, FAILED, CANCELLED, UNKNOWN = (
     "PENDING", "RUNNING", "SUCCEEDED", "FAILED", "CANCELLED", "UNKNOWN")
@@ -133,22 +131,9 @@ class LeaseLost(Exception):
     """The lease of a resource is no longer this owner's (expired and taken, or released)."""
 
 
-_STORES: "weakref.WeakKeyDictionary[Any, JobStore]" = weakref.WeakKeyDictionary()
-_STORES_LOCK = threading.Lock()
-
-
 def store_for(catalog: Any) -> JobStore:
     """The job store of ``catalog`` (one per catalog object, opened on first use)."""
-    from catalog.store import Catalog
-
-    while not isinstance(catalog, Catalog) and getattr(catalog, "base", None) is not None:
-        catalog = catalog.base
-    with _STORES_LOCK:
-        store = _STORES.get(catalog)
-        if store is None:
-            store = JobStore(getattr(catalog, "_path", ":memory:"))
-            _STORES[catalog] = store
-        return store
+    return shared_store(catalog, JobStore)
 
 
 class JobStore(SqliteStore):

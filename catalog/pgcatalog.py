@@ -144,6 +144,13 @@ _KEYWORD_FUNCS = {"current_user", "session_user", "user", "current_role", "curre
 
 _CATALOG_COLUMN_TYPES = rels.column_pg_types()
 _PG_SEQUENCES = re.compile(r"pg_sequences\b", re.I)
+# INFORMATION_SCHEMA relations whose rows change without a catalog version bump (flow runs,
+# refresh and job state): reloaded into the evaluator per query that mentions them, never cached.
+_LIVE_RELATIONS = (
+    (flowmeta.mentions_flow_relations, flowmeta.load_into_duckdb),
+    (refreshmeta.mentions_refresh_relations, refreshmeta.load_into_duckdb),
+    (jobsmeta.mentions_job_relations, jobsmeta.load_into_duckdb),
+)
 # regproc columns hold function names in the mirror; compared with a number (ADBC: ``typreceive != 0``)
 # or cast to oid they are the function's OID (tg_regproc_oid), as PostgreSQL's regproc is an OID.
 _REGPROC_COLUMNS = {c for rel in rels.RELATIONS.values() for c, t in rel.columns if t == "regproc"}
@@ -1405,9 +1412,8 @@ def _create_database(owner: "CatalogQueries") -> duckdb.DuckDBPyConnection:
     con.execute("CREATE TABLE tg_keywords AS SELECT * FROM tg_kw_load")
     con.unregister("tg_kw_load")
     owner._install_functions(con)
-    flowmeta.load_into_duckdb(con, owner._catalog, create=True)  # INFORMATION_SCHEMA.FLOWS, FLOW_STATISTICS
-    refreshmeta.load_into_duckdb(con, owner._catalog, create=True)  # INFORMATION_SCHEMA.REFRESH_TABLES
-    jobsmeta.load_into_duckdb(con, owner._catalog, create=True)  # INFORMATION_SCHEMA.JOBS
+    for _, load in _LIVE_RELATIONS:  # FLOWS, FLOW_STATISTICS, REFRESH_TABLES, JOBS (empty until asked)
+        load(con, owner._catalog, create=True)
     con.execute("SET lock_configuration = true")  # no SET can turn external access back on
     return con
 
@@ -1561,8 +1567,8 @@ class CatalogQueries:
             return fast
         analysis = self._analyze(sql)
         key = None
-        if not analysis.volatile and not flowmeta.mentions_flow_relations(sql) and not _PG_SEQUENCES.search(sql) \
-                and not refreshmeta.mentions_refresh_relations(sql) and not jobsmeta.mentions_job_relations(sql):
+        if not analysis.volatile and not _PG_SEQUENCES.search(sql) \
+                and not any(mentions(sql) for mentions, _ in _LIVE_RELATIONS):
             try:
                 key = (sql, _freeze(params), info.user, info.database, info.backend_pid, info.application_name,
                        tuple(sorted(info.settings.items())))
@@ -1735,15 +1741,15 @@ class CatalogQueries:
         analysis = self._analyze(sql)
         duck_sql = self._rewrite(sql)
         mirror = self._current()
-        if flowmeta.mentions_flow_relations(sql):
-            # Flow rows change with every run (no catalog version bump): load them per query.
-            with self._lock:
-                assert self._db is not None
-                loader = self._db.cursor()
-                try:
-                    flowmeta.load_into_duckdb(loader, self._catalog)
-                finally:
-                    loader.close()
+        for mentions, load in _LIVE_RELATIONS:
+            if mentions(sql):
+                with self._lock:
+                    assert self._db is not None
+                    loader = self._db.cursor()
+                    try:
+                        load(loader, self._catalog)
+                    finally:
+                        loader.close()
         if _PG_SEQUENCES.search(sql):  # last_value moves with every nextval, without a version bump
             rel = rels.RELATIONS[("pg_catalog", "pg_sequences")]
             with self._lock:
@@ -1759,22 +1765,6 @@ class CatalogQueries:
                         loader.unregister("tg_seq_load")
                     loader.execute("COMMIT")
                     self._loaded.add(("pg_catalog", "pg_sequences"))
-                finally:
-                    loader.close()
-        if refreshmeta.mentions_refresh_relations(sql):  # refresh state changes without a version bump
-            with self._lock:
-                assert self._db is not None
-                loader = self._db.cursor()
-                try:
-                    refreshmeta.load_into_duckdb(loader, self._catalog)
-                finally:
-                    loader.close()
-        if jobsmeta.mentions_job_relations(sql):  # job state changes without a version bump
-            with self._lock:
-                assert self._db is not None
-                loader = self._db.cursor()
-                try:
-                    jobsmeta.load_into_duckdb(loader, self._catalog)
                 finally:
                     loader.close()
         for database, name in analysis.databases:

@@ -20,8 +20,6 @@ from __future__ import annotations
 
 import json
 import re
-import threading
-import weakref
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -30,7 +28,7 @@ from typing import Any
 import pyarrow as pa
 
 from tidegate.errors import SqlError
-from catalog.sqlitedb import SqliteStore
+from catalog.sqlitedb import SqliteStore, shared_store
 
 IDLE, REFRESHING, FINISHING = "IDLE", "REFRESHING", "FINISHING"
 
@@ -97,22 +95,9 @@ class Chunk:
     file: str
 
 
-_STORES: "weakref.WeakKeyDictionary[Any, RefreshStore]" = weakref.WeakKeyDictionary()
-_STORES_LOCK = threading.Lock()
-
-
 def store_for(catalog: Any) -> RefreshStore:
     """The refresh store of ``catalog`` (one per catalog object, opened on first use)."""
-    from catalog.store import Catalog
-
-    while not isinstance(catalog, Catalog) and getattr(catalog, "base", None) is not None:
-        catalog = catalog.base  # a block's or a session's view of the catalog: the catalog's store
-    with _STORES_LOCK:
-        store = _STORES.get(catalog)
-        if store is None:
-            store = RefreshStore(getattr(catalog, "_path", ":memory:"))
-            _STORES[catalog] = store
-        return store
+    return shared_store(catalog, RefreshStore)
 
 
 class RefreshStore(SqliteStore):

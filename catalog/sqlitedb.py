@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any, TypeVar
 
 
 class SqliteStore:
@@ -61,3 +63,23 @@ class SqliteStore:
     def close(self) -> None:
         with self._lock:
             self._conn.close()
+
+
+S = TypeVar("S", bound=SqliteStore)
+_SHARED: "weakref.WeakKeyDictionary[Any, dict[type, SqliteStore]]" = weakref.WeakKeyDictionary()
+_SHARED_LOCK = threading.Lock()
+
+
+def shared_store(catalog: Any, cls: type[S]) -> S:
+    """The ``cls`` store of ``catalog``'s SQLite file, one per catalog object, opened on first use;
+    a block's or a session's view of the catalog reaches the catalog's own."""
+    from catalog.store import Catalog
+
+    while not isinstance(catalog, Catalog) and getattr(catalog, "base", None) is not None:
+        catalog = catalog.base
+    with _SHARED_LOCK:
+        stores = _SHARED.setdefault(catalog, {})
+        store = stores.get(cls)
+        if store is None:
+            store = stores[cls] = cls(getattr(catalog, "_path", ":memory:"))  # type: ignore[call-arg]
+        return store  # type: ignore[return-value]

@@ -750,29 +750,24 @@ class JobManager:
             micros = ttl.duration_us(limit) if limit not in ("", "0") else None
             if micros:
                 sub.timeout_text, sub.timeout_s = f"{limit} (statement_timeout)", micros / 1_000_000
-        job = self.store.submit(
-            name=sub.name, statement=sub.statement, kind=sub.kind, user=info.user,
-            session={"database": info.database, "application_name": info.application_name,
-                     "settings": dict(info.settings), "superuser": bool(info.superuser)},
-            timeout_text=sub.timeout_text, timeout_s=sub.timeout_s)
-        self.engine.events.record(events.JOB_SUBMITTED, object=job.name or job.job_id, user=info.user,
-                                  payload={"job_id": job.job_id, "statement": sub.statement[:1000],
-                                           "timeout": sub.timeout_text})
-        self._wake.set()
+        job = self._record(sub, info)
         return RowStream.from_table(SUBMIT_COLUMNS, pa.table({"job_id": [job.job_id], "status": [job.status]}))
 
     def submit_internal(self, statement: str, info: SessionInfo, *, refresh: tuple[int, int] | None = None) -> Job:
         """A job the server submits on a user's behalf: an asynchronous REFRESH TABLE, whose
         refresh ``(table oid, refresh id)`` the statement already began."""
-        session: dict[str, Any] = {"database": info.database, "application_name": info.application_name,
-                                   "settings": dict(info.settings), "superuser": bool(info.superuser)}
-        if refresh is not None:
-            session["refresh"] = {"oid": refresh[0], "rid": refresh[1]}
-        job = self.store.submit(
-            name=None, statement=statement, kind=statement_kind(statement), user=info.user, session=session,
-            timeout_text=None, timeout_s=None)
+        return self._record(Submission(None, None, None, statement, statement_kind(statement)), info,
+                            {"refresh": {"oid": refresh[0], "rid": refresh[1]}} if refresh is not None else {})
+
+    def _record(self, sub: Submission, info: SessionInfo, extra: dict[str, Any] | None = None) -> Job:
+        """The PENDING row of a submission (with the session it runs with), its event, a wake-up."""
+        session = {"database": info.database, "application_name": info.application_name,
+                   "settings": dict(info.settings), "superuser": bool(info.superuser), **(extra or {})}
+        job = self.store.submit(name=sub.name, statement=sub.statement, kind=sub.kind, user=info.user,
+                                session=session, timeout_text=sub.timeout_text, timeout_s=sub.timeout_s)
         self.engine.events.record(events.JOB_SUBMITTED, object=job.name or job.job_id, user=info.user,
-                                  payload={"job_id": job.job_id, "statement": statement[:1000], "timeout": None})
+                                  payload={"job_id": job.job_id, "statement": sub.statement[:1000],
+                                           "timeout": sub.timeout_text})
         self._wake.set()
         return job
 
