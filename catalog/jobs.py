@@ -156,7 +156,9 @@ class JobStore(SqliteStore):
             number = int(cur.lastrowid or 0)
             job_id = f"job-{number:06d}"
             self._conn.execute("UPDATE jobs SET job_id=? WHERE id=?", (job_id, number))
-        job = self.get(job_id)
+            # Read inside the transaction: the scheduler may start the job the moment it commits,
+            # and SUBMIT reports the row it created (PENDING), not a later state.
+            job = self.get(job_id)
         assert job is not None
         return job
 
