@@ -248,6 +248,18 @@ def check_operators(tree: exp.Expression, base_tables: Collection[str]) -> Calla
             kinds = [typer.of(a) for a in args]
             if any(k in _FLOATS for k in kinds):
                 raise undefined_function(name, [k or "unknown" for k in kinds])
+        if isinstance(node, exp.Nullif):  # nullif(a, b) compares a = b
+            left, right = typer.of(node.this), typer.of(node.expression)
+            if left is not None and right is not None and not comparable(left, right):
+                raise SqlError("42883", f"operator does not exist: {left} = {right}", hint=HINT)
+            continue
+        if isinstance(node, exp.Coalesce):  # its arguments must resolve to one type
+            kinds = [typer.of(a) for a in [node.this, *node.expressions]]
+            known = [k for k in kinds if k is not None]
+            for k in known[1:]:
+                if not comparable(known[0], k):
+                    raise SqlError("42804", f"COALESCE types {known[0]} and {k} cannot be matched")
+            continue
         op = ARITHMETIC.get(type(node)) or _COMPARISON.get(type(node))
         if op is None:
             continue

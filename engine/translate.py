@@ -455,6 +455,33 @@ def _ntz_micros(e: exp.Expression) -> exp.Expression:
                                                expression=minutes), expression=seconds))
 
 
+_MICROS_PER = {"microsecond": 1, "millisecond": 1_000, "second": 1_000_000, "minute": 60_000_000,
+               "hour": 3_600_000_000, "day": 86_400_000_000}
+
+
+def _ntz_trunc(unit: str, value: exp.Expression) -> exp.Expression:
+    """date_trunc of a timestamp without time zone, free of any zone: Spark's date_trunc reads
+    it in the session zone, so a wall time in that zone's DST gap moved an hour
+    ('2024-03-10 02:30' to 03:00 in New York)."""
+    micros = _ntz_micros(value)
+    if unit in _MICROS_PER or unit == "week":
+        size = exp.Literal.number(_MICROS_PER.get(unit, _MICROS_PER["day"]))
+        start = exp.Sub(this=micros, expression=_func("pmod", micros.copy(), size))
+        if unit == "week":  # back to Monday
+            monday = exp.Mod(this=exp.paren(exp.Add(this=_func("dayofweek", value.copy()), expression=exp.Literal.number(5))),
+                             expression=exp.Literal.number(7))
+            start = exp.Sub(this=exp.paren(start), expression=exp.Mul(
+                this=exp.paren(monday), expression=exp.Literal.number(_MICROS_PER["day"])))
+        return _ntz_from_micros(start)
+    month = {"month": _func("month", value.copy()), "year": exp.Literal.number(1),
+             "quarter": exp.Add(this=exp.Mul(this=exp.paren(exp.IntDiv(this=exp.paren(exp.Sub(
+                 this=_func("month", value.copy()), expression=exp.Literal.number(1))), expression=exp.Literal.number(3))),
+                 expression=exp.Literal.number(3)), expression=exp.Literal.number(1))}.get(unit)
+    if month is None:
+        raise SqlError("22023", f'unit "{unit}" not supported for type timestamp without time zone')
+    return _func("make_timestamp_ntz", _func("year", value.copy()), month, *(exp.Literal.number(v) for v in (1, 0, 0, 0)))
+
+
 def _ntz_from_micros(e: exp.Expression) -> exp.Expression:
     """The timestamp-without-time-zone ``e`` microseconds after 1970-01-01 00:00 (no time zone)."""
     return exp.Anonymous(this="timestampadd", expressions=[exp.var("MICROSECOND"), e,
@@ -598,6 +625,11 @@ def _pg_display_scale(node: exp.Expression) -> int | None:
         return _pg_display_scale(node.this)
     if isinstance(node, (exp.Window, exp.Filter)):
         return _pg_display_scale(node.this)
+    if isinstance(node, (exp.Coalesce, exp.Greatest, exp.Least)):
+        # each value keeps its own scale: known only when every argument has the same one
+        args = [a for a in [node.this, *node.expressions] if not isinstance(a, exp.Null)]
+        scales = {_pg_display_scale(a) for a in args}
+        return scales.pop() if len(scales) == 1 else None
     if isinstance(node, exp.Round):
         digits = node.args.get("decimals")
         if digits is None:
@@ -1063,8 +1095,120 @@ _RENAMES = {
     "ceiling": "ceil",
     "make_timestamp": "make_timestamp_ntz",
     "make_timestamptz": "make_timestamp",
-    "to_hex": "hex",
 }
+
+
+def _regexp_replace(value: exp.Expression, pattern: str, replacement: str) -> exp.Expression:
+    return _func("regexp_replace", value, _string(pattern), _string(replacement))
+
+
+def _float_text(value: exp.Expression, plain_below: int) -> exp.Expression:
+    """A float as PostgreSQL prints it (shortest digits; plain notation for decimal exponents
+    -4 .. plain_below - 1, else ``1.5e+20`` / ``1e-05``), from Java's shortest digits, which
+    Spark's cast to string gives as ``100.0``, ``1.0E-4``, ``3.4E38``."""
+    java = _cast(value, "STRING")
+    exponent = _cast(_func("substring_index", java.copy(), _string("E"), exp.Literal.number(-1)), "INT")
+    plain = _regexp_replace(_regexp_replace(_cast(_cast(java.copy(), "DECIMAL(38,30)"), "STRING"), "0+$", ""),
+                            r"\.$", "")
+    plain_large = _regexp_replace(_regexp_replace(_cast(_cast(java.copy(), "DECIMAL(38,15)"), "STRING"), "0+$", ""),
+                                  r"\.$", "")
+    mantissa = _regexp_replace(_func("substring_index", java.copy(), _string("E"), exp.Literal.number(1)),
+                               r"\.0$", "")
+    sign = exp.If(this=exp.LT(this=exponent.copy(), expression=exp.Literal.number(0)), true=_string("-"),
+                  false=_string("+"))
+    def scientific_text(mantissa: exp.Expression, exponent: exp.Expression, sign: exp.Expression) -> exp.Expression:
+        magnitude = _cast(_func("abs", exponent.copy()), "STRING")
+        padded = exp.If(this=exp.LT(this=_func("abs", exponent.copy()), expression=exp.Literal.number(10)),
+                        true=_func("concat", _string("0"), magnitude), false=magnitude.copy())
+        return _func("concat", mantissa, _string("e"), sign, padded)
+
+    scientific = scientific_text(mantissa, exponent, sign)
+    has_e = _func("instr", java.copy(), _string("E"))
+    ifs = []
+    if plain_below < 7:
+        # Java prints a float below 1e7 plainly (1234567.0); PostgreSQL's float4 from 1e6 on as
+        # 1.234567e+06: the seven integer digits become the mantissa
+        unsigned = _regexp_replace(_regexp_replace(java.copy(), r"\.0$", ""), "^-", "")
+        digits = _func("replace", unsigned, _string("."), _string(""))
+        mant = _regexp_replace(_func("concat", _func("substring", digits.copy(), exp.Literal.number(1), exp.Literal.number(1)),
+                                     _string("."), _func("substring", digits.copy(), exp.Literal.number(2))), r"\.?0*$", "")
+        negative = exp.If(this=exp.LT(this=_cast(value.copy(), "DOUBLE"), expression=exp.Literal.number(0)),
+                          true=_string("-"), false=_string(""))
+        ifs.append(exp.If(this=exp.and_(exp.EQ(this=has_e.copy(), expression=exp.Literal.number(0)),
+                                        exp.GTE(this=_func("abs", _cast(value.copy(), "DOUBLE")),
+                                                expression=exp.Literal.number(10 ** plain_below))),
+                          true=scientific_text(_func("concat", negative, mant), exp.Literal.number(plain_below),
+                                               _string("+"))))
+    return exp.Case(ifs=ifs + [
+        exp.If(this=exp.EQ(this=has_e.copy(), expression=exp.Literal.number(0)),
+               true=_regexp_replace(java.copy(), r"\.0$", "")),
+        exp.If(this=exp.and_(exp.GTE(this=exponent.copy(), expression=exp.Literal.number(-4)),
+                             exp.LT(this=exponent.copy(), expression=exp.Literal.number(0))), true=plain),
+        exp.If(this=exp.and_(exp.GTE(this=exponent.copy(), expression=exp.Literal.number(0)),
+                             exp.LT(this=exponent.copy(), expression=exp.Literal.number(plain_below))),
+               true=plain_large),
+    ], default=scientific)
+
+
+def _fraction_text(micros: exp.Expression) -> exp.Expression:
+    """``.5`` / ``.000001`` for the sub-second part of microseconds ('' when whole seconds)."""
+    frac = _func("pmod", micros, exp.Literal.number(1_000_000))
+    digits = _regexp_replace(_func("lpad", _cast(frac.copy(), "STRING"), exp.Literal.number(6), _string("0")), "0+$", "")
+    return exp.If(this=exp.EQ(this=frac, expression=exp.Literal.number(0)), true=_string(""),
+                  false=_func("concat", _string("."), digits))
+
+
+def _time_text(micros: exp.Expression) -> exp.Expression:
+    """A time (microseconds since midnight) as ``HH:MM:SS[.ffffff]``."""
+    def part(div: int, mod: int) -> exp.Expression:
+        n = _func("pmod", exp.IntDiv(this=exp.paren(micros.copy()), expression=exp.Literal.number(div)),
+                  exp.Literal.number(mod))
+        return _func("lpad", _cast(n, "STRING"), exp.Literal.number(2), _string("0"))
+    return _func("concat", part(3_600_000_000, 100), _string(":"), part(60_000_000, 60), _string(":"),
+                 part(1_000_000, 60), _fraction_text(micros.copy()))
+
+
+def _timestamptz_text(value: exp.Expression) -> exp.Expression:
+    """A timestamptz in the session zone (Spark's session zone is the client's) with its offset,
+    as PostgreSQL prints it: ``2024-03-10 03:30:00-04``, ``... 23:59:59.5+05:30``."""
+    offset = _regexp_replace(_func("date_format", value.copy(), _string("xxx")), ":00$", "")
+    return _func("concat", _func("date_format", value.copy(), _string("yyyy-MM-dd HH:mm:ss")),
+                 _fraction_text(_func("unix_micros", value.copy())), offset)
+
+
+def _bool_text(value: exp.Expression) -> exp.Expression:
+    return exp.Case(ifs=[exp.If(this=exp.paren(value.copy()), true=_string("t")),
+                         exp.If(this=exp.Not(this=exp.paren(value.copy())), true=_string("f"))])
+
+
+def _output_text(value: exp.Expression) -> exp.Expression:
+    """A value as its type's output function writes it (what concat and concat_ws append)."""
+    t = _dtype(value)
+    if t == _T.BOOLEAN:
+        return _bool_text(value)
+    if t in _PG_TEXT_OF:
+        return _PG_TEXT_OF[t](value)
+    return _cast(value, "STRING")
+
+
+# Casts to text that Spark spells differently from PostgreSQL, by source type.
+_PG_TEXT_OF = {
+    _T.DOUBLE: lambda v: _float_text(v, 15),
+    _T.FLOAT: lambda v: _float_text(v, 6),
+    _T.TIME: _time_text,
+    _T.TIMESTAMPTZ: _timestamptz_text,
+    _T.TIMESTAMPLTZ: _timestamptz_text,
+}
+
+
+def _float_integral(arg: exp.Expression, integral) -> exp.Expression:
+    """floor / ceil / trunc of a double precision value as a double precision value. Spark's
+    floor and ceil return a bigint (NaN became 0, infinities and values past 2^63 overflowed):
+    a value at least 2^52 in magnitude, NaN or infinite is already integral and kept as it is."""
+    x = _cast(arg.copy(), "DOUBLE")
+    whole = exp.or_(_func("isnan", x.copy()),
+                    exp.GTE(this=_func("abs", x.copy()), expression=exp.Literal.number(1 << 52)))
+    return exp.If(this=whole, true=x.copy(), false=_cast(integral(x.copy()), "DOUBLE"))
 
 
 def _pg_arg_type(node: exp.Expression) -> str:
@@ -1410,8 +1554,12 @@ class _Translator:
             return ColumnType(TYPES_BY_NAME["regtype"])
         if isinstance(node, (exp.Column, exp.Cast, exp.TryCast)):
             return _column_type_of(node.type)
-        if _dtype(node) == _T.DECIMAL and isinstance(node, (exp.Add, exp.Sub, exp.Mul, exp.Mod, exp.Neg, exp.Min, exp.Max,
-                                                            exp.Sum, exp.Abs)):
+        inner = node.this if isinstance(node, (exp.Window, exp.Filter)) else node
+        if isinstance(inner, exp.Filter):
+            inner = inner.this
+        if _dtype(node) == _T.DECIMAL and isinstance(inner, (exp.Add, exp.Sub, exp.Mul, exp.Mod, exp.Neg, exp.Min,
+                                                             exp.Max, exp.Sum, exp.Abs, exp.Coalesce, exp.Greatest,
+                                                             exp.Least)):
             return ColumnType(NUMERIC)
         if isinstance(node, exp.Round) and _dtype(node.this) == _T.DECIMAL:
             return ColumnType(NUMERIC)
@@ -1532,6 +1680,27 @@ class _Translator:
             return None
         if isinstance(node, (exp.Sqrt, exp.Ln, exp.Log, exp.Pow)):
             return self._math_domain(node)
+        if isinstance(node, exp.Exp):
+            # e^x past double precision's range: PostgreSQL's 22003 (Spark: Infinity or 0)
+            x = exp.paren(_cast(node.this.copy(), "DOUBLE"))
+            return self._guarded(node.copy(), [
+                (exp.and_(exp.GT(this=x.copy(), expression=exp.Literal.number(709.782712893384)),
+                          exp.Not(this=_func("isnan", x.copy()))), "22003", "value out of range: overflow"),
+                (exp.LT(this=x.copy(), expression=exp.Literal.number(-745.1332191019412)), "22003",
+                 "value out of range: underflow")])
+        if isinstance(node, (exp.Cos, exp.Sin, exp.Tan, exp.Cot)):
+            x = exp.paren(_cast(node.this.copy(), "DOUBLE"))
+            infinite = exp.EQ(this=_func("abs", x), expression=_cast(_string("Infinity"), "DOUBLE"))
+            return self._guarded(node.copy(), [(infinite, "22003", "input is out of range")])
+        if isinstance(node, (exp.Pad, exp.Repeat)):
+            return self._length_limited(node)
+        if isinstance(node, exp.Hex):
+            # to_hex: lower-case digits; a negative integer is its 32-bit two's complement
+            # (to_hex(-1) is ffffffff), a bigint its 64-bit one
+            value = node.this
+            if _dtype(value) in (_T.INT, _T.SMALLINT, _T.TINYINT):
+                value = exp.BitwiseAnd(this=_cast(value, "BIGINT"), expression=exp.Literal.number(0xFFFFFFFF))
+            return _func("lower", _func("hex", value))
         if isinstance(node, exp.Substring) and node.args.get("start") is not None:
             return self._substring(node)
         if isinstance(node, (exp.Left, exp.Right)):
@@ -1556,7 +1725,7 @@ class _Translator:
         if isinstance(node, (exp.Floor, exp.Ceil)):
             if _dtype(node.this) in _FLOAT_TYPES and node.args.get("decimals") is None:
                 fn = "floor" if isinstance(node, exp.Floor) else "ceil"
-                return _cast(_func(fn, node.this), "DOUBLE")
+                return _float_integral(node.this, lambda x: _func(fn, x))
             return None
         if isinstance(node, (exp.ArrayContainsAll, exp.ArrayContainedBy, exp.ArrayOverlaps)):
             return self._array_set_test(node)
@@ -1573,9 +1742,9 @@ class _Translator:
             return self._hex_codec(node)
         if isinstance(node, exp.ConcatWs):
             sep, *args = node.expressions
-            return _func("concat_ws", sep, *[_cast(a, "STRING") for a in args])
+            return _func("concat_ws", sep, *[_output_text(a) for a in args])
         if isinstance(node, exp.Concat):
-            args = [_cast(a, "STRING") for a in node.expressions]
+            args = [_output_text(a) for a in node.expressions]
             return _func("concat_ws", _string(""), *args)
         if isinstance(node, exp.RegexpILike):
             return exp.RegexpLike(this=node.this, expression=self._prefixed(node.expression, "(?i)"))
@@ -2120,11 +2289,8 @@ class _Translator:
         arg = node.this
         decimals = node.args.get("decimals")
         if _dtype(arg) in _FLOAT_TYPES and decimals is None:
-            return _cast(
-                exp.If(this=exp.GTE(this=arg, expression=exp.Literal.number(0)),
-                       true=_func("floor", arg.copy()), false=_func("ceil", arg.copy())),
-                "DOUBLE",
-            )
+            return _float_integral(arg, lambda x: exp.If(this=exp.GTE(this=x, expression=exp.Literal.number(0)),
+                                                         true=_func("floor", x.copy()), false=_func("ceil", x.copy())))
         scale = decimals if decimals is not None else exp.Literal.number(0)
         return exp.If(
             this=exp.GTE(this=arg, expression=exp.Literal.number(0)),
@@ -2179,6 +2345,16 @@ class _Translator:
             literal = self._timestamp_literal(arg, with_tz=t in _TZ_TYPES)
             if literal is not None:
                 return literal
+        if t == _T.DECIMAL and src in _FLOAT_TYPES:
+            # Spark's cast gave NULL for NaN and infinities. PostgreSQL: infinity overflows a
+            # numeric(p, s); NaN, and infinity in an unconstrained numeric, are values tidegate's
+            # numeric (a Delta decimal) cannot hold
+            x = exp.paren(_cast(arg.copy(), "DOUBLE"))
+            infinite = exp.EQ(this=_func("abs", x.copy()), expression=_cast(_string("Infinity"), "DOUBLE"))
+            unsupported = "numeric NaN and infinity are not supported"
+            return self._guarded(_cast(arg, self._spark_type(to)), [
+                (_func("isnan", x.copy()), "0A000", unsupported),
+                (infinite, "22003" if params else "0A000", "numeric field overflow" if params else unsupported)])
         if t in _INTEGER_TYPES and src in (_T.DECIMAL, *_FLOAT_TYPES):
             rounded = _func("bround" if src in _FLOAT_TYPES else "round", arg)
             return _cast(rounded, self._spark_type(to))
@@ -2188,8 +2364,11 @@ class _Translator:
             falsy = {"f", "false", "n", "no", "off", "0"}
             if value in truthy or value in falsy:
                 return exp.Boolean(this=value in truthy)
+        if t in (_T.TEXT, _T.VARCHAR) and src in _PG_TEXT_OF:
+            return _PG_TEXT_OF[src](arg)
         if t in (_T.TEXT, _T.VARCHAR, _T.CHAR) and src == _T.BOOLEAN:
-            return exp.If(this=arg, true=_string("true"), false=_string("false"))
+            return exp.Case(ifs=[exp.If(this=exp.paren(arg.copy()), true=_string("true")),
+                                 exp.If(this=exp.Not(this=exp.paren(arg.copy())), true=_string("false"))])
         return _cast(arg, self._spark_type(to))
 
     def _timestamp_literal(self, arg: exp.Expression, with_tz: bool) -> exp.Expression | None:
@@ -2539,8 +2718,9 @@ class _Translator:
                     expression=exp.Literal.number(1))
             zero = [exp.Literal.number(v) for v in (1, 1, 0, 0, 0)]
             return _func("make_timestamp" if with_tz else "make_timestamp_ntz", first, *zero)
-        truncated = _func("date_trunc", _string(canonical.upper()), arg)
-        return truncated if with_tz else _cast(truncated, "TIMESTAMP_NTZ")
+        if not with_tz:
+            return _ntz_trunc(canonical, arg)
+        return _func("date_trunc", _string(canonical.upper()), arg)
 
     @staticmethod
     def _guarded(value: exp.Expression, checks: list[tuple[exp.Expression, str, str]]) -> exp.Expression:
@@ -2580,10 +2760,15 @@ class _Translator:
         one = exp.Literal.number(1)
         begin = _func("greatest", exp.paren(start.copy()), one)
         if length is None:
-            return _func("substring", text, begin)
+            return exp.Case(ifs=[exp.If(this=exp.Is(this=exp.paren(start.copy()), expression=exp.Null()),
+                                        true=exp.Null())], default=_func("substring", text, begin))
         end = exp.Add(this=exp.paren(start.copy()), expression=exp.paren(length.copy()))
         size = _func("greatest", exp.Sub(this=end, expression=begin.copy()), exp.Literal.number(0))
         out = _func("substring", text, begin, size)
+        # greatest() skips a NULL: a NULL start or length gives NULL, as in PostgreSQL
+        out = exp.Case(ifs=[exp.If(this=exp.or_(exp.Is(this=exp.paren(start.copy()), expression=exp.Null()),
+                                                exp.Is(this=exp.paren(length.copy()), expression=exp.Null())),
+                                   true=exp.Null())], default=out)
         if count is not None and count >= 0:
             return out
         negative = exp.LT(this=exp.paren(length.copy()), expression=exp.Literal.number(0))
@@ -2653,7 +2838,10 @@ class _Translator:
         lo, hi, count = node.args.get("min_value"), node.args.get("max_value"), node.args.get("num_buckets")
         if lo is None or hi is None or count is None:
             return node
-        return self._guarded(node.copy(), [
+        nan = [(exp.or_(*(_func("isnan", _cast(v.copy(), "DOUBLE")) for v in (node.this, lo, hi))), "2201G",
+                "operand, lower bound, and upper bound cannot be NaN")] \
+            if any(_dtype(v) in _FLOAT_TYPES for v in (node.this, lo, hi)) else []
+        return self._guarded(node.copy(), nan + [
             (exp.LTE(this=exp.paren(count.copy()), expression=exp.Literal.number(0)), "2201G",
              "count must be greater than zero"),
             (exp.EQ(this=exp.paren(lo.copy()), expression=exp.paren(hi.copy())), "2201G",
@@ -2668,6 +2856,31 @@ class _Translator:
             return None
         zero = exp.EQ(this=exp.paren(n.copy()), expression=exp.Literal.number(0))
         return self._guarded(node.copy(), [(zero, "22023", "field position must not be zero")])
+
+    # The longest text lpad / rpad / repeat may build: 64 M characters. PostgreSQL's limit is 1 GB
+    # (54000 past it); tidegate's is lower because Spark builds the value in the driver's 2 GB
+    # heap, several copies at once (a JVM out of memory left the statement hanging).
+    MAX_BUILT_TEXT = 64 * 1024 * 1024
+
+    @staticmethod
+    def _length_limited(node: exp.Expression) -> exp.Expression:
+        """lpad(s, n) / rpad(s, n), or repeat(s, n) with n times s's length, past
+        :attr:`MAX_BUILT_TEXT`: 54000 "requested length too large" before Spark allocates anything.
+        The length is clamped inside the value too, since Spark's constant folding evaluates both
+        branches of the CASE when the arguments are constants."""
+        limit = exp.Literal.number(_Translator.MAX_BUILT_TEXT)
+        value = node.copy()
+        if isinstance(node, exp.Pad):
+            size: exp.Expression = exp.paren(node.expression.copy())
+            arg = "expression"
+        else:
+            size = exp.Mul(this=exp.paren(_cast(node.args["times"].copy(), "BIGINT")),
+                           expression=_func("length", node.this.copy()))
+            arg = "times"
+        too_long = exp.GT(this=size, expression=limit)
+        value.set(arg, exp.Case(ifs=[exp.If(this=too_long.copy(), true=exp.Literal.number(0))],
+                                default=value.args[arg]))
+        return _Translator._guarded(value, [(too_long, "54000", "requested length too large")])
 
     @staticmethod
     def _math_domain(node: exp.Expression) -> exp.Expression:
