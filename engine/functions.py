@@ -76,32 +76,20 @@ def parse_array_text(text: str) -> list[str | None]:
     return items
 
 
-# PostgreSQL to_char() template patterns -> Java DateTimeFormatter patterns (the common ones).
+# PostgreSQL to_char() template patterns -> Java DateTimeFormatter patterns: only those whose
+# output is the same (Java's MMMM is not PostgreSQL's blank-padded "Month", nor MMM its upper-case
+# "MON"). Longest first where one is a prefix of another. Numeric patterns are case-insensitive
+# in PostgreSQL ('yyyy-mm-dd' works as 'YYYY-MM-DD').
 _TO_CHAR_TOKENS: list[tuple[str, str]] = [
-    ("HH24", "HH"),
-    ("HH12", "hh"),
-    ("HH", "hh"),
-    ("MI", "mm"),
-    ("SS", "ss"),
-    ("MS", "SSS"),
-    ("US", "SSSSSS"),
-    ("YYYY", "yyyy"),
-    ("YY", "yy"),
-    ("MONTH", "MMMM"),
-    ("Month", "MMMM"),
-    ("MON", "MMM"),
-    ("Mon", "MMM"),
-    ("MM", "MM"),
-    ("DDD", "DDD"),
-    ("DD", "dd"),
-    ("DAY", "EEEE"),
-    ("Day", "EEEE"),
-    ("DY", "EEE"),
-    ("Dy", "EEE"),
-    ("AM", "a"),
-    ("PM", "a"),
-    ("TZ", "z"),
+    ("HH24", "HH"), ("hh24", "HH"), ("HH12", "hh"), ("hh12", "hh"), ("HH", "hh"), ("hh", "hh"),
+    ("MI", "mm"), ("mi", "mm"), ("SS", "ss"), ("ss", "ss"), ("MS", "SSS"), ("ms", "SSS"), ("US", "SSSSSS"), ("us", "SSSSSS"),
+    ("YYYY", "yyyy"), ("yyyy", "yyyy"), ("YY", "yy"), ("yy", "yy"),
+    ("Mon", "MMM"), ("MM", "MM"), ("mm", "MM"), ("DDD", "DDD"), ("ddd", "DDD"), ("DD", "dd"), ("dd", "dd"),
+    ("Dy", "EEE"), ("AM", "a"), ("PM", "a"), ("TZ", "z"), ("Q", "Q"),
 ]
+# Letters that start a PostgreSQL template pattern: one not translated above is refused rather than
+# printed as a literal letter (PostgreSQL would format it). Other letters are literal text.
+_PATTERN_LETTERS = frozenset("ABCDFHIJMOPQRSTUWYabcdfhijmopqrstuwy")
 
 
 def to_char_format(pattern: str) -> str | None:
@@ -111,32 +99,42 @@ def to_char_format(pattern: str) -> str | None:
     caller then reports 0A000 rather than formatting differently).
     """
     out: list[str] = []
+    literal: list[str] = []  # literal text, quoted as one run (Java reads '' inside quotes as ')
+
+    def flush() -> None:
+        if literal:
+            text = "".join(literal)
+            out.append("'" + text.replace("'", "''") + "'")
+            literal.clear()
+
     i = 0
     while i < len(pattern):
         if pattern[i] == '"':
             end = pattern.find('"', i + 1)
             if end < 0:
                 return None
-            literal = pattern[i + 1 : end]
-            out.append("'" + literal.replace("'", "''") + "'" if literal else "")
+            literal.append(pattern[i + 1 : end])
             i = end + 1
             continue
-        if pattern.startswith("FM", i):
+        if pattern.startswith("FM", i) or pattern.startswith(("SSSS", "ssss"), i):
             return None
         for token, java in _TO_CHAR_TOKENS:
             if pattern.startswith(token, i):
+                flush()
                 out.append(java)
                 i += len(token)
                 break
         else:
             ch = pattern[i]
-            if ch.isalpha():
-                out.append("'" + ch + "'")
-            elif ch == "'":
-                out.append("''")
+            if ch in _PATTERN_LETTERS:
+                return None
+            if ch.isalpha() or ch == "'":
+                literal.append(ch)
             else:
+                flush()
                 out.append(ch)
             i += 1
+    flush()
     return "".join(out)
 
 

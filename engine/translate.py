@@ -459,6 +459,17 @@ _MICROS_PER = {"microsecond": 1, "millisecond": 1_000, "second": 1_000_000, "min
                "hour": 3_600_000_000, "day": 86_400_000_000}
 
 
+def _ntz_to_tz(value: exp.Expression) -> exp.Expression:
+    """timestamp -> timestamptz in the session zone (Spark's session zone is the client's). A wall
+    time a DST fall-back repeats takes the offset after the transition, as in PostgreSQL (Java
+    takes the earlier one): when the instant an hour later still reads as the same wall time, that
+    later instant is the answer. (A wall time in a spring-forward gap moves forward in both.)"""
+    first = _cast(value.copy(), "TIMESTAMP")
+    later = exp.Add(this=first.copy(), expression=exp.Interval(this=_string("1"), unit=exp.var("HOUR")))
+    repeated = exp.EQ(this=_cast(later.copy(), "TIMESTAMP_NTZ"), expression=_cast(value.copy(), "TIMESTAMP_NTZ"))
+    return exp.If(this=repeated, true=later, false=first)
+
+
 def _ntz_trunc(unit: str, value: exp.Expression) -> exp.Expression:
     """date_trunc of a timestamp without time zone, free of any zone: Spark's date_trunc reads
     it in the session zone, so a wall time in that zone's DST gap moved an hour
@@ -1561,7 +1572,8 @@ class _Translator:
                                                              exp.Max, exp.Sum, exp.Abs, exp.Coalesce, exp.Greatest,
                                                              exp.Least)):
             return ColumnType(NUMERIC)
-        if isinstance(node, exp.Round) and _dtype(node.this) == _T.DECIMAL:
+        if isinstance(node, exp.Round) and (_dtype(node.this) == _T.DECIMAL or (
+                node.args.get("decimals") is not None and _surely_integer(node.this))):
             return ColumnType(NUMERIC)
         if isinstance(node, exp.Literal) and not node.is_string and _dtype(node) == _T.DECIMAL:
             return ColumnType(NUMERIC)  # 1.50 keeps its written scale
@@ -1719,6 +1731,9 @@ class _Translator:
         if isinstance(node, exp.Round):
             if _dtype(node.this) in _FLOAT_TYPES and node.args.get("decimals") is None:
                 return _func("bround", node.this)
+            if node.args.get("decimals") is not None and _surely_integer(node.this):
+                # round(integer, n) is round(numeric, n): a numeric of scale n (1.0), not an integer
+                return _func("round", _cast(node.this, "DECIMAL(38,0)"), node.args["decimals"])
             return None
         if isinstance(node, exp.Trunc):
             return self._trunc(node)
@@ -2345,6 +2360,8 @@ class _Translator:
             literal = self._timestamp_literal(arg, with_tz=t in _TZ_TYPES)
             if literal is not None:
                 return literal
+        if t in _TZ_TYPES and src in _NTZ_TYPES:
+            return _ntz_to_tz(arg)
         if t == _T.DECIMAL and src in _FLOAT_TYPES:
             # Spark's cast gave NULL for NaN and infinities. PostgreSQL: infinity overflows a
             # numeric(p, s); NaN, and infinity in an unconstrained numeric, are values tidegate's
