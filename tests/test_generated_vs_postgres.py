@@ -41,6 +41,7 @@ def oracle(request: pytest.FixtureRequest):
     o.close()
 
 
+@pytest.mark.timeout(1200)  # 5,164 statements on two servers: about 5 minutes, more on a loaded machine
 def test_generated_statements_answer_as_postgres(oracle: Oracle) -> None:
     questions = sqlgen.questions(SEED, per_signature=PER_SIGNATURE, random_count=RANDOM_QUERIES)
     assert len(questions) >= 5000
