@@ -1109,6 +1109,10 @@ _RENAMES = {
 }
 
 
+def _is_infinite(x: exp.Expression) -> exp.Expression:
+    return exp.EQ(this=_func("abs", x), expression=_cast(_string("Infinity"), "DOUBLE"))
+
+
 def _regexp_replace(value: exp.Expression, pattern: str, replacement: str) -> exp.Expression:
     return _func("regexp_replace", value, _string(pattern), _string(replacement))
 
@@ -1119,10 +1123,11 @@ def _float_text(value: exp.Expression, plain_below: int) -> exp.Expression:
     Spark's cast to string gives as ``100.0``, ``1.0E-4``, ``3.4E38``."""
     java = _cast(value, "STRING")
     exponent = _cast(_func("substring_index", java.copy(), _string("E"), exp.Literal.number(-1)), "INT")
-    plain = _regexp_replace(_regexp_replace(_cast(_cast(java.copy(), "DECIMAL(38,30)"), "STRING"), "0+$", ""),
-                            r"\.$", "")
-    plain_large = _regexp_replace(_regexp_replace(_cast(_cast(java.copy(), "DECIMAL(38,15)"), "STRING"), "0+$", ""),
-                                  r"\.$", "")
+    def decimal_text(scale: int) -> exp.Expression:  # the digits as a decimal, trailing zeros dropped
+        text = _cast(_cast(java.copy(), f"DECIMAL(38,{scale})"), "STRING")
+        return _regexp_replace(_regexp_replace(text, "0+$", ""), r"\.$", "")
+
+    plain, plain_large = decimal_text(30), decimal_text(15)
     mantissa = _regexp_replace(_func("substring_index", java.copy(), _string("E"), exp.Literal.number(1)),
                                r"\.0$", "")
     sign = exp.If(this=exp.LT(this=exponent.copy(), expression=exp.Literal.number(0)), true=_string("-"),
@@ -1187,9 +1192,10 @@ def _timestamptz_text(value: exp.Expression) -> exp.Expression:
                  _fraction_text(_func("unix_micros", value.copy())), offset)
 
 
-def _bool_text(value: exp.Expression) -> exp.Expression:
-    return exp.Case(ifs=[exp.If(this=exp.paren(value.copy()), true=_string("t")),
-                         exp.If(this=exp.Not(this=exp.paren(value.copy())), true=_string("f"))])
+def _bool_text(value: exp.Expression, true: str = "t", false: str = "f") -> exp.Expression:
+    """A boolean as text, NULL kept: boolout's 't' / 'f', or a cast's 'true' / 'false'."""
+    return exp.Case(ifs=[exp.If(this=exp.paren(value.copy()), true=_string(true)),
+                         exp.If(this=exp.Not(this=exp.paren(value.copy())), true=_string(false))])
 
 
 def _output_text(value: exp.Expression) -> exp.Expression:
@@ -1702,8 +1708,7 @@ class _Translator:
                  "value out of range: underflow")])
         if isinstance(node, (exp.Cos, exp.Sin, exp.Tan, exp.Cot)):
             x = exp.paren(_cast(node.this.copy(), "DOUBLE"))
-            infinite = exp.EQ(this=_func("abs", x), expression=_cast(_string("Infinity"), "DOUBLE"))
-            return self._guarded(node.copy(), [(infinite, "22003", "input is out of range")])
+            return self._guarded(node.copy(), [(_is_infinite(x), "22003", "input is out of range")])
         if isinstance(node, (exp.Pad, exp.Repeat)):
             return self._length_limited(node)
         if isinstance(node, exp.Hex):
@@ -2367,7 +2372,7 @@ class _Translator:
             # numeric(p, s); NaN, and infinity in an unconstrained numeric, are values tidegate's
             # numeric (a Delta decimal) cannot hold
             x = exp.paren(_cast(arg.copy(), "DOUBLE"))
-            infinite = exp.EQ(this=_func("abs", x.copy()), expression=_cast(_string("Infinity"), "DOUBLE"))
+            infinite = _is_infinite(x.copy())
             unsupported = "numeric NaN and infinity are not supported"
             return self._guarded(_cast(arg, self._spark_type(to)), [
                 (_func("isnan", x.copy()), "0A000", unsupported),
@@ -2384,8 +2389,7 @@ class _Translator:
         if t in (_T.TEXT, _T.VARCHAR) and src in _PG_TEXT_OF:
             return _PG_TEXT_OF[src](arg)
         if t in (_T.TEXT, _T.VARCHAR, _T.CHAR) and src == _T.BOOLEAN:
-            return exp.Case(ifs=[exp.If(this=exp.paren(arg.copy()), true=_string("true")),
-                                 exp.If(this=exp.Not(this=exp.paren(arg.copy())), true=_string("false"))])
+            return _bool_text(arg, "true", "false")
         return _cast(arg, self._spark_type(to))
 
     def _timestamp_literal(self, arg: exp.Expression, with_tz: bool) -> exp.Expression | None:
