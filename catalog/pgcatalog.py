@@ -698,7 +698,7 @@ _SESSION_FUNCTIONS = {
     "version", "current_setting", "set_config", "current_database", "current_schema", "current_schemas",
     "current_user", "session_user", "pg_backend_pid", "pg_postmaster_start_time", "pg_is_in_recovery",
     "format_type", "obj_description", "col_description", "shobj_description", "quote_ident", "parse_ident",
-    "string_to_array", "array_lower", "array_upper", "array_length",
+    "array_lower", "array_upper", "array_length",
     "quote_literal", "to_regclass", "to_regtype", "to_regnamespace", "txid_current", "pg_encoding_to_char",
     "pg_get_userbyid", "pg_get_viewdef", "pg_relation_filepath", "pg_get_expr", "pg_get_indexdef", "pg_get_constraintdef",
     "pg_table_is_visible", "pg_type_is_visible", "array_to_string", "string_agg", "coalesce", "lower", "upper",

@@ -109,11 +109,17 @@ class SchemaDef:
 
 
 def _type_to_json(t: ColumnType) -> dict:
-    return {"oid": t.pg.oid, "length": t.length, "precision": t.precision, "scale": t.scale}
+    doc = {"oid": t.pg.oid, "length": t.length, "precision": t.precision, "scale": t.scale}
+    if t.div_min_scale is not None:  # a result column's display rules (a job's stored result)
+        doc["div_min_scale"] = t.div_min_scale
+    if t.exact_op is not None:
+        doc["exact_op"], doc["op_scales"] = t.exact_op, list(t.op_scales)
+    return doc
 
 
 def _type_from_json(d: dict) -> ColumnType:
-    return ColumnType(TYPES_BY_OID[d["oid"]], d.get("length"), d.get("precision"), d.get("scale"))
+    return ColumnType(TYPES_BY_OID[d["oid"]], d.get("length"), d.get("precision"), d.get("scale"),
+                      d.get("div_min_scale"), d.get("exact_op"), tuple(d.get("op_scales", (0, 0))))
 
 
 def _table_to_json(t: TableDef) -> str:

@@ -118,6 +118,9 @@ def _is_cancellation(text: str) -> bool:
     ) and ("job" in lowered or "stage" in lowered or "operation" in lowered or "query" in lowered)
 
 
+RAISED_QUOTE = "\u00a8"  # stands for " inside a message the translator raises
+
+
 def map_spark_error(exc: BaseException, sql: str | None = None) -> SqlError:
     """Turn an exception raised by Spark (or py4j around it) into a PostgreSQL-style SqlError.
 
@@ -240,7 +243,8 @@ def map_spark_error(exc: BaseException, sql: str | None = None) -> SqlError:
     if base == "USER_RAISED_EXCEPTION" or "tidegate-sqlstate:" in text:
         m = re.search(r"tidegate-sqlstate:([0-9A-Z]{5}):(.+?)(?:\s+SQLSTATE:|[\n\"']|$)", text)
         if m:  # a check the translator wrote (sqrt of a negative number...): PostgreSQL's error
-            return SqlError(m.group(1), m.group(2).strip())
+            # a raised message spells its double quotes as RAISED_QUOTE (a quote would end it here)
+            return SqlError(m.group(1), m.group(2).strip().replace(RAISED_QUOTE, '"'))
         return SqlError("P0001", params.get("errorMessage", _first_line(exc)))
     if base.startswith("UNSUPPORTED") or base == "NOT_SUPPORTED_COMMAND_WITHOUT_HIVE_SUPPORT":
         return SqlError("0A000", _first_line(exc))

@@ -23,6 +23,7 @@ import itertools
 import logging
 import re
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, replace
@@ -525,6 +526,10 @@ class EngineSession:
         # for minutes.
         sc.setInterruptOnCancel(True)
         try:
+            if self._interrupt.is_set():  # cancelled after the statement began, before its Spark work
+                with self._lock:
+                    self._cancelled = True
+                raise SqlError("57014", "canceling statement due to user request")
             return fn()
         except SqlError:
             raise
@@ -549,6 +554,19 @@ class EngineSession:
                 return
             self._cancelled = True
         self._cancel_tag(tag)
+        # A cancel that arrives while the statement is still being analysed finds no Spark job
+        # yet: keep cancelling the tag until the statement's work ends.
+        threading.Thread(target=self._keep_cancelling, args=(tag,), daemon=True,
+                         name=f"cancel-{tag}").start()
+
+    def _keep_cancelling(self, tag: str) -> None:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            time.sleep(0.1)
+            with self._lock:
+                if self._current_tag != tag:
+                    return
+            self._cancel_tag(tag)
 
     def _cancel_tag(self, tag: str) -> None:
         spark = self._spark  # not self.spark: a closed session must not take a pooled one
@@ -824,12 +842,13 @@ class EngineSession:
     # -- queries -----------------------------------------------------------------------------
 
     def _translate(self, tree: exp.Expression, params: Sequence[Any], info: SessionInfo,
-                   resolver: StatementResolver | None = None) -> tuple[Any, StatementResolver]:
+                   resolver: StatementResolver | None = None, client: bool = False) -> tuple[Any, StatementResolver]:
+        """``client``: the rows go to the client (exact numeric operands ride along: translate_query)."""
         from engine.translate import translate_query
 
         resolver = resolver or StatementResolver(self, info)
         with self.store.gate.reading():  # the relations and snapshots of one moment
-            tq = translate_query(tree, resolver, list(params))
+            tq = translate_query(tree, resolver, list(params), exact_numeric=client)
         return tq, resolver
 
     def _query(self, tree: exp.Expression, sql: str, params: list[Any], info: SessionInfo) -> RowStream:
@@ -842,9 +861,10 @@ class EngineSession:
             if described is not None:
                 tq, df = described.tq, described.df
             else:
-                tq, _ = self._translate(tree, params, info)
+                tq, _ = self._translate(tree, params, info, client=True)
                 df = self.spark.sql(tq.spark_sql)
-            return self._rowstream(df, tq.output_names, tq.output_types, tq.spark_sql, small=_small_result(tree))
+            return self._rowstream(df, tq.output_names, tq.output_types, tq.spark_sql, small=_small_result(tree),
+                                   operands=tq.operands)
 
         return self._run(work, sql)
 
@@ -896,7 +916,8 @@ class EngineSession:
         return described
 
     def _rowstream(self, df: DataFrame, names: Sequence[str] | None, types: Sequence[ColumnType | None] | None,
-                   spark_sql: str | None, command: str = "SELECT", small: bool = False) -> RowStream:
+                   spark_sql: str | None, command: str = "SELECT", small: bool = False,
+                   operands: dict[int, tuple[int, ...]] | None = None) -> RowStream:
         """Run ``df`` and wrap its result; anything but a bounded result streams as partitions finish.
 
         ``small``: the query's shape (aggregate without GROUP BY, LIMIT) bounds its result, so
@@ -910,7 +931,7 @@ class EngineSession:
         if strategy == sparkmod.COLLECT:
             table = sparkmod.collect_arrow(df)
             batches: Iterator[pa.RecordBatch] = iter(table.to_batches())
-            return RowStream(fields, _convert_batches(batches, fields), command=command)
+            return RowStream(fields, _convert_batches(batches, fields, operands), command=command)
         # The job outlives this call: every later fetch runs under the same tag, so cancel()
         # reaches it whichever fetch is in progress.
         tag = self._new_tag()
@@ -936,7 +957,7 @@ class EngineSession:
             if not exhausted:  # closed early: the rest of the job is not wanted
                 session._cancel_tag(tag)
 
-        return RowStream(fields, _convert_batches(guarded(), fields), close=close, command=command)
+        return RowStream(fields, _convert_batches(guarded(), fields, operands), close=close, command=command)
 
     def _explain(self, sql: str, params: list[Any], info: SessionInfo) -> RowStream:
         """EXPLAIN [(options)] query: Spark's plan, one line per row in column ``QUERY PLAN``."""
@@ -2512,6 +2533,7 @@ class EngineSession:
 
     def copy_target(self, sql: str, info: SessionInfo | None = None) -> CopyTarget:
         info = info or SessionInfo()
+        self._interrupt.clear()  # a cancel sent before this began is not for it
         m = re.match(r"\s*copy\s+(?P<table>(?:\"(?:[^\"]|\"\")*\"|[A-Za-z_][\w$]*)(?:\s*\.\s*(?:\"(?:[^\"]|\"\")*\"|[A-Za-z_][\w$]*))?)"
                      r"\s*(?:\((?P<cols>[^)]*)\))?\s*from\s+stdin\b", sql, re.I | re.S)
         if not m:
@@ -2535,6 +2557,7 @@ class EngineSession:
     def copy_from(self, target: CopyTarget, batches: Iterator[pa.RecordBatch], info: SessionInfo | None = None) -> int:
         """Write the client's rows in ONE commit; if ``batches`` raises, nothing is committed."""
         info = info or SessionInfo()
+        self._interrupt.clear()  # a cancel sent before this began is not for it
         t = self.catalog.get_table(target.schema, target.table)
         if t is None:
             raise SqlError("42P01", f'relation "{target.table}" does not exist')
@@ -2611,6 +2634,7 @@ class EngineSession:
     def describe(self, sql: str, param_types: Sequence[ColumnType | None], info: SessionInfo | None = None,
                  ) -> tuple[list[ColumnType], list[ResultField] | None]:
         info = info or SessionInfo()
+        self._interrupt.clear()  # a cancel sent before this began is not for it
         toks = ddl.scan(sql[:400])
         first = toks[0].upper if toks else ""
         if flow_statements.is_flow_statement(sql):
@@ -2651,7 +2675,7 @@ class EngineSession:
 
             def work() -> list[ResultField]:
                 self._analyzed = None
-                tq, resolver = self._translate(tree, [None] * len(types), info)
+                tq, resolver = self._translate(tree, [None] * len(types), info, client=True)
                 df = self.spark.sql(tq.spark_sql)
                 arrow = sparkmod.arrow_schema_of(df)
                 if not types:  # no parameters: the Execute that follows runs this very plan
@@ -3065,12 +3089,18 @@ def _scatter(values: pa.Array, mask: pa.Array, typ: pa.DataType) -> pa.Array:
     return pc.take(values, pc.if_else(mask, ordinal, pa.scalar(None, pa.int64())))
 
 
-def _convert_batches(batches: Iterator[pa.RecordBatch], fields: list[ResultField]) -> Iterator[pa.RecordBatch]:
-    """Spark/storage Arrow -> the pgtypes Arrow form, with the result's column names."""
+def _convert_batches(batches: Iterator[pa.RecordBatch], fields: list[ResultField],
+                     operands: dict[int, tuple[int, ...]] | None = None) -> Iterator[pa.RecordBatch]:
+    """Spark/storage Arrow -> the pgtypes Arrow form, with the result's column names; a column with
+    exact operands (ColumnType.exact_op) becomes the struct of its value and operands."""
     names = [f.name for f in fields]
     for batch in batches:
         arrays = []
-        for arr, f in zip(batch.columns, fields):
+        for i, (arr, f) in enumerate(zip(batch.columns, fields)):
+            if operands and i in operands:
+                parts = [arr] + [batch.column(k) for k in operands[i]]
+                arrays.append(pa.StructArray.from_arrays(parts, names=["q", "a", "b"][:len(parts)]))
+                continue
             arr = storage_to_result(arr, f.type)
             want = f.type.arrow() if f.type.pg.name not in ("unknown", "record", "void") else None
             if (want is not None and arr.type != want and not pa.types.is_null(arr.type)

@@ -50,6 +50,7 @@ from engine.functions import (
 from catalog import pg_keywords
 from catalog.store import DATABASE_NAME
 from engine import pgfunctions, pgoperators
+from engine.errors import RAISED_QUOTE
 from tidegate import pgvalues
 from tidegate.errors import SqlError
 from tidegate.pgtypes import (
@@ -256,13 +257,58 @@ _TEXT_RESULTS = {kind: {**meta, "returns": exp.DataType.Type.TEXT}
                  if meta.get("returns") == exp.DataType.Type.VARCHAR}
 
 
+_ARITHMETIC = (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod)
+
+
+def _float_arithmetic(kind: type[exp.Expression]) -> Callable[[Any, exp.Expression], exp.Expression]:
+    """PostgreSQL's result type when a float takes part: arithmetic is double precision unless both
+    operands are real (real op integer / numeric resolves to the float8 operator); coalesce /
+    greatest / least are real when their floats are, else double. sqlglot lets a numeric(p,s)
+    operand win over the float."""
+    base = Postgres.EXPRESSION_METADATA[kind]["annotator"]
+
+    def annotate(annotator: Any, node: exp.Expression) -> exp.Expression:
+        node = base(annotator, node)
+        operands = (node.left, node.right) if isinstance(node, exp.Binary) else \
+            [a for a in [node.this, *node.expressions] if not isinstance(a, exp.Null)]
+        kinds = [o.type.this if isinstance(o.type, exp.DataType) else None for o in operands]
+        numeric = {exp.DataType.Type.TINYINT, exp.DataType.Type.SMALLINT, exp.DataType.Type.INT,
+                   exp.DataType.Type.BIGINT, exp.DataType.Type.DECIMAL, exp.DataType.Type.FLOAT,
+                   exp.DataType.Type.DOUBLE}
+        floats = {exp.DataType.Type.FLOAT, exp.DataType.Type.DOUBLE}
+        if set(kinds) <= numeric and set(kinds) & floats:
+            real = exp.DataType.Type.DOUBLE not in kinds and (
+                not isinstance(node, exp.Binary) or kinds == [exp.DataType.Type.FLOAT, exp.DataType.Type.FLOAT])
+            annotator._set_type(node, exp.DataType.Type.FLOAT if real else exp.DataType.Type.DOUBLE)
+        return node
+
+    return annotate
+
+
+def _annotate_trunc(annotator: Any, node: exp.Expression) -> exp.Expression:
+    """date_trunc(unit, timestamp[tz]) has its argument's type (sqlglot leaves it unknown, and a
+    date_trunc of a date_trunc of a timestamp was then read as a timestamptz)."""
+    base = Postgres.EXPRESSION_METADATA.get(type(node), {}).get("annotator")
+    node = base(annotator, node) if base else node
+    arg = node.this.type if isinstance(node.this, (exp.TimestampTrunc, exp.Column, exp.Cast)) else None
+    if isinstance(arg, exp.DataType) and arg.this in (exp.DataType.Type.TIMESTAMP, exp.DataType.Type.TIMESTAMPTZ,
+                                                       exp.DataType.Type.TIMESTAMPNTZ):
+        annotator._set_type(node, arg)
+    elif node.type is None:
+        annotator._set_type(node, exp.DataType.Type.UNKNOWN)
+    return node
+
+
 class TidegatePostgres(Postgres):
     """PostgreSQL as sqlglot reads it, remembering the function names the user wrote."""
 
     ORIGINAL_NAME_META_KEY = "pg_name"
     Parser = _TidegateParser
     EXPRESSION_METADATA = {**Postgres.EXPRESSION_METADATA, **_TEXT_RESULTS,
-                           exp.Literal: {"annotator": _annotate_literal}, exp.Sum: {"annotator": _annotate_sum}}
+                           exp.Literal: {"annotator": _annotate_literal}, exp.Sum: {"annotator": _annotate_sum},
+                           **{kind: {"annotator": _float_arithmetic(kind)}
+                              for kind in (*_ARITHMETIC, exp.Coalesce, exp.Greatest, exp.Least)},
+                           exp.TimestampTrunc: {"annotator": _annotate_trunc}}
 
 
 DIALECT = TidegatePostgres
@@ -278,6 +324,8 @@ class TranslatedQuery:
     output_names: list[str]
     output_types: list[ColumnType | None]
     tables: list[tuple[str, str]] = field(default_factory=list)
+    # output column -> the trailing hidden columns holding its exact operands (ColumnType.exact_op)
+    operands: dict[int, tuple[int, ...]] = field(default_factory=dict)
 
 
 @dataclass
@@ -1140,7 +1188,9 @@ def _float_text(value: exp.Expression, plain_below: int) -> exp.Expression:
 
     scientific = scientific_text(mantissa, exponent, sign)
     has_e = _func("instr", java.copy(), _string("E"))
-    ifs = []
+    # NaN and the infinities are spelled as PostgreSQL spells them (and NaN sorts above 1e6 in Spark)
+    ifs = [exp.If(this=exp.In(this=java.copy(), expressions=[_string("NaN"), _string("Infinity"), _string("-Infinity")]),
+                  true=java.copy())]
     if plain_below < 7:
         # Java prints a float below 1e7 plainly (1234567.0); PostgreSQL's float4 from 1e6 on as
         # 1.234567e+06: the seven integer digits become the mantissa
@@ -1617,7 +1667,13 @@ class _Translator:
 
     def rewrite(self, tree: exp.Expression) -> exp.Expression:
         for node in reversed(list(tree.walk(bfs=False))):
+            self._widen_reals(node)
+            ranged = isinstance(node, (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Pow)) and _dtype(node) in _FLOAT_TYPES \
+                and not (isinstance(node, exp.Pow) and _T.DECIMAL in (_dtype(node.this), _dtype(node.expression)))
+            operands = (node.this.copy(), node.expression.copy()) if ranged else None
             new = self._rewrite_node(node)
+            if operands is not None:
+                new = self._float_range(node, new if new is not None else node, *operands)
             if new is not None and new is not node:
                 if new.type is None or _dtype(new) in (None, _T.UNKNOWN):
                     new.type = node.type
@@ -1629,7 +1685,79 @@ class _Translator:
                     node.replace(new)
         return tree
 
+    _REAL_TO_DOUBLE = (exp.Round, exp.Ceil, exp.Floor, exp.Sign, exp.Sqrt, exp.Cbrt, exp.Ln, exp.Log, exp.Exp, exp.Pow)
+
+    @staticmethod
+    def _widen_reals(node: exp.Expression) -> None:
+        """real meets PostgreSQL's operators and functions as it should: real with an integer,
+        numeric or double operand is computed in double precision (Spark would stay in float),
+        round/ceil/sqrt/... of a real are the float8 functions, and coalesce/greatest/least of a
+        real with integers or numerics are real (Spark would widen them to double)."""
+        def as_type(arg: exp.Expression, spark: str, kind: exp.DataType.Type) -> exp.Expression:
+            cast = _cast(arg.copy(), spark)
+            cast.type = exp.DataType.build(kind)
+            return cast
+
+        if isinstance(node, _ARITHMETIC) and _dtype(node) == _T.DOUBLE:
+            for key in ("this", "expression"):
+                arg = node.args.get(key)
+                if arg is not None and _dtype(arg) == _T.FLOAT:
+                    node.set(key, as_type(arg, "DOUBLE", _T.DOUBLE))
+        elif isinstance(node, _Translator._REAL_TO_DOUBLE):
+            for key in ("this", "expression"):
+                arg = node.args.get(key)
+                if isinstance(arg, exp.Expression) and _dtype(arg) == _T.FLOAT:
+                    node.set(key, as_type(arg, "DOUBLE", _T.DOUBLE))
+            if isinstance(node, exp.Sign) and _dtype(node.this) in _FLOAT_TYPES:
+                node.type = exp.DataType.build("DOUBLE")
+        elif isinstance(node, (exp.Coalesce, exp.Greatest, exp.Least)) and _dtype(node) == _T.FLOAT:
+            args = [node.this, *node.expressions]
+            if any(_dtype(a) not in (_T.FLOAT, _T.NULL, _T.UNKNOWN, None) for a in args):
+                node.set("this", as_type(node.this, "FLOAT", _T.FLOAT) if _dtype(node.this) != _T.FLOAT else node.this)
+                node.set("expressions", [as_type(a, "FLOAT", _T.FLOAT) if _dtype(a) != _T.FLOAT else a
+                                         for a in node.expressions])
+
+    @staticmethod
+    def _float_range(node: exp.Expression, value: exp.Expression, a: exp.Expression,
+                     b: exp.Expression) -> exp.Expression:
+        """A float result beyond the type's range is PostgreSQL's 22003 (Spark answers Infinity or
+        0): overflow when finite operands give an infinity, underflow when * / ^ of non-zero
+        operands gives 0 (float8_mul / float8_div / dpow's checks)."""
+        def infinite(e: exp.Expression) -> exp.Expression:
+            return _is_infinite(_cast(exp.paren(e.copy()), "DOUBLE"))
+
+        def nonzero(e: exp.Expression) -> exp.Expression:
+            return exp.NEQ(this=exp.paren(e.copy()), expression=exp.Literal.number(0))
+
+        result = exp.paren(value.copy())
+        checks = [(exp.and_(infinite(result), exp.not_(infinite(a)), exp.not_(infinite(b))),
+                   "22003", "value out of range: overflow")]
+        if isinstance(node, (exp.Mul, exp.Div, exp.Pow)):
+            beside = nonzero(b) if isinstance(node, exp.Mul) else exp.not_(infinite(b))
+            if isinstance(node, exp.Pow):  # (-)Infinity to a negative power is 0, not an underflow
+                beside = exp.and_(beside, exp.not_(infinite(a)))
+            checks.append((exp.and_(exp.EQ(this=result.copy(), expression=exp.Literal.number(0)), nonzero(a), beside),
+                           "22003", "value out of range: underflow"))
+        return _Translator._guarded(value.copy(), checks)
+
     def _rewrite_node(self, node: exp.Expression) -> exp.Expression | None:  # noqa: C901 - a dispatch table
+        if isinstance(node, exp.Sub) and _dtype(node.this) in _TZ_TYPES and _dtype(node.expression) in _TZ_TYPES:
+            # timestamptz - timestamptz is the elapsed time (Spark subtracts wall times in the
+            # session zone, an hour off across a DST change)
+            micros = exp.Sub(this=_func("unix_micros", node.this.copy()), expression=_func("unix_micros", node.expression.copy()))
+            return exp.Mul(this=exp.paren(micros), expression=exp.Interval(this=_string("0.000001"), unit=exp.var("SECOND")))
+        if isinstance(node, (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE)) and (
+                {_dtype(node.this), _dtype(node.expression)} & _NTZ_TYPES) and (
+                {_dtype(node.this), _dtype(node.expression)} & _TZ_TYPES):
+            # timestamp against timestamptz: the timestamp is read in the session zone, as PostgreSQL
+            # casts it (Spark casts the other way, to wall times)
+            for key in ("this", "expression"):
+                if _dtype(node.args[key]) in _NTZ_TYPES:
+                    node.set(key, _ntz_to_tz(node.args[key]))
+        if isinstance(node, exp.Sign) and _dtype(node.this) in _FLOAT_TYPES:
+            # PostgreSQL's sign(NaN) is 0 (Spark: NaN)
+            x = exp.paren(node.this.copy())
+            return exp.If(this=_func("isnan", x), true=_cast(exp.Literal.number(0), "DOUBLE"), false=_func("sign", x.copy()))
         if isinstance(node, exp.Window) and isinstance(node.this, _FRAMELESS_WINDOW_FUNCTIONS):
             return self._frameless_window(node)
         if isinstance(node, (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod)):
@@ -1691,6 +1819,14 @@ class _Translator:
             return self._cast_node(node)
         if isinstance(node, exp.Interval):
             return self._interval(node)
+        if isinstance(node, (exp.Add, exp.Sub)) and (
+                (_dtype(node.this) == _T.DATE and _dtype(node.expression) in _INTEGER_TYPES)
+                or (isinstance(node, exp.Add) and _dtype(node.expression) == _T.DATE and _dtype(node.this) in _INTEGER_TYPES)):
+            # date +/- integer beyond PostgreSQL's dates (4714-11-24 BC .. 5874897-12-31): 22008
+            days = _func("unix_date", exp.paren(node.copy()))
+            return self._guarded(node.copy(), [(exp.not_(exp.Between(
+                this=days, low=exp.Literal.number(-2440588), high=exp.Literal.number(2145042905))),
+                "22008", "date out of range")])
         if isinstance(node, exp.Sub):
             lt, rt = _dtype(node.this), _dtype(node.expression)
             if lt == _T.DATE and rt == _T.DATE:
@@ -1701,11 +1837,12 @@ class _Translator:
         if isinstance(node, exp.Exp):
             # e^x past double precision's range: PostgreSQL's 22003 (Spark: Infinity or 0)
             x = exp.paren(_cast(node.this.copy(), "DOUBLE"))
+            finite = exp.Not(this=_is_infinite(x.copy()))  # exp(Infinity) is Infinity, exp(-Infinity) 0
             return self._guarded(node.copy(), [
                 (exp.and_(exp.GT(this=x.copy(), expression=exp.Literal.number(709.782712893384)),
-                          exp.Not(this=_func("isnan", x.copy()))), "22003", "value out of range: overflow"),
-                (exp.LT(this=x.copy(), expression=exp.Literal.number(-745.1332191019412)), "22003",
-                 "value out of range: underflow")])
+                          exp.Not(this=_func("isnan", x.copy())), finite), "22003", "value out of range: overflow"),
+                (exp.and_(exp.LT(this=x.copy(), expression=exp.Literal.number(-745.1332191019412)), finite.copy()),
+                 "22003", "value out of range: underflow")])
         if isinstance(node, (exp.Cos, exp.Sin, exp.Tan, exp.Cot)):
             x = exp.paren(_cast(node.this.copy(), "DOUBLE"))
             return self._guarded(node.copy(), [(_is_infinite(x), "22003", "input is out of range")])
@@ -1722,6 +1859,17 @@ class _Translator:
             return self._substring(node)
         if isinstance(node, (exp.Left, exp.Right)):
             return self._left_right(node)
+        if isinstance(node, exp.Overlay):
+            return self._overlay(node)
+        if isinstance(node, (exp.StrToDate, exp.StrToTime)):
+            # PostgreSQL reads an empty string as year 0: 0001-01-01 BC (at midnight)
+            year_zero = _func("date_from_unix_date", exp.Literal.number(-719528))
+            if isinstance(node, exp.StrToTime):
+                year_zero = _ntz_to_tz(_cast(year_zero, "TIMESTAMP_NTZ"))
+            return exp.If(this=exp.EQ(this=exp.paren(node.this.copy()), expression=_string("")),
+                          true=year_zero, false=node.copy())
+        if isinstance(node, exp.UnixToTime) and node.args.get("format") is None and node.args.get("scale") is None:
+            return self._to_timestamp_seconds(node.this)
         if isinstance(node, exp.Chr):
             return self._chr(node)
         if isinstance(node, exp.WidthBucket):
@@ -1898,7 +2046,13 @@ class _Translator:
             # PostgreSQL's spelling ('-7' and 'UTC+5' are POSIX: hours west) as a Spark zone id
             zone = _string(pgvalues.spark_zone(zone.name, numeric_east=False))
         if _dtype(value) in _NTZ_TYPES:
-            return _func("to_utc_timestamp", _func("timestamp_micros", _ntz_micros(value)), zone)
+            # a wall time a DST fall-back repeats is the later instant, as in PostgreSQL (Java: the earlier)
+            wall = _ntz_micros(value)
+            first = _func("to_utc_timestamp", _func("timestamp_micros", wall), zone)
+            later = exp.Add(this=first.copy(), expression=exp.Interval(this=_string("1"), unit=exp.var("HOUR")))
+            repeated = exp.EQ(this=_func("unix_micros", _func("from_utc_timestamp", later.copy(), zone.copy())),
+                              expression=wall.copy())
+            return exp.If(this=repeated, true=later, false=first)
         if _dtype(value) == _T.DATE:
             value = _cast(value, "TIMESTAMP")
         return _ntz_from_micros(_func("unix_micros", _func("from_utc_timestamp", value, zone)))
@@ -1930,7 +2084,15 @@ class _Translator:
             return _cast(exp.IntDiv(this=node.this, expression=node.expression), target)
         if _T.DECIMAL in (lt, rt) and lt not in _FLOAT_TYPES and rt not in _FLOAT_TYPES:
             return self._decimal_div(node)
-        return exp.Div(this=node.this, expression=node.expression)
+        quotient: exp.Expression = exp.Div(this=node.this, expression=node.expression)
+        if lt in _FLOAT_TYPES or rt in _FLOAT_TYPES:
+            # NaN / 0 is NaN in PostgreSQL (any other x / 0 is 22012, as in Spark)
+            nan_over_zero = exp.and_(_func("isnan", _cast(exp.paren(node.this.copy()), "DOUBLE")),
+                                     exp.EQ(this=exp.paren(node.expression.copy()), expression=exp.Literal.number(0)))
+            quotient = exp.If(this=nan_over_zero, true=_cast(_string("NaN"), "DOUBLE"), false=quotient)
+        if lt == rt == _T.FLOAT:  # real / real is real (Spark divides in double)
+            return _cast(quotient, "FLOAT")
+        return quotient
 
     _COERCIBLE = _INTEGER_TYPES | _FLOAT_TYPES | {_T.DECIMAL, _T.DATE, _T.BOOLEAN, _T.TIME} | _NTZ_TYPES | _TZ_TYPES
 
@@ -2396,6 +2558,8 @@ class _Translator:
         """A timestamp[tz] literal read by PostgreSQL's rules (tidegate.pgvalues): any offset
         spelling ('00:00+00', 'Z', a zone name), a wall time without offset in the session zone
         with PostgreSQL's DST rules; a timestamp ignores an offset. None: left to Spark's cast."""
+        if isinstance(arg, exp.Literal) and arg.is_string and arg.name.strip().lower() in ("infinity", "+infinity", "-infinity"):
+            pgvalues.parse_timestamp(arg.name, with_tz, self.zone)  # 0A000: no infinite timestamps
         if not (isinstance(arg, exp.Literal) and arg.is_string) or not arg.name.strip()[:1].isdigit():
             return None
         try:
@@ -2413,6 +2577,8 @@ class _Translator:
         Spark has no TIME type."""
         if isinstance(arg, exp.Literal) and arg.is_string:
             return exp.Literal.number(_time_micros(arg.name))
+        if isinstance(arg, exp.Null) or src in (_T.NULL, _T.UNKNOWN):
+            return _cast(exp.Null(), "BIGINT")  # NULL::time
         if src == _T.TIME or src in _INTEGER_TYPES:
             return arg
         if src in _NTZ_TYPES or src in _TZ_TYPES:
@@ -2744,11 +2910,15 @@ class _Translator:
         return _func("date_trunc", _string(canonical.upper()), arg)
 
     @staticmethod
-    def _guarded(value: exp.Expression, checks: list[tuple[exp.Expression, str, str]]) -> exp.Expression:
+    def _guarded(value: exp.Expression, checks: list[tuple[exp.Expression, str, str]],
+                 strict: Sequence[exp.Expression] = ()) -> exp.Expression:
         """CASE WHEN <check> THEN raise_error(<PostgreSQL's error>) ... ELSE value END: the
-        statement fails with PostgreSQL's SQLSTATE and message (engine.errors reads them back)."""
-        ifs = [exp.If(this=cond, true=_func("raise_error", _string(f"{_RAISED_PREFIX}{state}:{message}")))
-               for cond, state, message in checks]
+        statement fails with PostgreSQL's SQLSTATE and message (engine.errors reads them back).
+        ``strict``: the arguments of a strict function, whose NULL is NULL before any check."""
+        ifs = [exp.If(this=exp.or_(*[exp.Is(this=exp.paren(a.copy()), expression=exp.Null()) for a in strict]),
+                      true=exp.Null())] if strict else []
+        ifs += [exp.If(this=cond, true=_func("raise_error", _string(f"{_RAISED_PREFIX}{state}:{message}")))
+                for cond, state, message in checks]
         return exp.Case(ifs=ifs, default=value) if ifs else value
 
     @staticmethod
@@ -2783,9 +2953,11 @@ class _Translator:
         if length is None:
             return exp.Case(ifs=[exp.If(this=exp.Is(this=exp.paren(start.copy()), expression=exp.Null()),
                                         true=exp.Null())], default=_func("substring", text, begin))
-        end = exp.Add(this=exp.paren(start.copy()), expression=exp.paren(length.copy()))
-        size = _func("greatest", exp.Sub(this=end, expression=begin.copy()), exp.Literal.number(0))
-        out = _func("substring", text, begin, size)
+        # start + n past the integers runs to the end of the string, as in PostgreSQL
+        end = exp.Add(this=_cast(exp.paren(start.copy()), "BIGINT"), expression=exp.paren(length.copy()))
+        size = _func("least", _func("greatest", exp.Sub(this=end, expression=begin.copy()), exp.Literal.number(0)),
+                     exp.Literal.number(2**31 - 1))
+        out = _func("substring", text, begin, _cast(size, "INT"))
         # greatest() skips a NULL: a NULL start or length gives NULL, as in PostgreSQL
         out = exp.Case(ifs=[exp.If(this=exp.or_(exp.Is(this=exp.paren(start.copy()), expression=exp.Null()),
                                                 exp.Is(this=exp.paren(length.copy()), expression=exp.Null())),
@@ -2794,6 +2966,45 @@ class _Translator:
             return out
         negative = exp.LT(this=exp.paren(length.copy()), expression=exp.Literal.number(0))
         return self._guarded(out, [(negative, "22011", "negative substring length not allowed")])
+
+    @staticmethod
+    def _to_timestamp_seconds(seconds: exp.Expression) -> exp.Expression:
+        """to_timestamp(double precision): the instant that many seconds after the Unix epoch,
+        rounded half-even to microseconds (PostgreSQL's rint); NaN and instants outside PostgreSQL's
+        timestamps (and Spark's, from 294247 AD) are 22008, the infinities are refused (0A000)."""
+        x = exp.paren(_cast(exp.paren(seconds.copy()), "DOUBLE"))
+        micros = _cast(_func("bround", exp.Mul(this=x.copy(), expression=exp.Literal.number(1_000_000))), "BIGINT")
+        value = _func("timestamp_micros", micros)
+        out_of_range = _func("raise_error", _func("concat", _string(
+            f"{_RAISED_PREFIX}22008:timestamp out of range: {RAISED_QUOTE}"), _float_text(x.copy(), 15),
+            _string(RAISED_QUOTE)))
+        outside = exp.or_(exp.LT(this=x.copy(), expression=exp.Literal.number(-210866803200)),
+                          exp.GTE(this=x.copy(), expression=exp.Literal.number(9223372036854)))
+        return exp.Case(ifs=[
+            exp.If(this=_func("isnan", x.copy()), true=_func("raise_error", _string(
+                f"{_RAISED_PREFIX}22008:timestamp cannot be NaN"))),
+            exp.If(this=exp.EQ(this=_func("abs", x.copy()), expression=_cast(_string("Infinity"), "DOUBLE")),
+                   true=_func("raise_error", _string(f"{_RAISED_PREFIX}0A000:timestamp infinity is not supported"))),
+            exp.If(this=outside, true=out_of_range),
+        ], default=value)
+
+    def _overlay(self, node: exp.Overlay) -> exp.Expression:
+        """overlay(s placing r from p [for n]) is substr(s, 1, p - 1) || r || substr(s, p + n), n
+        defaulting to length(r), as PostgreSQL's text_overlay: p < 1 is 22011, p + n beyond the
+        integers 22003 (Spark's overlay treats a negative n as length(r))."""
+        text, placing, start = node.this, node.expression, exp.paren(node.args["from_"].copy())
+        count = node.args.get("for_")
+        n = exp.paren(count.copy()) if count is not None else _func("char_length", placing.copy())
+        after = exp.Add(this=_cast(start.copy(), "BIGINT"), expression=n)
+        head = _func("substring", text.copy(), exp.Literal.number(1), exp.Sub(this=start.copy(), expression=exp.Literal.number(1)))
+        tail = _func("substring", text.copy(), _cast(_func("greatest", after.copy(), exp.Literal.number(1)), "INT"))
+        out = exp.If(this=exp.Is(this=after.copy(), expression=exp.Null()), true=exp.Null(),
+                     false=_func("concat", head, placing.copy(), tail))  # greatest() would skip a NULL
+        return self._guarded(out, [
+            (exp.LTE(this=start.copy(), expression=exp.Literal.number(0)), "22011", "negative substring length not allowed"),
+            (exp.not_(exp.Between(this=after.copy(), low=exp.Literal.number(-(2**31)), high=exp.Literal.number(2**31 - 1))),
+             "22003", "integer out of range"),
+        ], strict=[text, placing, start, n])
 
     def _left_right(self, node: exp.Left | exp.Right) -> exp.Expression | None:
         """left(s, -n) is all but the last n characters, right(s, -n) all but the first n
@@ -2808,8 +3019,12 @@ class _Translator:
                          exp.Literal.number(0))
             negative_case = _func("substring", text.copy(), exp.Literal.number(1), kept)
         else:
-            negative_case = _func("substring", text.copy(), exp.Sub(this=exp.Literal.number(1),
-                                                                    expression=exp.paren(n.copy())))
+            after = exp.Sub(this=exp.Literal.number(1), expression=_cast(exp.paren(n.copy()), "BIGINT"))
+            last = exp.Add(this=_func("char_length", text.copy()), expression=exp.Literal.number(1))
+            # -(-2147483648) overflows in PostgreSQL's text_right, which then keeps the whole string
+            after = exp.If(this=exp.EQ(this=exp.paren(n.copy()), expression=exp.Literal.number(-(2**31))),
+                           true=exp.Literal.number(1), false=after)
+            negative_case = _func("substring", text.copy(), _cast(_func("least", after, last), "INT"))
         positive_case = _func("left" if isinstance(node, exp.Left) else "right", text, n)
         if known is not None:
             return negative_case
@@ -2876,7 +3091,8 @@ class _Translator:
         if n is None or (known is not None and known != 0):
             return None
         zero = exp.EQ(this=exp.paren(n.copy()), expression=exp.Literal.number(0))
-        return self._guarded(node.copy(), [(zero, "22023", "field position must not be zero")])
+        return self._guarded(node.copy(), [(zero, "22023", "field position must not be zero")],
+                             strict=[a for a in (node.this, node.args.get("delimiter"), n) if a is not None])
 
     # The longest text lpad / rpad / repeat may build: 64 M characters. PostgreSQL's limit is 1 GB
     # (54000 past it); tidegate's is lower because Spark builds the value in the driver's 2 GB
@@ -2937,7 +3153,8 @@ class _Translator:
         else:  # power(x, y)
             x, y = node.this, node.expression
             checks.append((exp.and_(eq(x, 0), lt0(y)), "2201F", "zero raised to a negative power is undefined"))
-            checks.append((exp.and_(lt0(x), exp.NEQ(this=exp.paren(y.copy()), expression=_func("floor", y.copy()))),
+            checks.append((exp.and_(lt0(x), exp.NEQ(this=exp.paren(y.copy()),  # rint: floor is a bigint in Spark
+                                                    expression=_func("rint", _cast(exp.paren(y.copy()), "DOUBLE")))),
                            "2201F", "a negative number raised to a non-integer power yields a complex result"))
             value = node.copy()
         return _Translator._guarded(value, checks)
@@ -2991,7 +3208,46 @@ class _Translator:
         fmt = to_char_format(args[1].name)
         if fmt is None:
             raise SqlError("0A000", f"to_char format \"{args[1].name}\" is not supported")
+        if _dtype(args[0]) in _NTZ_TYPES:
+            return self._to_char_wall(args[0], fmt)
         return _func("date_format", args[0], _string(fmt))
+
+    _TIME_LETTERS = frozenset("HhkKmsSanAN")
+
+    @staticmethod
+    def _to_char_wall(value: exp.Expression, fmt: str) -> exp.Expression:
+        """to_char of a timestamp without time zone: its wall time, whatever the session zone.
+        Spark formats in the session zone, where a wall time in a DST gap does not exist
+        ('2024-03-10 02:30' printed 03:30 in New York): date fields are formatted from the
+        wall date's midnight, time fields from the wall clock on 1970-01-02 (no DST change)."""
+        x = exp.paren(value.copy())
+        date_src = _cast(_cast(x.copy(), "DATE"), "TIMESTAMP")
+        clock = _func("make_timestamp_ntz", exp.Literal.number(1970), exp.Literal.number(1), exp.Literal.number(2),
+                      _func("hour", x.copy()), _func("minute", x.copy()), exp.Extract(this=exp.var("SECOND"), expression=x.copy()))
+        time_src = _cast(clock, "TIMESTAMP")
+        groups: list[list[str]] = []  # [kind, pattern]: consecutive pieces formatted from one source
+        i = 0
+        while i < len(fmt):
+            j = i + 1
+            kind = None  # quoted or other literal text goes with its neighbours
+            if fmt[i] == "'":  # quoted text, '' inside it a quote
+                while j < len(fmt) and not (fmt[j] == "'" and fmt[j + 1:j + 2] != "'"):
+                    j += 2 if fmt[j] == "'" else 1
+                j += 1
+            elif fmt[i].isalpha():
+                while j < len(fmt) and fmt[j] == fmt[i]:
+                    j += 1
+                kind = "time" if fmt[i] in _Translator._TIME_LETTERS else "date"
+            if groups and (kind is None or groups[-1][0] in (None, kind)):
+                groups[-1][1] += fmt[i:j]
+                groups[-1][0] = groups[-1][0] or kind
+            else:
+                groups.append([kind, fmt[i:j]])
+            i = j
+        parts = [_func("date_format", (time_src if kind == "time" else date_src).copy(), _string(pattern))
+                 for kind, pattern in groups]
+        out = parts[0] if len(parts) == 1 else _func("concat", *parts)
+        return exp.If(this=exp.Is(this=x.copy(), expression=exp.Null()), true=exp.Null(), false=out)
 
     @staticmethod
     def _series(start: exp.Expression, end: exp.Expression, step: exp.Expression | None) -> exp.Expression:
@@ -3306,9 +3562,13 @@ def _explain(expression: exp.Command, resolver: TableResolver, params: Sequence[
 
 
 def translate_query(
-    expression: exp.Expression, resolver: TableResolver, params: Sequence[Any] = ()
+    expression: exp.Expression, resolver: TableResolver, params: Sequence[Any] = (), exact_numeric: bool = False
 ) -> TranslatedQuery:
-    """Translate one PostgreSQL query (SELECT / set operation / VALUES / EXPLAIN) for Spark."""
+    """Translate one PostgreSQL query (SELECT / set operation / VALUES / EXPLAIN) for Spark.
+
+    ``exact_numeric``: the result goes to a client, so numeric quotients, averages, roots,
+    logarithms and powers in the select list also return their exact operands (hidden trailing
+    columns, :attr:`TranslatedQuery.operands`) for the codec to give PostgreSQL's value and scale."""
     if isinstance(expression, exp.Command):
         if expression.name.upper() == "EXPLAIN":
             return _explain(expression, resolver, params)
@@ -3328,12 +3588,214 @@ def translate_query(
     translator.check_operators(tree)
     names, types = translator.output_columns(translator.output_select(tree))
     names = [translator.pg_label(name) for name in names]
+    operands: dict[int, tuple[int, ...]] = {}
+    if exact_numeric and isinstance(tree, exp.Union):
+        tree, operands = _union_scales(tree, types)
+    elif exact_numeric:
+        operands = _exact_operands(tree, types)
+    hidden = [f"__tg_operand_{k}" for k in range(sum(len(slots) for slots in operands.values()))]
     tree = translator.rewrite(tree)
     translator.restore_generators(tree)
-    _set_output_aliases(tree, names)
+    _set_output_aliases(tree, names + hidden)
     spark_sql = tree.sql(dialect="spark", identify=True, comments=False)
     pgfunctions.check_spark_sql(tree, spark_sql)
-    return TranslatedQuery(spark_sql, names, types, translator.tables)
+    return TranslatedQuery(spark_sql, names, types, translator.tables, operands)
+
+
+_NUMERIC_OPERAND_TYPES = _INTEGER_TYPES | {_T.DECIMAL}
+_VOLATILE_CALLS = frozenset({"random", "nextval", "setval", "clock_timestamp", "timeofday", "gen_random_uuid",
+                             "uuid_generate_v4", "setseed"})
+
+
+def _exact_plan(node: exp.Expression) -> tuple[str, list[exp.Expression]] | None:
+    """(pgvalues.numeric_exact op, operand expressions) of a numeric select-list value whose
+    display scale PostgreSQL picks per value; None for anything else."""
+    while isinstance(node, exp.Paren):
+        node = node.this
+    numeric = {_dtype(a) for a in node.iter_expressions()} if isinstance(node, (exp.Div, exp.Log, exp.Pow)) else set()
+    if isinstance(node, exp.Div) and _dtype(node) == _T.DECIMAL and numeric <= _NUMERIC_OPERAND_TYPES:
+        return "div", [node.this, node.expression]
+    if isinstance(node, (exp.Sqrt, exp.Ln)) and _dtype(node.this) == _T.DECIMAL:
+        return ("sqrt" if isinstance(node, exp.Sqrt) else "ln"), [node.this]
+    if isinstance(node, (exp.Log, exp.Pow)) and _T.DECIMAL in numeric and numeric <= _NUMERIC_OPERAND_TYPES:
+        if isinstance(node, exp.Log) and node.expression is None:
+            return "log10", [node.this]
+        return ("log" if isinstance(node, exp.Log) else "power"), [node.this, node.expression]
+    base = node.this if isinstance(node, (exp.Window, exp.Filter)) else node
+    if isinstance(base, exp.Filter):
+        base = base.this
+    if isinstance(base, exp.Avg) and _dtype(base.this) in _NUMERIC_OPERAND_TYPES:
+        # avg is sum / count of the same values (PostgreSQL's int8_avg / numeric_avg), under the
+        # same DISTINCT, FILTER and window
+        parts = []
+        for agg in (exp.Sum, exp.Count):
+            whole = node.copy()
+            avg = whole if isinstance(whole, exp.Avg) else whole.find(exp.Avg)
+            replacement = agg(this=avg.this)
+            replacement.type = avg.this.type if agg is exp.Sum and _dtype(avg.this) == _T.DECIMAL \
+                else exp.DataType.build("BIGINT")
+            if avg is whole:
+                whole = replacement
+            else:
+                avg.replace(replacement)
+                whole.type = replacement.type
+            parts.append(whole)
+        return "div", parts
+    return None
+
+
+def _scale_expr(node: exp.Expression) -> exp.Expression | None:
+    """An expression for the display scale of each value of a numeric expression whose scale is
+    data dependent: coalesce / greatest / least return one argument's value with its scale (the
+    first argument equal to the result, as PostgreSQL keeps the first of equal values)."""
+    while isinstance(node, exp.Paren):
+        node = node.this
+    known = _pg_display_scale(node)
+    if known is not None:
+        return exp.Literal.number(known)
+    if not isinstance(node, (exp.Coalesce, exp.Greatest, exp.Least)):
+        return None
+    args = [a for a in [node.this, *node.expressions] if not isinstance(a, exp.Null)]
+    scales = [_pg_display_scale(a) for a in args]
+    if any(sc is None for sc in scales):
+        return None
+    ifs = []
+    for arg, scale in zip(args, scales):
+        test = exp.Not(this=exp.Is(this=exp.paren(arg.copy()), expression=exp.Null())) if isinstance(node, exp.Coalesce) \
+            else exp.EQ(this=exp.paren(arg.copy()), expression=exp.paren(node.copy()))
+        ifs.append(exp.If(this=test, true=exp.Literal.number(scale)))
+    return exp.Case(ifs=ifs, default=exp.Literal.number(0))
+
+
+def _aggregated(select: exp.Select) -> bool:
+    if select.args.get("group") or select.args.get("having"):
+        return True
+    for proj in select.expressions:
+        for agg in proj.find_all(exp.AggFunc):
+            if agg.find_ancestor(exp.Window, exp.Subquery, exp.Select) in (None, select):
+                return True
+    return False
+
+
+def _valid_after_grouping(operand: exp.Expression, select: exp.Select) -> bool:
+    """An operand may be selected beside the query's aggregates: it is a GROUP BY key, or each
+    column it reads is inside an aggregate within it."""
+    group = select.args.get("group")
+    if group and operand.sql() in {k.sql() for k in group.expressions}:
+        return True
+    for col in operand.find_all(exp.Column):
+        node = col.parent
+        while node is not None and not isinstance(node, exp.AggFunc) and node is not operand:
+            node = node.parent
+        if not isinstance(node, exp.AggFunc):
+            return False
+    return True
+
+
+def _union_scales(tree: exp.Union, types: list[ColumnType | None]
+                  ) -> tuple[exp.Expression, dict[int, tuple[int, ...]]]:
+    """A UNION whose branches give a numeric column different display scales: each row keeps the
+    scale of the branch it came from, as PostgreSQL's values keep theirs. UNION ALL carries a
+    literal scale per branch; UNION (distinct) groups the rows of a UNION ALL, a row found in
+    several branches showing the first branch's scale (PostgreSQL keeps the first row it sees)."""
+    branches: list[exp.Expression] = []
+    pending: list[exp.Expression] = [tree]
+    kinds = set()
+    while pending:
+        node = pending.pop()
+        if isinstance(node, exp.Union):
+            kinds.add(bool(node.args.get("distinct")))
+            if node is not tree and any(node.args.get(k) for k in ("order", "limit", "offset")):
+                return tree, {}
+            pending += [node.expression, node.this]
+        else:
+            branches.append(node)
+    if len(kinds) != 1 or not all(isinstance(b, exp.Select) and len(b.expressions) == len(types) for b in branches):
+        return tree, {}
+    mixed: dict[int, list[int]] = {}
+    for i, ct in enumerate(types):
+        if ct is None or ct.pg != NUMERIC:
+            continue
+        scales = [_pg_display_scale(b.expressions[i].this if isinstance(b.expressions[i], exp.Alias)
+                                    else b.expressions[i]) for b in branches]
+        if None not in scales and len(set(scales)) > 1:
+            mixed[i] = scales  # type: ignore[assignment]
+    if not mixed:
+        return tree, {}
+    for i in mixed:
+        types[i] = ColumnType(NUMERIC, exact_op="scaled")
+    if kinds == {False}:
+        out: dict[int, tuple[int, ...]] = {}
+        for i, scales in mixed.items():
+            for branch, scale in zip(branches, scales):
+                branch.append("expressions", exp.Literal.number(scale))
+            out[i] = (len(branches[0].expressions) - 1,)
+        return tree, out
+    order = tree.args.get("order")
+    if order is not None and not all(
+            isinstance(o.this, exp.Literal) or (isinstance(o.this, exp.Column) and not o.this.table)
+            for o in order.expressions):
+        return tree, {}
+    n = len(types)
+    for k, branch in enumerate(branches):
+        values = [p.this if isinstance(p, exp.Alias) else p for p in branch.expressions]
+        branch.set("expressions", [exp.alias_(v, f"__tg_c{i}", quoted=True) for i, v in enumerate(values)]
+                   + [exp.alias_(exp.Literal.number(scales[k]), f"__tg_s{i}", quoted=True) for i, scales in mixed.items()]
+                   + [exp.alias_(exp.Literal.number(k), "__tg_b", quoted=True)])
+    union: exp.Expression = branches[0]
+    for branch in branches[1:]:
+        union = exp.Union(this=union, expression=branch, distinct=False)
+    columns = [exp.column(f"__tg_c{i}", table="__tg_u", quoted=True) for i in range(n)]
+    outer = exp.Select(expressions=[c.copy() for c in columns])  # named for the client later
+    outer = outer.from_(exp.Subquery(this=union, alias=exp.TableAlias(this=exp.to_identifier("__tg_u"))))
+    outer.set("group", exp.Group(expressions=[c.copy() for c in columns]))
+    out = {}
+    for k, i in enumerate(mixed):
+        outer.append("expressions", _func("min_by", exp.column(f"__tg_s{i}", table="__tg_u", quoted=True),
+                                          exp.column("__tg_b", table="__tg_u", quoted=True)))
+        out[i] = (n + k,)
+    for key in ("order", "limit", "offset"):
+        if tree.args.get(key) is not None:
+            outer.set(key, tree.args[key])
+    return outer, out
+
+
+def _exact_operands(tree: exp.Expression, types: list[ColumnType | None]) -> dict[int, tuple[int, ...]]:
+    """Append the exact operands of each per-value-scale numeric output column to the select list
+    (trailing hidden columns) and mark the column's type; {column: operand columns}."""
+    if not isinstance(tree, exp.Select) or tree.args.get("distinct") or len(tree.expressions) != len(types):
+        return {}
+    aggregated = _aggregated(tree)
+    out: dict[int, tuple[int, ...]] = {}
+    for i, proj in enumerate(list(tree.expressions)):
+        value = proj.this if isinstance(proj, exp.Alias) else proj
+        plan = _exact_plan(value)
+        if plan is None and types[i] is not None and types[i].pg == NUMERIC and types[i].scale is None \
+                and types[i].div_min_scale is None:
+            scale = _scale_expr(value)
+            plan = ("scaled", [scale]) if isinstance(scale, exp.Case) else None
+        if plan is None:
+            continue
+        op, operands = plan
+        if any(isinstance(n, exp.Rand) or (isinstance(n, exp.Func) and n.name.lower() in _VOLATILE_CALLS)
+               for e in operands for n in e.walk()):
+            continue
+        if aggregated and not (isinstance(value, (exp.Avg, exp.Window, exp.Filter))
+                               or all(_valid_after_grouping(e, tree) for e in operands)):
+            continue
+        # an operand's display scale; -1: each value's own (an unconstrained numeric column)
+        scales = [(_pg_display_scale(e) if _pg_display_scale(e) is not None else -1) if _dtype(e) == _T.DECIMAL
+                  else 0 for e in operands]
+        slots = []
+        for e in operands:
+            copy = e.copy()
+            copy.type = e.type
+            tree.append("expressions", copy)
+            slots.append(len(tree.expressions) - 1)
+        out[i] = tuple(slots)
+        types[i] = ColumnType(NUMERIC, div_min_scale=max(max(scales), 0), exact_op=op,
+                              op_scales=(scales[0], scales[1] if len(scales) > 1 else 0))
+    return out
 
 
 def translate_expression(

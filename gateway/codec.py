@@ -47,8 +47,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tidegate.errors import SqlError
-from tidegate.pgvalues import (check_json, datetime_input_error, localize, parse_bytea, parse_float,
-                               parse_interval_fields, spark_zone, zone_info)
+from tidegate.pgvalues import (check_json, datetime_input_error, localize, numeric_exact, parse_bytea,
+                               parse_float, parse_interval_fields, spark_zone, zone_info)
 from tidegate.pgtypes import ColumnType
 from tidegate.results import ResultField
 
@@ -551,8 +551,56 @@ def _text_numeric_div(arr: pa.Array, min_scale: int) -> pa.Array:
     return pa.array(out, pa.string())
 
 
+_WIDE = decimal.Context(prec=200)
+
+
+def _own_scale(value: decimal.Decimal) -> int:
+    """The display scale of an unconstrained numeric value: its digits after trailing zeros."""
+    return max(-value.normalize().as_tuple().exponent, 0) if value else 0
+
+
+def _text_numeric_exact(arr: pa.StructArray, ctype: ColumnType) -> pa.Array:
+    """Text of a per-value-scale numeric result (ColumnType.exact_op) from its exact operands; the
+    engine's value ``q`` decides NULL and is the fallback (an operand out of the exact rules' domain)."""
+    q = arr.field("q")
+    if ctype.exact_op == "scaled":  # the value at the scale its row carries
+        return pa.array([None if v is None or sc is None else format(decimal.Decimal(v).quantize(
+            decimal.Decimal(1).scaleb(-sc), context=_WIDE), "f")
+            for v, sc in zip(q.to_pylist(), arr.field("a").to_pylist())], pa.string())
+    a = arr.field("a").to_pylist()
+    b = arr.field("b").to_pylist() if arr.type.num_fields > 2 else [None] * len(arr)
+    plain = ColumnType(ctype.pg, div_min_scale=ctype.div_min_scale if ctype.exact_op == "div" else None)
+    fallback: list[str | None] | None = None
+    out: list[str | None] = []
+    scale_a, scale_b = ctype.op_scales
+    for i, present in enumerate(q.is_valid().to_pylist()):
+        if not present:
+            out.append(None)
+            continue
+        x, y = a[i], b[i]
+        value = None
+        if x is not None and (y is not None or arr.type.num_fields == 2):
+            x = decimal.Decimal(x)
+            y = decimal.Decimal(y) if y is not None else None
+            try:
+                value = numeric_exact(ctype.exact_op or "", x, y,
+                                      _own_scale(x) if scale_a < 0 else scale_a,
+                                      _own_scale(y) if y is not None and scale_b < 0 else max(scale_b, 0))
+            except (ArithmeticError, ValueError, SqlError):
+                value = None  # the engine's own value (its errors were raised when it was computed)
+        if value is None:
+            if fallback is None:
+                fallback = _text_numeric(q, plain, "UTC").to_pylist()
+            out.append(fallback[i])
+        else:
+            out.append(format(value, "f"))
+    return pa.array(out, pa.string())
+
+
 def _text_numeric(arr: pa.Array, ctype: ColumnType, timezone: str) -> pa.Array:
     t = arr.type
+    if pa.types.is_struct(t) and ctype.exact_op:
+        return _text_numeric_exact(arr, ctype)
     if ctype.div_min_scale is not None and ctype.precision is None and (pa.types.is_decimal(t) or pa.types.is_floating(t)):
         return _text_numeric_div(arr, ctype.div_min_scale)
     scale = ctype.scale  # numeric(p,s), or a display scale the translator derived (precision None)
@@ -1005,7 +1053,8 @@ def _binary_numeric(arr: pa.Array, ctype: ColumnType) -> pa.Array:
     """
     t = arr.type
     scale = ctype.scale  # numeric(p,s), or a display scale the translator derived (precision None)
-    if ctype.div_min_scale is not None and ctype.precision is None and (pa.types.is_decimal(t) or pa.types.is_floating(t)):
+    if (ctype.div_min_scale is not None and ctype.precision is None and (pa.types.is_decimal(t) or pa.types.is_floating(t))) \
+            or (pa.types.is_struct(t) and ctype.exact_op):
         return _binary_numeric_py(_text_numeric(arr, ctype, "UTC"), ColumnType(ctype.pg))
     if pa.types.is_integer(t):
         arr = arr.cast(pa.decimal128(38, 0)) if scale is None else arr.cast(pa.decimal128(38, 0)).cast(

@@ -317,6 +317,39 @@ def test_binary_numeric_matches_postgres(pg):
                                                          "0::numeric(10,2)", "12345678.90::numeric(10,2)"])
 
 
+def test_exact_numeric_results_text_and_binary(pg):
+    """A quotient / average / root / logarithm / power column carried with its exact operands (a
+    struct of the engine's value q and operands a, b) prints PostgreSQL's value at PostgreSQL's
+    per-value scale, in text and binary; a NULL q is NULL, and an operand outside the exact
+    rules' domain falls back to q."""
+    from tidegate.pgtypes import NUMERIC, ColumnType
+
+    def column(q, a, b, a_type=pa.decimal128(10, 2), b_type=pa.int64()):
+        fields = [pa.array(q, pa.float64()), pa.array(a, a_type)]
+        if b is not None:
+            fields.append(pa.array(b, b_type))
+        return pa.StructArray.from_arrays(fields, names=["q", "a", "b"][:len(fields)])
+
+    cases = [
+        (column([0.5, 1.0, None, 7.0], [D("1.00"), D("20000.00"), D("1.00"), D("7.00")], [2, 20000, 0, 1]),
+         ColumnType(NUMERIC, div_min_scale=2, exact_op="div", op_scales=(2, 0)),
+         ["1.00::numeric(10,2) / 2", "20000.00::numeric(10,2) / 20000", "NULL::numeric", "7.00::numeric(10,2) / 1"]),
+        (column([3513.6, 0.0], [D("12345678.99"), D("0.00")], None),
+         ColumnType(NUMERIC, exact_op="sqrt", op_scales=(2, 0)),
+         ["sqrt(12345678.99::numeric(10,2))", "sqrt(0.00::numeric(10,2))"]),
+        (column([17.08, 0.0001], [D("1.50"), D("0.01")], [7, 2]),
+         ColumnType(NUMERIC, exact_op="power", op_scales=(2, 0)),
+         ["power(1.50::numeric(10,2), 7)", "power(0.01::numeric(10,2), 2)"]),
+        (pa.StructArray.from_arrays([pa.array([D("2.00"), D("0.50"), None], pa.decimal128(10, 2)),
+                                     pa.array([0, 1, 2], pa.int32())], names=["q", "a"]),
+         ColumnType(NUMERIC, exact_op="scaled"),  # each value at the scale its row carries
+         ["2::numeric", "0.5::numeric", "NULL::numeric"]),
+    ]
+    for arr, ctype, exprs in cases:
+        assert encode_text_column(arr, ctype).to_pylist() == pg_text(pg, exprs), ctype.exact_op
+        assert encode_binary_column(arr, ctype).to_pylist() == pg_binary(pg, exprs), ctype.exact_op
+
+
 def test_binary_infinite_timestamps_and_bc(pg):
     arr = pa.array([2**63 - 1, -(2**63), -62_000_000_000_000_000], pa.int64()).cast(pa.timestamp("us"))
     (bc,) = pg.execute("SELECT (extract(epoch from '0001-06-01 BC'::timestamp)*1000000)::int8").fetchone()

@@ -7,15 +7,11 @@ Each must give PostgreSQL's answer, or PostgreSQL's error, or a 0A000 refusal na
 in docs/UNSUPPORTED.md. The seed is fixed so a failure reproduces; the long run with other seeds
 is ``python -m tests.oracle --start --statements 100000``.
 
-Issue 17 is open while ``tests/oracle_known_wrong.tsv`` is not empty: the statements of this seed
-still answered differently from PostgreSQL when the oracle was built (their classes are listed in
-docs/UNSUPPORTED.md, "Wrong answers still open"). The list is a ratchet: a statement not on it
-that differs fails the test, and so does a statement on it that now matches (take it off).
+Every statement must pass: the issue's figure is 0 wrong answers (the seed's last 100 differences
+were fixed; docs/UNSUPPORTED.md, "Wrong answers", lists what the oracle does not reach).
 """
 
 from __future__ import annotations
-
-from pathlib import Path
 
 import pytest
 
@@ -26,11 +22,6 @@ from tests.targets import target_for
 SEED = 17
 PER_SIGNATURE = 4
 RANDOM_QUERIES = 1200
-KNOWN_WRONG = Path(__file__).with_name("oracle_known_wrong.tsv")
-
-
-def known_wrong() -> set[tuple[str, str]]:
-    return {tuple(line.split("\t", 1)) for line in KNOWN_WRONG.read_text().splitlines() if line.strip()}
 
 
 @pytest.fixture(scope="module")
@@ -47,13 +38,7 @@ def test_generated_statements_answer_as_postgres(oracle: Oracle) -> None:
     assert len(questions) >= 5000
     assert {q.zone for q in questions} == set(sqlgen.ZONES)
     verdicts = oracle.judge(questions)
-    known = known_wrong()
-    asked = {(q.zone, q.sql) for q in questions}
-    assert known <= asked, "oracle_known_wrong.tsv names statements the seed no longer generates"
-    new = [line for key, line in verdicts.failed.items() if key not in known]
-    assert not new, verdicts.summary() + "\n" + "\n".join(new[:60])
-    fixed = sorted(known - set(verdicts.failed))
-    assert not fixed, "now answered as PostgreSQL; remove from oracle_known_wrong.tsv:\n" + "\n".join(
-        "\t".join(k) for k in fixed)
+    failed = list(verdicts.failed.values())
+    assert not failed, verdicts.summary() + "\n" + "\n".join(failed[:60])
     # The questions reach both outcomes: answers and PostgreSQL's own errors.
     assert verdicts.exact > 4500 and verdicts.same_error > 200, verdicts.summary()

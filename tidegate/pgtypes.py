@@ -161,6 +161,12 @@ class ColumnType:
     # A numeric division/avg result: PostgreSQL picks its display scale per value (select_div_scale,
     # at least 16 significant digits) and never below this, the operands' larger display scale.
     div_min_scale: int | None = None
+    # A numeric result the wire codec recomputes from its exact operands (pgvalues.numeric_exact):
+    # the column's Arrow values are a struct of the engine's value ``q`` (NULL-ness, and the text
+    # when the exact value cannot be had) and the operands ``a`` [and ``b``], whose display scales
+    # are ``op_scales`` (-1: each value's own, for an unconstrained numeric).
+    exact_op: str | None = None
+    op_scales: tuple[int, int] = (0, 0)
 
     @property
     def is_array(self) -> bool:

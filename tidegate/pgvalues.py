@@ -30,6 +30,7 @@ import struct
 from collections.abc import Iterator
 from contextvars import ContextVar
 from datetime import date, datetime, timedelta, timezone
+import decimal
 from decimal import ROUND_HALF_EVEN, Decimal, InvalidOperation
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -167,6 +168,10 @@ def parse_timestamp(text: str, with_tz: bool, zone: str | None = None) -> dateti
     s = text.strip()
     refuse_bc(s)
     low = s.lower()
+    if low in ("infinity", "+infinity", "-infinity"):
+        raise SqlError("0A000", "timestamp infinity is not supported",
+                       detail="timestamps are stored as Spark / Delta Lake timestamps, which have no infinity",
+                       hint="Use a NULL or a far date such as 9999-12-31.")
     if low in ("now", "today", "tomorrow", "yesterday"):
         now_utc = datetime.now(timezone.utc)
         tz = zone_info(zone)
@@ -643,3 +648,163 @@ def check_json(text: str) -> None:
         json.loads(text, parse_constant=_reject_constant)
     except ValueError:
         raise SqlError("22P02", "invalid input syntax for type json", detail=f'Token "{text[:40]}" is invalid.') from None
+
+
+# -- numeric results whose display scale PostgreSQL chooses per value ---------------------------
+# numeric.c picks the scale of a quotient, square root or logarithm from the operands' leading
+# base-10000 digits (NUMERIC_MIN_SIG_DIGITS = 16 significant digits, never fewer than an operand's
+# display scale) and rounds half away from zero. Spark computes these in double precision or at a
+# fixed decimal scale; the wire codec recomputes the client's value here from the exact operands.
+
+_MIN_SIG_DIGITS = 16
+_MAX_DISPLAY_SCALE = 1000
+
+
+def _nbase_weight(value: Decimal) -> tuple[int, int]:
+    """(weight, first digit) of |value| in PostgreSQL's base-10000 representation; (0, 0) for zero."""
+    if not value:
+        return 0, 0
+    value = abs(value)
+    weight = value.adjusted() // 4
+    return weight, int(value.scaleb(-4 * weight))
+
+
+def _display_scale(rscale: int, *scales: int) -> int:
+    return min(max(rscale, 0, *scales), _MAX_DISPLAY_SCALE)
+
+
+def _rounded(value: Decimal, scale: int) -> Decimal:
+    ctx = decimal.Context(prec=max(value.adjusted(), 0) + scale + 5, rounding=decimal.ROUND_HALF_UP,
+                          Emin=-9999999, Emax=9999999)
+    rounded = value.quantize(Decimal(1).scaleb(-scale), context=ctx)
+    return rounded if rounded else rounded.copy_abs()  # numeric has no negative zero
+
+
+def _context_for(scale: int, magnitude: int) -> decimal.Context:
+    """A context keeping ``scale`` fractional digits of a result near 10**magnitude, plus guard
+    digits, truncating: rounding the truncated value half-up is then exact."""
+    return decimal.Context(prec=max(magnitude, 0) + scale + 12, rounding=decimal.ROUND_DOWN,
+                           Emin=-999999, Emax=999999)
+
+
+def numeric_div(a: Decimal, b: Decimal, min_scale: int = 0) -> Decimal:
+    """a / b as PostgreSQL's numeric_div (select_div_scale; ``min_scale`` is the operands' larger
+    display scale). b is non-zero (the engine raised 22012 otherwise)."""
+    w1, f1 = _nbase_weight(a)
+    w2, f2 = _nbase_weight(b)
+    qweight = w1 - w2 - (1 if f1 <= f2 else 0)
+    scale = _display_scale(_MIN_SIG_DIGITS - qweight * 4, min_scale)
+    ctx = _context_for(scale, a.adjusted() - b.adjusted() + 2 if a else 0)
+    return _rounded(ctx.divide(a, b), scale)
+
+
+def numeric_sqrt(a: Decimal, min_scale: int = 0) -> Decimal:
+    """sqrt(a) as numeric_sqrt: 16 significant digits past the root's weight. a >= 0."""
+    weight, _ = _nbase_weight(a)
+    scale = _display_scale(_MIN_SIG_DIGITS - (2 * weight + 1), min_scale)
+    ctx = decimal.Context(prec=max(a.adjusted() // 2 + 2, 0) + scale + 12, Emin=-999999, Emax=999999)
+    return _rounded(ctx.sqrt(a), scale)
+
+
+def _ln_dweight(a: Decimal) -> int:
+    """estimate_ln_dweight: the decimal weight of ln(a), as numeric.c estimates it."""
+    if a <= 0:
+        return 0
+    if Decimal("0.9") <= a <= Decimal("1.1"):
+        x = a - 1
+        return x.adjusted() if x else 0
+    weight, first = _nbase_weight(a)
+    digits, dweight = first, weight * 4
+    rest = a.scaleb(-4 * weight) - first  # the fraction after the first base-10000 digit
+    if rest:
+        digits = digits * 10000 + int(rest.scaleb(4))
+        dweight -= 4
+    ln = math.log(digits) + dweight * 2.302585092994046
+    return int(math.log10(abs(ln))) if ln else 0
+
+
+def _ln_context(scale: int, dweight: int) -> decimal.Context:
+    return decimal.Context(prec=max(dweight, 0) + scale + 20, Emin=-999999, Emax=999999)
+
+
+def numeric_ln(a: Decimal, min_scale: int = 0) -> Decimal:
+    """ln(a) as numeric_ln. a > 0."""
+    dweight = _ln_dweight(a)
+    scale = _display_scale(_MIN_SIG_DIGITS - dweight, min_scale)
+    return _rounded(_ln_context(scale, dweight).ln(a), scale)
+
+
+def numeric_log(base: Decimal, a: Decimal, base_scale: int = 0, min_scale: int = 0) -> Decimal:
+    """log(base, a) as numeric_log (log(a) and log10(a) are log(10, a)). base, a > 0, base <> 1."""
+    dweight = _ln_dweight(a) - _ln_dweight(base)
+    scale = _display_scale(_MIN_SIG_DIGITS - dweight, base_scale, min_scale)
+    ctx = _ln_context(scale + 10, abs(dweight) + 10)
+    return _rounded(ctx.divide(ctx.ln(a), ctx.ln(base)), scale)
+
+
+def numeric_power_int(base: Decimal, exponent: int, min_scale: int = 0) -> Decimal:
+    """base ^ exponent for an integral exponent within int4, as PostgreSQL 15's power_var_int: at
+    least 16 fractional digits (``min_scale`` is the base's display scale), 22003 beyond numeric's
+    range, a zero once the result is below the last kept digit. 0 ^ negative is the caller's error."""
+    scale = _display_scale(_MIN_SIG_DIGITS, min_scale)
+    if exponent == 0 or not base:
+        return _rounded(Decimal(1 if exponent == 0 else 0), scale)
+    weight, first = _nbase_weight(base)
+    digits, p = first, weight * 4
+    rest = abs(base).scaleb(-4 * weight) - first
+    for _ in range(3):  # numeric.c reads base-10000 digits while they are within 16 decimal ones
+        if not rest:
+            break
+        rest = rest.scaleb(4)
+        digits, p, rest = digits * 10000 + int(rest), p - 4, rest - int(rest)
+    f = exponent * (math.log10(digits) + p)  # about log10 of the result
+    if f > 3 * 32767 * 4:
+        raise SqlError("22003", "value overflows numeric format")
+    if f + 1 < -scale:
+        return _rounded(Decimal(0), scale)
+    ctx = decimal.Context(prec=max(int(f), 0) + scale + 20, Emin=-9999999, Emax=9999999)
+    result = ctx.power(base, exponent)
+    if result.adjusted() > 32767 * 4:
+        raise SqlError("22003", "value overflows numeric format")
+    return _rounded(result, scale)
+
+
+def numeric_power(base: Decimal, exponent: Decimal, base_scale: int = 0, exponent_scale: int = 0) -> Decimal:
+    """base ^ exponent as PostgreSQL 15's numeric_power: an integral exponent within int4 by
+    repeated multiplication, any other as exp(exponent * ln(base)) with 16 significant digits.
+    The caller has raised 0 ^ negative and negative ^ non-integer (2201F)."""
+    if exponent == exponent.to_integral_value() and -2**31 <= exponent < 2**31:
+        return numeric_power_int(base, int(exponent), base_scale)
+    scale_floor = max(base_scale, exponent_scale)
+    if not base:
+        return _rounded(Decimal(0), _display_scale(_MIN_SIG_DIGITS, scale_floor))
+    ctx = decimal.Context(prec=60, Emin=-999999, Emax=999999)
+    ln_num = ctx.multiply(ctx.ln(base), exponent)
+    val = float(ln_num)
+    if abs(val) > 2000 * 3:  # NUMERIC_MAX_RESULT_SCALE * 3
+        if val > 0:
+            raise SqlError("22003", "value overflows numeric format")
+        return _rounded(Decimal(0), _MAX_DISPLAY_SCALE)
+    val *= 0.434294481903252  # about the decimal weight of the result
+    scale = _display_scale(_MIN_SIG_DIGITS - int(val), scale_floor)
+    wide = decimal.Context(prec=max(int(val), 0) + scale + 20, Emin=-999999, Emax=999999)
+    return _rounded(wide.exp(wide.multiply(wide.ln(base), exponent)), scale)
+
+
+def numeric_exact(op: str, a: Decimal, b: Decimal | None, scale_a: int, scale_b: int = 0) -> Decimal:
+    """One of PostgreSQL's per-value-scale numeric results from its exact operands: ``div``
+    (a / b, also avg as sum / count), ``sqrt``, ``ln``, ``log10`` (of a), ``log`` (base a of b)
+    and ``power`` (a ^ b); ``scale_a`` / ``scale_b`` are the operands' display scales."""
+    if op == "div":
+        return numeric_div(a, b, max(scale_a, scale_b))
+    if op == "sqrt":
+        return numeric_sqrt(a, scale_a)
+    if op == "ln":
+        return numeric_ln(a, scale_a)
+    if op == "log10":
+        return numeric_log(Decimal(10), a, 0, scale_a)
+    if op == "log":
+        return numeric_log(a, b, scale_a, scale_b)
+    if op == "power":
+        return numeric_power(a, b, scale_a, scale_b)
+    raise ValueError(op)
