@@ -23,6 +23,7 @@ that a value means the same whichever path reads it.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import math
 import re
@@ -673,29 +674,43 @@ def _display_scale(rscale: int, *scales: int) -> int:
     return min(max(rscale, 0, *scales), _MAX_DISPLAY_SCALE)
 
 
+@functools.lru_cache(maxsize=4096)
+def _context(prec: int, rounding: str) -> decimal.Context:
+    return decimal.Context(prec=prec, rounding=rounding, Emin=-9999999, Emax=9999999)
+
+
+@functools.lru_cache(maxsize=2048)
+def _quantum(scale: int) -> Decimal:
+    return Decimal(1).scaleb(-scale)
+
+
 def _rounded(value: Decimal, scale: int) -> Decimal:
-    ctx = decimal.Context(prec=max(value.adjusted(), 0) + scale + 5, rounding=decimal.ROUND_HALF_UP,
-                          Emin=-9999999, Emax=9999999)
-    rounded = value.quantize(Decimal(1).scaleb(-scale), context=ctx)
+    ctx = _context(max(value.adjusted(), 0) + scale + 5, decimal.ROUND_HALF_UP)
+    rounded = value.quantize(_quantum(scale), context=ctx)
     return rounded if rounded else rounded.copy_abs()  # numeric has no negative zero
 
 
 def _context_for(scale: int, magnitude: int) -> decimal.Context:
     """A context keeping ``scale`` fractional digits of a result near 10**magnitude, plus guard
     digits, truncating: rounding the truncated value half-up is then exact."""
-    return decimal.Context(prec=max(magnitude, 0) + scale + 12, rounding=decimal.ROUND_DOWN,
-                           Emin=-999999, Emax=999999)
+    return _context(max(magnitude, 0) + scale + 12, decimal.ROUND_DOWN)
 
 
 def numeric_div(a: Decimal, b: Decimal, min_scale: int = 0) -> Decimal:
     """a / b as PostgreSQL's numeric_div (select_div_scale; ``min_scale`` is the operands' larger
-    display scale). b is non-zero (the engine raised 22012 otherwise)."""
+    display scale), rounded in integer arithmetic. b is non-zero (the engine raised 22012 otherwise)."""
     w1, f1 = _nbase_weight(a)
     w2, f2 = _nbase_weight(b)
     qweight = w1 - w2 - (1 if f1 <= f2 else 0)
     scale = _display_scale(_MIN_SIG_DIGITS - qweight * 4, min_scale)
-    ctx = _context_for(scale, a.adjusted() - b.adjusted() + 2 if a else 0)
-    return _rounded(ctx.divide(a, b), scale)
+    na, da = a.as_integer_ratio()
+    nb, db = b.as_integer_ratio()
+    num, den = abs(na) * db * 10 ** scale, da * abs(nb)
+    q, r = divmod(num, den)
+    if 2 * r >= den:  # half away from zero
+        q += 1
+    negative = (na < 0) != (nb < 0) and q != 0
+    return Decimal(f"{'-' if negative else ''}{q}E-{scale}")
 
 
 def numeric_sqrt(a: Decimal, min_scale: int = 0) -> Decimal:
