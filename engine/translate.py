@@ -1674,6 +1674,11 @@ class _Translator:
             new = self._rewrite_node(node)
             if operands is not None:
                 new = self._float_range(node, new if new is not None else node, *operands)
+            elif isinstance(node, exp.Pow) and _T.DECIMAL in (_dtype(node.this), _dtype(node.expression)):
+                # numeric power past numeric's range (Spark computes it in double: Infinity)
+                value = new if new is not None else node
+                new = self._guarded(value.copy(), [(_is_infinite(_cast(exp.paren(value.copy()), "DOUBLE")),
+                                                    "22003", "value overflows numeric format")])
             if new is not None and new is not node:
                 if new.type is None or _dtype(new) in (None, _T.UNKNOWN):
                     new.type = node.type
