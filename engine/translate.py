@@ -258,6 +258,9 @@ _TEXT_RESULTS = {kind: {**meta, "returns": exp.DataType.Type.TEXT}
 
 
 _ARITHMETIC = (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod)
+_FLOAT_KINDS = frozenset({exp.DataType.Type.FLOAT, exp.DataType.Type.DOUBLE})
+_NUMBER_KINDS = _FLOAT_KINDS | {exp.DataType.Type.TINYINT, exp.DataType.Type.SMALLINT, exp.DataType.Type.INT,
+                                exp.DataType.Type.BIGINT, exp.DataType.Type.DECIMAL}
 
 
 def _float_arithmetic(kind: type[exp.Expression]) -> Callable[[Any, exp.Expression], exp.Expression]:
@@ -272,11 +275,7 @@ def _float_arithmetic(kind: type[exp.Expression]) -> Callable[[Any, exp.Expressi
         operands = (node.left, node.right) if isinstance(node, exp.Binary) else \
             [a for a in [node.this, *node.expressions] if not isinstance(a, exp.Null)]
         kinds = [o.type.this if isinstance(o.type, exp.DataType) else None for o in operands]
-        numeric = {exp.DataType.Type.TINYINT, exp.DataType.Type.SMALLINT, exp.DataType.Type.INT,
-                   exp.DataType.Type.BIGINT, exp.DataType.Type.DECIMAL, exp.DataType.Type.FLOAT,
-                   exp.DataType.Type.DOUBLE}
-        floats = {exp.DataType.Type.FLOAT, exp.DataType.Type.DOUBLE}
-        if set(kinds) <= numeric and set(kinds) & floats:
+        if set(kinds) <= _NUMBER_KINDS and set(kinds) & _FLOAT_KINDS:
             real = exp.DataType.Type.DOUBLE not in kinds and (
                 not isinstance(node, exp.Binary) or kinds == [exp.DataType.Type.FLOAT, exp.DataType.Type.FLOAT])
             annotator._set_type(node, exp.DataType.Type.FLOAT if real else exp.DataType.Type.DOUBLE)
@@ -1668,17 +1667,15 @@ class _Translator:
     def rewrite(self, tree: exp.Expression) -> exp.Expression:
         for node in reversed(list(tree.walk(bfs=False))):
             self._widen_reals(node)
+            numeric_power = isinstance(node, exp.Pow) and _T.DECIMAL in (_dtype(node.this), _dtype(node.expression))
             ranged = isinstance(node, (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Pow)) and _dtype(node) in _FLOAT_TYPES \
-                and not (isinstance(node, exp.Pow) and _T.DECIMAL in (_dtype(node.this), _dtype(node.expression)))
+                and not numeric_power
             operands = (node.this.copy(), node.expression.copy()) if ranged else None
             new = self._rewrite_node(node)
             if operands is not None:
                 new = self._float_range(node, new if new is not None else node, *operands)
-            elif isinstance(node, exp.Pow) and _T.DECIMAL in (_dtype(node.this), _dtype(node.expression)):
-                # numeric power past numeric's range (Spark computes it in double: Infinity)
-                value = new if new is not None else node
-                new = self._guarded(value.copy(), [(_is_infinite(_cast(exp.paren(value.copy()), "DOUBLE")),
-                                                    "22003", "value overflows numeric format")])
+            elif numeric_power:
+                new = self._numeric_power_range(new if new is not None else node)
             if new is not None and new is not node:
                 if new.type is None or _dtype(new) in (None, _T.UNKNOWN):
                     new.type = node.type
@@ -1744,6 +1741,12 @@ class _Translator:
             checks.append((exp.and_(exp.EQ(this=result.copy(), expression=exp.Literal.number(0)), nonzero(a), beside),
                            "22003", "value out of range: underflow"))
         return _Translator._guarded(value.copy(), checks)
+
+    @staticmethod
+    def _numeric_power_range(value: exp.Expression) -> exp.Expression:
+        """A numeric power past numeric's range is 22003 (Spark computes it in double: Infinity)."""
+        return _Translator._guarded(value.copy(), [(_is_infinite(_cast(exp.paren(value.copy()), "DOUBLE")),
+                                                    "22003", "value overflows numeric format")])
 
     def _rewrite_node(self, node: exp.Expression) -> exp.Expression | None:  # noqa: C901 - a dispatch table
         if isinstance(node, exp.Sub) and _dtype(node.this) in _TZ_TYPES and _dtype(node.expression) in _TZ_TYPES:
@@ -2988,7 +2991,7 @@ class _Translator:
         return exp.Case(ifs=[
             exp.If(this=_func("isnan", x.copy()), true=_func("raise_error", _string(
                 f"{_RAISED_PREFIX}22008:timestamp cannot be NaN"))),
-            exp.If(this=exp.EQ(this=_func("abs", x.copy()), expression=_cast(_string("Infinity"), "DOUBLE")),
+            exp.If(this=_is_infinite(x.copy()),
                    true=_func("raise_error", _string(f"{_RAISED_PREFIX}0A000:timestamp infinity is not supported"))),
             exp.If(this=outside, true=out_of_range),
         ], default=value)
@@ -3789,8 +3792,8 @@ def _exact_operands(tree: exp.Expression, types: list[ColumnType | None]) -> dic
                                or all(_valid_after_grouping(e, tree) for e in operands)):
             continue
         # an operand's display scale; -1: each value's own (an unconstrained numeric column)
-        scales = [(_pg_display_scale(e) if _pg_display_scale(e) is not None else -1) if _dtype(e) == _T.DECIMAL
-                  else 0 for e in operands]
+        known = [_pg_display_scale(e) if _dtype(e) == _T.DECIMAL else 0 for e in operands]
+        scales = [-1 if scale is None else scale for scale in known]
         slots = []
         for e in operands:
             copy = e.copy()

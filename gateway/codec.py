@@ -47,8 +47,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tidegate.errors import SqlError
-from tidegate.pgvalues import (check_json, datetime_input_error, localize, numeric_exact, parse_bytea,
-                               parse_float, parse_interval_fields, spark_zone, zone_info)
+from tidegate.pgvalues import (check_json, datetime_input_error, localize, numeric_at_scale, numeric_exact,
+                               own_scale, parse_bytea, parse_float, parse_interval_fields, spark_zone, zone_info)
 from tidegate.pgtypes import ColumnType
 from tidegate.results import ResultField
 
@@ -551,22 +551,13 @@ def _text_numeric_div(arr: pa.Array, min_scale: int) -> pa.Array:
     return pa.array(out, pa.string())
 
 
-_WIDE = decimal.Context(prec=200)
-
-
-def _own_scale(value: decimal.Decimal) -> int:
-    """The display scale of an unconstrained numeric value: its digits after trailing zeros."""
-    return max(-value.normalize().as_tuple().exponent, 0) if value else 0
-
-
 def _text_numeric_exact(arr: pa.StructArray, ctype: ColumnType) -> pa.Array:
     """Text of a per-value-scale numeric result (ColumnType.exact_op) from its exact operands; the
     engine's value ``q`` decides NULL and is the fallback (an operand out of the exact rules' domain)."""
     q = arr.field("q")
     if ctype.exact_op == "scaled":  # the value at the scale its row carries
-        return pa.array([None if v is None or sc is None else format(decimal.Decimal(v).quantize(
-            decimal.Decimal(1).scaleb(-sc), context=_WIDE), "f")
-            for v, sc in zip(q.to_pylist(), arr.field("a").to_pylist())], pa.string())
+        return pa.array([None if v is None or sc is None else format(numeric_at_scale(decimal.Decimal(v), sc), "f")
+                         for v, sc in zip(q.to_pylist(), arr.field("a").to_pylist())], pa.string())
     a = arr.field("a").to_pylist()
     b = arr.field("b").to_pylist() if arr.type.num_fields > 2 else [None] * len(arr)
     plain = ColumnType(ctype.pg, div_min_scale=ctype.div_min_scale if ctype.exact_op == "div" else None)
@@ -584,8 +575,8 @@ def _text_numeric_exact(arr: pa.StructArray, ctype: ColumnType) -> pa.Array:
             y = decimal.Decimal(y) if y is not None else None
             try:
                 value = numeric_exact(ctype.exact_op or "", x, y,
-                                      _own_scale(x) if scale_a < 0 else scale_a,
-                                      _own_scale(y) if y is not None and scale_b < 0 else max(scale_b, 0))
+                                      own_scale(x) if scale_a < 0 else scale_a,
+                                      own_scale(y) if y is not None and scale_b < 0 else max(scale_b, 0))
             except (ArithmeticError, ValueError, SqlError):
                 value = None  # the engine's own value (its errors were raised when it was computed)
         if value is None:

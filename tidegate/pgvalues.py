@@ -684,6 +684,16 @@ def _quantum(scale: int) -> Decimal:
     return Decimal(1).scaleb(-scale)
 
 
+def own_scale(value: Decimal) -> int:
+    """The display scale of an unconstrained numeric value: its digits after trailing zeros."""
+    return max(-value.normalize().as_tuple().exponent, 0) if value else 0
+
+
+def numeric_at_scale(value: Decimal, scale: int) -> Decimal:
+    """``value`` shown at display scale ``scale`` (rounded half away from zero when shorter)."""
+    return _rounded(value, scale)
+
+
 def _rounded(value: Decimal, scale: int) -> Decimal:
     ctx = _context(max(value.adjusted(), 0) + scale + 5, decimal.ROUND_HALF_UP)
     rounded = value.quantize(_quantum(scale), context=ctx)
