@@ -27,6 +27,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from tidegate import sqllex
 from tidegate.errors import SqlError
 from catalog.sqlitedb import SqliteStore
 
@@ -402,13 +403,10 @@ def render_create_flow(f: FlowDef) -> str:
 
 # -- the pg_catalog evaluator's view of flows ------------------------------------------------------
 
-_FLOW_REL = re.compile(r"\bflow(?:s|_statistics)\b", re.I)
-
-
 def mentions_flow_relations(sql: str) -> bool:
     """Whether a catalog query reads INFORMATION_SCHEMA.FLOWS / FLOW_STATISTICS (whose rows change
     without a catalog version bump: they are reloaded per query and never cached)."""
-    return bool(_FLOW_REL.search(sql))
+    return not sqllex.identifiers(sql).isdisjoint(("flows", "flow_statistics"))
 
 
 def duckdb_relations(catalog: Any) -> dict[str, pa.Table]:

@@ -19,7 +19,6 @@ the engine).
 from __future__ import annotations
 
 import json
-import re
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -29,6 +28,7 @@ from typing import Any
 import pyarrow as pa
 
 from catalog.sqlitedb import SqliteStore, shared_store
+from tidegate import sqllex
 
 PENDING, RUNNING, SUCCEEDED, FAILED, CANCELLED, UNKNOWN = (
     "PENDING", "RUNNING", "SUCCEEDED", "FAILED", "CANCELLED", "UNKNOWN")
@@ -349,13 +349,10 @@ def information_schema_rows(catalog: Any) -> pa.Table:
     return rows_table(store.all(), store.leases())
 
 
-_JOBS_REL = re.compile(r"\bjobs\b", re.I)
-
-
 def mentions_job_relations(sql: str) -> bool:
     """Whether a catalog query may read INFORMATION_SCHEMA.JOBS (rows change without a catalog
     version bump: reloaded per query and never cached)."""
-    return bool(_JOBS_REL.search(sql))
+    return "jobs" in sqllex.identifiers(sql)
 
 
 def load_into_duckdb(con: Any, catalog: Any, *, create: bool = False) -> None:

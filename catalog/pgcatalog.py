@@ -35,7 +35,8 @@ from catalog import jobs as jobsmeta
 from catalog import refresh as refreshmeta
 from catalog import pg_keywords
 from catalog import pg_relations as rels
-from catalog.sqltokens import Token, significant, split_ident_chain, string_value, tokenize
+from tidegate import pgvalues, sqllex
+from tidegate.sqllex import Token, significant, split_ident_chain, tokenize
 from catalog.store import Catalog, SequenceParams, TableDef, is_temp_schema
 from tidegate.errors import SqlError
 from tidegate.pgtypes import TYPES_BY_NAME, TYPES_BY_OID, ColumnType, lookup_type_name, pg_type_for_arrow
@@ -112,7 +113,7 @@ def parse_ident(text: str, strict: bool) -> list[str]:
     try:
         toks = significant(tokenize(text.strip()))
         parts, end = split_ident_chain(toks, 0)
-    except ValueError:
+    except SqlError:
         parts, end, toks = [], 0, []
     if not parts or (strict and end != len(toks)):
         raise _UdfError("22023", f'string is not a valid identifier: "{text}"')
@@ -143,7 +144,6 @@ _SCALAR_IN_FROM = {"current_schemas", "current_schema", "current_database", "cur
 _KEYWORD_FUNCS = {"current_user", "session_user", "user", "current_role", "current_catalog", "current_schema"}
 
 _CATALOG_COLUMN_TYPES = rels.column_pg_types()
-_PG_SEQUENCES = re.compile(r"pg_sequences\b", re.I)
 # INFORMATION_SCHEMA relations whose rows change without a catalog version bump (flow runs,
 # refresh and job state): reloaded into the evaluator per query that mentions them, never cached.
 _LIVE_RELATIONS = (
@@ -255,7 +255,7 @@ def _pop_operand(out: list[str], kinds: list[str]) -> tuple[str, str]:
                     break
             k -= 1
         inner = [kinds[x] for x in range(k + 1, end) if kinds[x] != "ws"]
-        kind = inner[0] if out[k] == "(" and len(inner) == 1 and inner[0] in ("str", "dollar", "param") else "expr"
+        kind = inner[0] if out[k] == "(" and len(inner) == 1 and inner[0] in ("str", "param") else "expr"
         j = k - 1
         while j >= 0 and kinds[j] == "ws":
             j -= 1
@@ -292,30 +292,9 @@ def _chain_start(out: list[str], kinds: list[str], k: int) -> int:
 
 def _pg_array_literal(text: str, element: str) -> str:
     """'{a,b}' (PostgreSQL array text) -> DuckDB list literal, for ``'{..}'::T[]`` casts."""
-    items = _pg_array_values(text)
+    items = pgvalues.parse_flat_array(text)
     rendered = ", ".join("NULL" if v is None else "'" + v.replace("'", "''") + "'" for v in items)
     return f"[{rendered}]"
-
-
-def _pg_array_values(text: str) -> list[str | None]:
-    """The elements of a one-dimensional PostgreSQL array text ('{a,"b c",NULL}')."""
-    body = text.strip()
-    if not (body.startswith("{") and body.endswith("}")):
-        raise SqlError("22P02", f'malformed array literal: "{text}"')
-    inner = body[1:-1]
-    items: list[str | None] = []
-    for m in re.finditer(r'\s*("(?:[^"\\]|\\.)*"|[^,]*)\s*(?:,|$)', inner):
-        raw = m.group(1)
-        if raw == "" and m.end() >= len(inner):
-            if not items and not inner.strip():
-                break
-        if raw.startswith('"'):
-            items.append(re.sub(r"\\(.)", r"\1", raw[1:-1]))
-        else:
-            items.append(None if raw.upper() == "NULL" else raw)
-        if m.end() >= len(inner):
-            break
-    return items
 
 
 def _quantified_arrays(sig: list[Token]) -> tuple[set[int], set[int]]:
@@ -460,7 +439,7 @@ def rewrite(sql: str) -> str:
                 continue
         if i in array_literals:
             # col = ANY('{r,p}'): the unknown literal is an array of the column's type (pgcli \\d)
-            emit(_pg_array_literal(string_value(t), ""), "expr")
+            emit(_pg_array_literal(t.value, ""), "expr")
             i += 1
             continue
         if t.kind == "op" and t.text in _COMPARISONS and i + 1 < n and sig[i + 1].kind == "num" \
@@ -508,8 +487,8 @@ def rewrite(sql: str) -> str:
                 emit(f"tg_nspname(tg_regnamespace({operand}))" if to_text else f"tg_regnamespace({operand})", "expr")
             elif key == "regrole":
                 emit(f"pg_get_userbyid(tg_regrole({operand}))" if to_text else f"tg_regrole({operand})", "expr")
-            elif key.startswith("_") and okind in ("str", "dollar"):
-                emit(f"CAST({_pg_array_literal(string_value(Token(okind, operand)), key)} AS {ttext})", "expr")
+            elif key.startswith("_") and okind == "str":
+                emit(f"CAST({_pg_array_literal(Token(okind, operand).value, key)} AS {ttext})", "expr")
             else:
                 emit(f"CAST({operand} AS {ttext})", "expr")
             i = k
@@ -710,6 +689,11 @@ _SESSION_FUNCTIONS = {
     "has_foreign_data_wrapper_privilege", "has_parameter_privilege",
     "nextval", "currval", "setval", "lastval", "pg_get_serial_sequence",
 }
+# Functions that compute on their arguments rather than read a session or catalog fact: in a
+# relation-free query they go to the engine, whose translation follows PostgreSQL (DuckDB's
+# upper('ß') is 'ẞ', its coalesce(1, 2.5) prints 1.0, its quote_literal has no E'' form).
+_COMPUTING_FUNCTIONS = {"lower", "upper", "coalesce", "array_to_string", "array_length", "array_lower",
+                        "array_upper", "quote_literal", "string_agg"}
 _SESSION_CASTS = {"text", "name", "oid", "regclass", "regtype", "regproc", "regprocedure", "regnamespace",
                   "regrole", "varchar", "bool", "boolean"}
 _SESSION_OPS = {"=", "<>", "!=", ","}
@@ -731,7 +715,8 @@ def _session_constant_query(toks: list[Token], names: frozenset[str] = frozenset
         nxt = toks[k + 1] if k + 1 < len(toks) else None
         if t.kind == "word":
             if nxt is not None and nxt.text == "(":
-                if t.lower not in _SESSION_FUNCTIONS and t.lower not in ("pg_catalog", "values"):
+                if (t.lower not in _SESSION_FUNCTIONS and t.lower not in ("pg_catalog", "values")) \
+                        or t.lower in _COMPUTING_FUNCTIONS:
                     return False
             elif t.lower not in _SESSION_WORDS and t.lower not in _SESSION_FUNCTIONS \
                     and t.lower not in _SESSION_CASTS and t.lower != "pg_catalog" \
@@ -741,6 +726,11 @@ def _session_constant_query(toks: list[Token], names: frozenset[str] = frozenset
             # drivers qualify the types they cast parameters to (asyncpg: $1::"pg_catalog"."int4")
             qualified = nxt is not None and nxt.ident == "pg_catalog"
             if nxt is None or (nxt.lower not in _SESSION_CASTS and not qualified):
+                return False
+            # a literal read as a boolean ('off', 'yes') or any array: PostgreSQL's input and
+            # output rules live in the engine's translation (DuckDB's differ)
+            if (nxt.is_word("bool", "boolean") and k and toks[k - 1].kind == "str") \
+                    or (k + 2 < len(toks) and toks[k + 2].text == "["):
                 return False
         elif t.kind == "op" and t.text not in _SESSION_OPS \
                 and not (t.text == "*" and k and (toks[k - 1].is_word("select") or toks[k - 1].text in (".", ","))):
@@ -787,7 +777,7 @@ def analyze(sql: str) -> Analysis:
     """Decide whether ``sql`` is answerable here and read its outer select list."""
     try:
         toks = significant(tokenize(sql))
-    except ValueError:
+    except SqlError:
         return Analysis(False, None, False)
     while toks and toks[-1].text == ";":
         toks.pop()
@@ -1243,7 +1233,7 @@ def bare_param_columns(sql: str) -> dict[int, int]:
     parameter's type, which the client declared."""
     try:
         toks = significant(tokenize(sql))
-    except ValueError:
+    except SqlError:
         return {}
     if not toks or not toks[0].is_word("select"):
         return {}
@@ -1298,7 +1288,7 @@ def infer_param_types(sql: str) -> list[ColumnType | None]:
     (reported as text, as PostgreSQL does for an unknown-typed parameter it cannot resolve)."""
     try:
         toks = significant(tokenize(sql))
-    except ValueError:
+    except SqlError:
         return []
     found: dict[int, ColumnType | None] = {}
     for k, t in enumerate(toks):
@@ -1567,7 +1557,7 @@ class CatalogQueries:
             return fast
         analysis = self._analyze(sql)
         key = None
-        if not analysis.volatile and not _PG_SEQUENCES.search(sql) \
+        if not analysis.volatile and "pg_sequences" not in sqllex.identifiers(sql) \
                 and not any(mentions(sql) for mentions, _ in _LIVE_RELATIONS):
             try:
                 key = (sql, _freeze(params), info.user, info.database, info.backend_pid, info.application_name,
@@ -1640,48 +1630,52 @@ class CatalogQueries:
     def _rewrite(self, sql: str) -> str:
         r = self._rewritten.get(sql)
         if r is None:
-            try:
-                r = rewrite(sql)
-            except ValueError as e:
-                raise SqlError("42601", "unterminated quoted string or identifier",
-                               position=int(e.args[0]) + 1 if e.args else None) from None
+            r = rewrite(sql)  # an unlexable text is 42601 from the lexer
             with self._lock:
                 self._rewritten[sql] = r
                 if len(self._rewritten) > 2048:
                     self._rewritten.popitem(last=False)
         return r
 
-    _INT_RE = re.compile(r"\s*select\s+(-?\d{1,9})\s*;?\s*$", re.I)
-    _FN_RE = re.compile(r"\s*select\s+(?:pg_catalog\.)?(version|current_schema|current_database|pg_backend_pid"
-                        r"|current_user|session_user)(\s*\(\s*\))?\s*;?\s*$", re.I)
-    _SETTING_RE = re.compile(r"\s*select\s+(?:pg_catalog\.)?current_setting\s*\(\s*'([A-Za-z_.]+)'\s*\)\s*;?\s*$", re.I)
+    _FAST_FUNCTIONS = ("version", "current_schema", "current_database", "pg_backend_pid", "current_user",
+                       "session_user", "current_setting")
 
     def _fast_path(self, sql: str, info: SessionInfo) -> RowStream | None:
-        """Trivial constant queries answered without DuckDB (drivers send them on every checkout)."""
-        m = self._INT_RE.match(sql)
-        if m:
-            return _one("?column?", ColumnType(TYPES_BY_NAME["int4"]), int(m.group(1)), pa.int32())
-        m = self._FN_RE.match(sql)
-        if m:
-            fn = m.group(1).lower()
-            if fn in ("current_user", "session_user") and m.group(2):
+        """Trivial constant queries answered without DuckDB (drivers send them on every checkout):
+        ``SELECT <integer>``, ``SELECT [pg_catalog.]version()`` and the like, ``SELECT current_setting('x')``."""
+        toks = [t for t in sqllex.leading(sql, 10) if t.text != ";"]
+        if len(toks) < 2 or not toks[0].is_word("select"):
+            return None
+        body = toks[1:]
+        if [t.text for t in body[:1]] == ["-"]:
+            body = [Token("num", "-" + body[1].text)] if len(body) == 2 and body[1].kind == "num" else []
+        if len(body) == 1 and body[0].kind == "num" and body[0].text.lstrip("-").isdigit() \
+                and len(body[0].text.lstrip("-")) <= 9:
+            return _one("?column?", ColumnType(TYPES_BY_NAME["int4"]), int(body[0].text), pa.int32())
+        if len(body) > 2 and body[0].is_word("pg_catalog") and body[1].text == ".":
+            body = body[2:]
+        if not body or not body[0].is_word(*self._FAST_FUNCTIONS):
+            return None
+        fn, args = body[0].lower, [t.text for t in body[1:]]
+        if fn == "current_setting":
+            if len(body) == 4 and args[0] == "(" and body[2].kind == "str" and args[2] == ")" \
+                    and body[2].value and all(c.isalnum() or c in "_." for c in body[2].value):
+                value = self._setting(info, body[2].value, False)
+                return _one("current_setting", ColumnType(TYPES_BY_NAME["text"]), value, pa.string())
+            return None
+        if fn in ("current_user", "session_user"):
+            if args:  # SQL keywords: no parentheses
                 return None
-            if fn == "version":
-                return _one("version", ColumnType(TYPES_BY_NAME["text"]), VERSION_STRING, pa.string())
-            if fn == "pg_backend_pid":
-                return _one("pg_backend_pid", ColumnType(TYPES_BY_NAME["int4"]), info.backend_pid, pa.int32())
-            if fn == "current_database":
-                return _one(fn, ColumnType(TYPES_BY_NAME["name"]), info.database, pa.string())
-            if fn in ("current_user", "session_user"):
-                if m.group(2):
-                    return None
-                return _one(fn, ColumnType(TYPES_BY_NAME["name"]), info.user, pa.string())
-            return _one(fn, ColumnType(TYPES_BY_NAME["name"]), self._current_schema(info), pa.string())
-        m = self._SETTING_RE.match(sql)
-        if m:
-            value = self._setting(info, m.group(1), False)
-            return _one("current_setting", ColumnType(TYPES_BY_NAME["text"]), value, pa.string())
-        return None
+            return _one(fn, ColumnType(TYPES_BY_NAME["name"]), info.user, pa.string())
+        if args != ["(", ")"] and not (fn == "current_schema" and not args):
+            return None
+        if fn == "version":
+            return _one("version", ColumnType(TYPES_BY_NAME["text"]), VERSION_STRING, pa.string())
+        if fn == "pg_backend_pid":
+            return _one("pg_backend_pid", ColumnType(TYPES_BY_NAME["int4"]), info.backend_pid, pa.int32())
+        if fn == "current_database":
+            return _one(fn, ColumnType(TYPES_BY_NAME["name"]), info.database, pa.string())
+        return _one(fn, ColumnType(TYPES_BY_NAME["name"]), self._current_schema(info), pa.string())
 
     def _current(self) -> _Mirror:
         version = self._catalog.version
@@ -1750,7 +1744,7 @@ class CatalogQueries:
                         load(loader, self._catalog)
                     finally:
                         loader.close()
-        if _PG_SEQUENCES.search(sql):  # last_value moves with every nextval, without a version bump
+        if "pg_sequences" in sqllex.identifiers(sql):  # last_value moves with every nextval, without a version bump
             rel = rels.RELATIONS[("pg_catalog", "pg_sequences")]
             with self._lock:
                 assert self._db is not None
@@ -1774,7 +1768,7 @@ class CatalogQueries:
             # = ANY($1) with the array sent as text (an unknown-typed or text-format parameter)
             # and with a NULL array, which is NULL in PostgreSQL (DuckDB: false; [NULL] gives NULL)
             params = [v if k + 1 not in analysis.array_params else
-                      _pg_array_values(v) if isinstance(v, str) else [None] if v is None else v
+                      pgvalues.parse_flat_array(v) if isinstance(v, str) else [None] if v is None else v
                       for k, v in enumerate(params)]
         cur = self._cursor()
         self._tls.info = info
@@ -1927,7 +1921,7 @@ class CatalogQueries:
         try:
             toks = significant(tokenize(text.strip()))
             parts, end = split_ident_chain(toks, 0)
-        except ValueError:
+        except SqlError:
             toks, parts, end = [], [], 0
         if not parts or end != len(toks):
             if soft:

@@ -19,7 +19,6 @@ never imports the engine).
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -29,6 +28,7 @@ import pyarrow as pa
 
 from tidegate.errors import SqlError
 from catalog.sqlitedb import SqliteStore, shared_store
+from tidegate import sqllex
 
 IDLE, REFRESHING, FINISHING = "IDLE", "REFRESHING", "FINISHING"
 
@@ -254,13 +254,10 @@ def information_schema_rows(catalog: Any) -> pa.Table:
     return pa.table({n: pa.array(cols[n], t) for n, t in REFRESH_TABLES_COLUMNS})
 
 
-_REFRESH_REL = re.compile(r"\brefresh_tables\b", re.I)
-
-
 def mentions_refresh_relations(sql: str) -> bool:
     """Whether a catalog query reads INFORMATION_SCHEMA.REFRESH_TABLES (rows change without a
     catalog version bump: reloaded per query and never cached)."""
-    return bool(_REFRESH_REL.search(sql))
+    return "refresh_tables" in sqllex.identifiers(sql)
 
 
 def load_into_duckdb(con: Any, catalog: Any, *, create: bool = False) -> None:

@@ -22,41 +22,9 @@ from sqlglot import exp
 from catalog.store import ColumnDef, TableDef
 from tidegate.errors import SqlError
 from tidegate.pgtypes import ColumnType, column_type
-
-_TOKEN = re.compile(
-    r"""(?P<ws>\s+|--[^\n]*|/\*.*?\*/)
-      |(?P<str>[eE]?'(?:[^']|'')*')
-      |(?P<qid>"(?:[^"]|"")*")
-      |(?P<word>[A-Za-z_][A-Za-z0-9_$]*)
-      |(?P<num>\d+(?:\.\d*)?(?:[eE][+-]?\d+)?|\.\d+)
-      |(?P<op>::|<=|>=|<>|!=|.)""",
-    re.S | re.X,
-)
+from tidegate.sqllex import Token, scan
 
 T = TypeVar("T")
-
-
-@dataclass
-class Tok:
-    kind: str
-    text: str
-    start: int
-    end: int
-
-    @property
-    def upper(self) -> str:
-        return self.text.upper() if self.kind == "word" else self.text
-
-
-def scan(sql: str) -> list[Tok]:
-    """Quote-aware tokens of ``sql`` (whitespace and comments dropped)."""
-    out: list[Tok] = []
-    for m in _TOKEN.finditer(sql):
-        kind = m.lastgroup or "op"
-        if kind == "ws":
-            continue
-        out.append(Tok(kind, m.group(), m.start(), m.end()))
-    return out
 
 
 class TokenReader:
@@ -65,12 +33,12 @@ class TokenReader:
 
     def __init__(self, sql: str) -> None:
         self.sql = sql
-        self.toks = [t for t in scan(sql)]
+        self.toks = scan(sql)
         while self.toks and self.toks[-1].text == ";":
             self.toks.pop()
         self.i = 0
 
-    def peek(self, k: int = 0) -> Tok | None:
+    def peek(self, k: int = 0) -> Token | None:
         j = self.i + k
         return self.toks[j] if j < len(self.toks) else None
 
@@ -81,7 +49,7 @@ class TokenReader:
     def at_end(self) -> bool:
         return self.i >= len(self.toks)
 
-    def error(self, tok: Tok | None = None) -> SqlError:
+    def error(self, tok: Token | None = None) -> SqlError:
         tok = tok if tok is not None else self.peek()
         if tok is None:
             return SqlError("42601", "syntax error at end of input", position=len(self.sql.rstrip().rstrip(";")) + 1)
@@ -146,19 +114,17 @@ class TokenReader:
         return out
 
 
-def ident_value(tok: Tok) -> str:
+def ident_value(tok: Token) -> str:
     """An identifier token's name: quoted kept as is, unquoted folded to lower case."""
-    if tok.kind == "qid":
-        return tok.text[1:-1].replace('""', '"')
-    return tok.text.lower()
+    return tok.ident if tok.ident is not None else tok.text.lower()
 
 
-def string_value(tok: Tok) -> str:
-    body = tok.text[1:-1] if tok.text[0] == "'" else tok.text[2:-1]
-    return body.replace("''", "'")
+def string_value(tok: Token) -> str:
+    """A string literal token's value (escapes decoded by the lexer)."""
+    return tok.value
 
 
-def _matching(toks: list[Tok], i: int) -> int:
+def _matching(toks: list[Token], i: int) -> int:
     """Index of the ')' closing the '(' at ``i``."""
     depth = 0
     for j in range(i, len(toks)):
@@ -171,7 +137,7 @@ def _matching(toks: list[Tok], i: int) -> int:
     raise SqlError("42601", "syntax error at end of input", position=len(toks) and toks[-1].end)
 
 
-def _split_top(toks: list[Tok], lo: int, hi: int) -> list[tuple[int, int]]:
+def _split_top(toks: list[Token], lo: int, hi: int) -> list[tuple[int, int]]:
     """Ranges [a, b) of the comma-separated elements between tokens lo..hi (exclusive)."""
     parts, depth, start = [], 0, lo
     for j in range(lo, hi):
@@ -216,7 +182,7 @@ ON_COMMIT_OPTION = "on_commit"
 _ON_COMMIT = {("PRESERVE", "ROWS"): "preserve", ("DELETE", "ROWS"): "delete", ("DROP",): "drop"}
 
 
-def _on_commit(toks: list[Tok], j: int, ct: CreateTable, sql: str) -> int:
+def _on_commit(toks: list[Token], j: int, ct: CreateTable, sql: str) -> int:
     """``ON COMMIT {PRESERVE ROWS | DELETE ROWS | DROP}`` at ``toks[j]`` (the ON); the index after it."""
     words = [t.upper for t in toks[j + 2:j + 4]]
     for key, action in _ON_COMMIT.items():
@@ -230,7 +196,7 @@ def _on_commit(toks: list[Tok], j: int, ct: CreateTable, sql: str) -> int:
                    position=toks[k].start + 1 if k < len(toks) else len(sql))
 
 
-def _is_on_commit(toks: list[Tok], j: int) -> bool:
+def _is_on_commit(toks: list[Token], j: int) -> bool:
     return j + 1 < len(toks) and toks[j].upper == "ON" and toks[j + 1].upper == "COMMIT"
 
 

@@ -407,7 +407,8 @@ def ddl_event(sql: str, tag: str, current_schema: Callable[[], str]) -> tuple[st
     succeeded with ``tag``, or None for anything else (flows and roles have events of their own
     or none; role statements may carry passwords). ``object`` is the first name the statement
     names, qualified with ``current_schema()`` when written without a schema."""
-    from engine.ddl import ident_value, scan
+    from engine.ddl import ident_value
+    from tidegate.sqllex import scan
 
     toks = [t for t in scan(sql) if t.text != ";"]
     words = [t.upper for t in toks[:3]]

@@ -19,6 +19,7 @@ DDL inside a block changes the session's view of the catalog (``catalog.txn.Cata
 
 from __future__ import annotations
 
+import functools
 import itertools
 import logging
 import re
@@ -50,12 +51,13 @@ from engine.storage import (
     Snapshot, TableStore, WriteOp, coerce_array, dedupe_last, duplicate_keys, key_text,
     python_value, round_to_precision, storage_schema, storage_to_result, storage_type,
 )
-from tidegate import pgvalues
+from tidegate import pgvalues, sqllex
 from tidegate.config import Settings
 from tidegate.errors import SqlError
 from tidegate.pgtypes import TEXT, ColumnType, lookup_type_name, pg_type_for_arrow
 from tidegate.results import CommandResult, CopyTarget, ResultField, RowStream
 from tidegate.session import SessionInfo
+from tidegate.sqllex import Token
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -278,10 +280,21 @@ class _Analyzed:
     df: DataFrame
 
 
-# ALTER TABLE [IF EXISTS] [ONLY] name SET (...) | RESET (...) | SET 'k' = v | UNSET 'k'
-_TABLE_OPTIONS = re.compile(r"\s*alter\s+table\s+(?:if\s+exists\s+)?(?:only\s+)?"
-                            r"(?:\"(?:[^\"]|\"\")*\"|[^\s\".(]+)(?:\s*\.\s*(?:\"(?:[^\"]|\"\")*\"|[^\s\".(]+))?\s+"
-                            r"(?:(?:re)?set\s*\(|set\s+'|unset\s)", re.I)
+def _is_table_options(sql: str) -> bool:
+    """ALTER TABLE [IF EXISTS] [ONLY] name SET (...) | RESET (...) | SET 'k' = v | UNSET 'k'."""
+    toks = sqllex.leading(sql, 12)
+    i = 2
+    if [t.upper for t in toks[i:i + 2]] == ["IF", "EXISTS"]:
+        i += 2
+    if i < len(toks) and toks[i].upper == "ONLY":
+        i += 1
+    parts, i = sqllex.split_ident_chain(toks, i)
+    if not 1 <= len(parts) <= 2 or i + 1 >= len(toks):
+        return False
+    verb, nxt = toks[i].upper, toks[i + 1]
+    return (verb in ("SET", "RESET") and nxt.text == "(") or (verb == "SET" and nxt.kind == "str") or verb == "UNSET"
+
+
 _PG_STORAGE_PARAMETERS = {"fillfactor", "parallel_workers", "user_catalog_table", "log_autovacuum_min_duration",
                           "toast_tuple_target"}
 
@@ -753,12 +766,12 @@ class EngineSession:
             self.engine.events.record(DDL_EVENT, object=obj, user=info.user, payload=payload)
 
     def _execute(self, sql: str, params: list[Any], info: SessionInfo) -> RowStream | CommandResult:
-        toks = ddl.scan(sql[:400])
+        toks = sqllex.leading(sql)
         if not toks:
             raise SqlError("42601", "syntax error at end of input")
         w = [t.upper for t in toks[:4]] + ["", "", "", ""]
         first = w[0]
-        if privileges.handles(w) or (first == "ALTER" and privileges.is_owner_change(ddl.scan(sql))):
+        if privileges.handles(w) or (first == "ALTER" and privileges.is_owner_change(sqllex.scan(sql))):
             return privileges.execute(self, sql, info)
         if first in ("CREATE", "DROP", "SHOW", "ADMIN", "COMMENT") and flow_statements.is_flow_statement(sql):
             if self.in_block and first in ("CREATE", "DROP", "COMMENT"):
@@ -770,7 +783,7 @@ class EngineSession:
             return self._sequence_statement(sql, info)
         if first in ("CREATE", "DROP") and w[1] == "DATABASE":
             return self._database_statement(sql, info)
-        if first == "ALTER" and w[1] == "TABLE" and _TABLE_OPTIONS.match(sql):
+        if first == "ALTER" and w[1] == "TABLE" and _is_table_options(sql):
             return self._alter_table_options(sql, info)
         if first == "CREATE" and (w[1] == "TABLE" or (w[1] in ("TEMP", "TEMPORARY", "UNLOGGED") and w[2] == "TABLE")):
             result = self._create_table(sql, params, info)
@@ -778,10 +791,10 @@ class EngineSession:
             return result
         self._overriding = None
         if first == "INSERT":
-            m = _OVERRIDING.match(sql)
-            if m:  # INSERT INTO t [(cols)] OVERRIDING {SYSTEM|USER} VALUE ...: identity columns
-                self._overriding = m.group("which").lower()
-                sql = sql[:m.start("clause")] + " " + sql[m.end("clause"):]
+            clause = _overriding_clause(sql)
+            if clause is not None:  # INSERT INTO t [(cols)] OVERRIDING {SYSTEM|USER} VALUE ...: identity columns
+                self._overriding, start, end = clause
+                sql = sql[:start] + " " + sql[end:]
             fast = self._insert_fast(sql, params, info)
             if fast is not None:
                 return fast
@@ -792,7 +805,7 @@ class EngineSession:
         if self.engine.refresh.handles(w[:3]):  # REFRESH TABLE t [WAIT], SHOW REFRESH STATUS
             return self.engine.refresh.execute(sql, info)
         if first == "SHOW":
-            return self._show(sql, toks, info)
+            return self._show(sql, sqllex.scan(sql), info)
         if first == "EXPLAIN":
             return self._explain(sql, params, info)
         if first == "COMMENT":
@@ -976,7 +989,7 @@ class EngineSession:
 
     # -- SHOW --------------------------------------------------------------------------------
 
-    def _show(self, sql: str, toks: list[ddl.Tok], info: SessionInfo) -> RowStream:
+    def _show(self, sql: str, toks: list[Token], info: SessionInfo) -> RowStream:
         words = [t.upper for t in toks]
         full = len(words) > 1 and words[1] == "FULL"
         i = 2 if full else 1
@@ -1202,7 +1215,7 @@ class EngineSession:
         out = []
         for t in self.catalog.list_tables(kind="table"):
             for c in t.columns:
-                if c.default is not None and _SEQ_DEFAULT.match(c.default):
+                if _sequence_default(c.default) is not None:
                     try:
                         if getattr(self._default_sequence(c, info), "oid", None) == seq.oid:
                             out.append((t, c))
@@ -1268,10 +1281,10 @@ class EngineSession:
         """The sequence of a ``nextval('name'[::regclass])`` DEFAULT (None: another default)."""
         if c.default is None:
             return None
-        m = _SEQ_DEFAULT.match(c.default)
-        if m is None:
+        name = _sequence_default(c.default)
+        if name is None:
             return None
-        return self._sequence_named(m.group(1).replace("''", "'"), info)
+        return self._sequence_named(name, info)
 
     def _sequence_named(self, text: str, info: SessionInfo) -> TableDef:
         return sequence_named(self.catalog, text, info.search_path)
@@ -1305,7 +1318,7 @@ class EngineSession:
         return stored or table
 
     def _check_default(self, c: ColumnDef, info: SessionInfo | None = None) -> None:
-        if _SEQ_DEFAULT.match(c.default or ""):
+        if _sequence_default(c.default) is not None:
             self._default_sequence(c, info or SessionInfo())  # 42P01 / 42809 now, as 'name'::regclass does
             return
         try:
@@ -1480,9 +1493,8 @@ class EngineSession:
 
     def _dependent_views(self, t: TableDef) -> list[TableDef]:
         out = []
-        pattern = re.compile(r'(?<![\w."])"?' + re.escape(t.name) + r'"?(?![\w"])', re.I)
         for v in self.catalog.list_tables(kind="view"):
-            if v.view_sql and (v.schema, v.name) != (t.schema, t.name) and pattern.search(v.view_sql):
+            if v.view_sql and (v.schema, v.name) != (t.schema, t.name) and t.name in sqllex.identifiers(v.view_sql):
                 out.append(v)
         return out
 
@@ -1688,7 +1700,7 @@ class EngineSession:
                 raise SqlError("42701", f'column "{col.name}" of relation "{t.name}" already exists')
             if col.default is not None:
                 self._check_default(col, info)
-            if _SEQ_DEFAULT.match(col.default or ""):
+            if _sequence_default(col.default) is not None:
                 raise SqlError("0A000", "ALTER TABLE ADD COLUMN with a nextval() default is not supported",
                                hint="Add the column without the default, fill it with UPDATE, then ALTER COLUMN ... SET DEFAULT.")
             fill = None
@@ -1828,7 +1840,7 @@ class EngineSession:
 
     def _comment(self, sql: str, info: SessionInfo) -> CommandResult:
         """COMMENT ON {TABLE|VIEW|COLUMN|SCHEMA} name IS 'text' | NULL (sqlglot cannot read IS NULL)."""
-        toks = ddl.scan(sql)
+        toks = sqllex.scan(sql)
         words = [t.upper for t in toks]
         if len(toks) < 6 or words[1] != "ON":
             raise SqlError("42601", "syntax error in COMMENT", position=1)
@@ -1904,21 +1916,16 @@ class EngineSession:
 
     def _insert_fast(self, sql: str, params: list[Any], info: SessionInfo) -> CommandResult | None:
         """INSERT INTO t [(cols)] VALUES (constants), ... without sqlglot or Spark."""
-        m = _FAST_INSERT_HEAD.match(sql)
-        if not m:
+        ins = _read_fast_insert(sql, params)
+        if ins is None:
             return None
-        rows = _scan_values(sql, m.end(), params)
-        if rows is None:
-            return None
-        target = self._fast_insert_target(m, info)
-        if target is None:
-            return None
-        t, target_cols = target
+        rows = ins.rows
+        t, target_cols = self._fast_insert_target(ins, info)
         width = len(target_cols)
         for r in rows:
             if len(r) > width:
                 raise SqlError("42601", "INSERT has more expressions than target columns")
-            if len(r) < width and m.group("cols") is not None:
+            if len(r) < width and ins.columns is not None:
                 raise SqlError("42601", "INSERT has more target columns than expressions")
         ctx = self._eval_context(info)
         columns_values: dict[str, list[Any]] = {c.name: [] for c in target_cols}
@@ -1943,19 +1950,16 @@ class EngineSession:
         list would otherwise be parsed by sqlglot once per statement just to learn "no rows".
         A parameter takes the type of the column it is inserted into, as in PostgreSQL.
         """
-        m = _FAST_INSERT_HEAD.match(sql)
-        if not m:
-            return None
-        highest = max((int(k) for k in re.findall(r"\$(\d+)", sql)), default=0)
+        highest = sqllex.max_param_index(sql)
         markers = [_ParamMarker(k) for k in range(1, highest + 1)]
         try:
-            rows = _scan_values(sql, m.end(), markers)
-            target = self._fast_insert_target(m, info)
+            ins = _read_fast_insert(sql, markers)
+            if ins is None:
+                return None
+            _, target_cols = self._fast_insert_target(ins, info)
         except SqlError:
             return None  # the slow path reports it with PostgreSQL's wording
-        if rows is None or target is None:
-            return None
-        _, target_cols = target
+        rows = ins.rows
         inferred: dict[int, ColumnType] = {}
         for row in rows:
             for c, v in zip(target_cols, row):
@@ -1968,23 +1972,9 @@ class EngineSession:
             return None  # gaps in the numbering: leave the details to the full analysis
         return _fill_params(param_types, inferred, used)
 
-    def _fast_insert_target(self, m: re.Match[str], info: SessionInfo) -> tuple[TableDef, list[ColumnDef]] | None:
-        """The table and target columns of a ``_FAST_INSERT_HEAD`` match (None: not a simple name list)."""
-        parts = _split_qualified(m.group("table"))
-        if parts is None:
-            return None
-        schema, name = (parts[0], parts[1]) if len(parts) == 2 else (None, parts[0])
-        cols = None
-        if m.group("cols") is not None:
-            cols = []
-            for raw in m.group("cols").split(","):
-                raw = raw.strip()
-                if raw.startswith('"') and raw.endswith('"'):
-                    cols.append(raw[1:-1].replace('""', '"'))
-                elif re.fullmatch(r"[A-Za-z_][A-Za-z0-9_$]*", raw):
-                    cols.append(raw.lower())
-                else:
-                    return None
+    def _fast_insert_target(self, ins: _FastInsert, info: SessionInfo) -> tuple[TableDef, list[ColumnDef]]:
+        """The table and target columns of a fast INSERT."""
+        name, schema, cols = ins.name, ins.schema, ins.columns
         t = self.catalog.resolve_table(name, schema, info.search_path)
         if t.kind == "view":
             raise SqlError("42809", f'cannot insert into view "{t.name}"')
@@ -2534,13 +2524,20 @@ class EngineSession:
     def copy_target(self, sql: str, info: SessionInfo | None = None) -> CopyTarget:
         info = info or SessionInfo()
         self._interrupt.clear()  # a cancel sent before this began is not for it
-        m = re.match(r"\s*copy\s+(?P<table>(?:\"(?:[^\"]|\"\")*\"|[A-Za-z_][\w$]*)(?:\s*\.\s*(?:\"(?:[^\"]|\"\")*\"|[A-Za-z_][\w$]*))?)"
-                     r"\s*(?:\((?P<cols>[^)]*)\))?\s*from\s+stdin\b", sql, re.I | re.S)
-        if not m:
+        toks = sqllex.scan(sql)
+        parts, i = sqllex.split_ident_chain(toks, 1) if toks and toks[0].is_word("copy") else ([], 0)
+        cols: list[str] | None = None
+        if i < len(toks) and toks[i].text == "(":
+            cols, i = [], i + 1
+            while i + 1 < len(toks) and toks[i].ident is not None and toks[i + 1].text in (",", ")"):
+                cols.append(toks[i].ident or "")
+                i += 2
+                if toks[i - 1].text == ")":
+                    break
+            else:
+                parts = []
+        if not 1 <= len(parts) <= 2 or i + 1 >= len(toks) or not (toks[i].is_word("from") and toks[i + 1].is_word("stdin")):
             raise SqlError("0A000", "only COPY table [(columns)] FROM STDIN is supported here")
-        parts = _split_qualified(m.group("table"))
-        if parts is None:
-            raise SqlError("42601", "syntax error in COPY table name")
         schema, name = (parts[0], parts[1]) if len(parts) == 2 else (None, parts[0])
         t = self.catalog.resolve_table(name, schema, info.search_path)
         if t.kind == "view":
@@ -2548,9 +2545,6 @@ class EngineSession:
         if t.kind == "sequence":
             raise SqlError("42809", f'cannot copy to sequence "{t.name}"')
         self.catalog.roles.check_table(info, t, "INSERT")
-        cols = None
-        if m.group("cols") is not None:
-            cols = [ddl.ident_value(tok) for tok in ddl.scan(m.group("cols")) if tok.kind in ("word", "qid")]
         target_cols = self._target_columns(t, cols)
         return CopyTarget(t.schema, t.name, [ResultField(c.name, c.type, t.oid, t.columns.index(c) + 1) for c in target_cols])
 
@@ -2635,14 +2629,14 @@ class EngineSession:
                  ) -> tuple[list[ColumnType], list[ResultField] | None]:
         info = info or SessionInfo()
         self._interrupt.clear()  # a cancel sent before this began is not for it
-        toks = ddl.scan(sql[:400])
+        toks = sqllex.leading(sql)
         first = toks[0].upper if toks else ""
         if flow_statements.is_flow_statement(sql):
             return list(_fill_params(param_types, {})), flow_statements.describe(sql)
         if self.engine.jobs.handles([t.upper for t in toks[:4]] + ["", "", "", ""]):
             return list(_fill_params(param_types, {})), self.engine.jobs.describe(sql, info)
         if first == "SHOW":
-            stream = self._show(sql, toks, info)
+            stream = self._show(sql, sqllex.scan(sql), info)
             return list(_fill_params(param_types, {})), stream.fields
         if first in ("CREATE", "DROP", "ALTER", "TRUNCATE", "COMMENT", "EXPLAIN", "COPY"):
             if first == "EXPLAIN":
@@ -2810,7 +2804,7 @@ def _relation_position(sql: str, message: str) -> int | None:
     if not m:
         return None
     name = m.group(1).split(".")[-1]
-    toks = ddl.scan(sql)
+    toks = sqllex.scan(sql)
     for i, tok in enumerate(toks):
         if tok.kind in ("word", "qid") and ddl.ident_value(tok) == name:
             if i >= 2 and toks[i - 1].text == "." and toks[i - 2].kind in ("word", "qid"):
@@ -2839,23 +2833,6 @@ def _small_result(tree: exp.Expression) -> bool:
 
 def _drop_targets(tree: exp.Drop) -> list[exp.Expression]:
     return list(tree.args.get("tables") or []) or list(tree.expressions)
-
-
-def _split_qualified(text: str) -> list[str] | None:
-    toks = ddl.scan(text)
-    parts = []
-    expect_name = True
-    for tok in toks:
-        if expect_name and tok.kind in ("word", "qid"):
-            parts.append(ddl.ident_value(tok))
-            expect_name = False
-        elif not expect_name and tok.text == ".":
-            expect_name = True
-        else:
-            return None
-    if expect_name or not 1 <= len(parts) <= 2:
-        return None
-    return parts
 
 
 def _first_per_key(data: pa.Table, key: str) -> pa.Table:
@@ -3121,11 +3098,10 @@ def _fast_array(values: list[Any], c: ColumnDef) -> pa.Array:
     t = c.type
     name = t.pg.name
     if not t.is_array and name in ("int2", "int4", "int8", "float4", "float8") and all(type(v) is str or v is None for v in values):
-        try:
-            arr = pc.cast(pa.array(values, pa.string()), pa.int64() if name.startswith("int") else pa.float64())
+        arr = pgvalues.cast_number_texts(pa.array(values, pa.string()),
+                                         pa.int64() if name.startswith("int") else pa.float64())
+        if arr is not None:
             return coerce_array(arr, t, c.name)
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-            pass
     if not t.is_array and name in ("int2", "int4", "int8") and all(type(v) is int or v is None for v in values):
         try:
             return coerce_array(pa.array(values, pa.int64()), t, c.name)
@@ -3142,11 +3118,44 @@ def _fast_array(values: list[Any], c: ColumnDef) -> pa.Array:
     return pa.array([python_value(v, t, c.name) for v in values], type=storage_type(t))
 
 
-_OVERRIDING = re.compile(
-    r"\s*insert\s+into\s+(?:\"(?:[^\"]|\"\")*\"|[A-Za-z_][\w$]*)(?:\s*\.\s*(?:\"(?:[^\"]|\"\")*\"|[A-Za-z_][\w$]*))*"
-    r"\s*(?:\([^()]*\))?\s*(?P<clause>overriding\s+(?P<which>system|user)\s+value)\b", re.I | re.S)
+def _overriding_clause(sql: str) -> tuple[str, int, int] | None:
+    """("system" | "user", start, end) of ``OVERRIDING {SYSTEM|USER} VALUE`` in
+    ``INSERT INTO t [(cols)] OVERRIDING ...``, or None."""
+    toks = sqllex.iter_tokens(sql, significant=True)
+    head = [next(toks, None) for _ in range(3)]
+    if None in head or not (head[0].is_word("insert") and head[1].is_word("into")) or head[2].ident is None:
+        return None
+    t = next(toks, None)
+    while t is not None and t.text == ".":  # schema.table
+        t = next(toks, None)
+        t = next(toks, None) if t is not None and t.ident is not None else None
+    if t is not None and t.text == "(":
+        while t is not None and t.text != ")":
+            t = next(toks, None)
+        t = next(toks, None)
+    if t is None or not t.is_word("overriding"):
+        return None
+    which, value = next(toks, None), next(toks, None)
+    if which is None or value is None or not which.is_word("system", "user") or not value.is_word("value"):
+        return None
+    return which.lower, t.start, value.end
+
+
 # A DEFAULT that draws from a sequence: nextval('name') / nextval('name'::regclass)
-_SEQ_DEFAULT = re.compile(r"^\s*nextval\s*\(\s*'((?:[^']|'')+)'\s*(?:::\s*regclass\s*)?\)\s*$", re.I)
+def _sequence_default(default: str | None) -> str | None:
+    """The sequence a DEFAULT draws from: ``nextval('name')`` / ``nextval('name'::regclass)``."""
+    if not default or "nextval" not in default.lower():
+        return None
+    try:
+        toks = sqllex.scan(default)
+    except SqlError:
+        return None
+    shape = [t.upper if t.kind != "str" else "'" for t in toks]
+    if shape in (["NEXTVAL", "(", "'", ")"], ["NEXTVAL", "(", "'", "::", "REGCLASS", ")"]) and toks[2].value:
+        return toks[2].value
+    return None
+
+
 # CAST('s' AS REGCLASS) as sqlglot renders a DEFAULT's regclass literal
 _SEQ_FUNCTIONS = frozenset({"nextval", "currval", "setval", "lastval"})
 
@@ -3178,20 +3187,59 @@ def _choose_sequence_name(table: str, column: str, taken: set[str]) -> str:
     return name
 
 
-_FAST_INSERT_HEAD = re.compile(
-    r"\s*insert\s+into\s+(?P<table>(?:\"(?:[^\"]|\"\")*\"|[A-Za-z_][\w$]*)(?:\s*\.\s*(?:\"(?:[^\"]|\"\")*\"|[A-Za-z_][\w$]*))?)"
-    r"\s*(?:\((?P<cols>[^()]*)\))?\s*values\s*", re.I | re.S)
-_FAST_VALUE = re.compile(
-    r"\s*(?:(?:(?P<t>[A-Za-z_]\w*)\s+(?='))?'(?P<s>(?:[^']|'')*)'|(?P<n>[+-]?(?:\d+\.?\d*(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?))"
-    r"|(?P<w>null|true|false|default)\b|\$(?P<p>\d+))\s*(?:::\s*(?P<c>[A-Za-z_]\w*)\s*)?",
-    re.I)
+@dataclass
+class _FastInsert:
+    """``INSERT INTO [schema.]name [(columns)] VALUES (literals), ...`` as read from its tokens."""
+
+    schema: str | None
+    name: str
+    columns: list[str] | None
+    rows: list[list[Any]]
+
+
+def _read_fast_insert(sql: str, params: list[Any]) -> _FastInsert | None:
+    """The literal rows of a plain ``INSERT ... VALUES``; None if anything else appears (the full
+    path then reads the statement). Literals: numbers (signed), strings (E'', U&'', N'' too),
+    ``TYPE 'text'``, ``literal::type``, NULL / TRUE / FALSE / DEFAULT, and ``$n``."""
+    take = functools.partial(next, sqllex.iter_tokens(sql, significant=True), None)
+    first, second = take(), take()
+    if first is None or second is None or not first.is_word("insert") or not second.is_word("into"):
+        return None
+    names = []
+    t = take()
+    while t is not None and t.ident is not None and len(names) < 2:
+        names.append(t.ident)
+        t = take()
+        if t is None or t.text != ".":
+            break
+        t = take()
+    if not names or t is None:
+        return None
+    columns = None
+    if t.text == "(":
+        columns = []
+        while (t := take()) is not None and t.ident is not None:
+            columns.append(t.ident)
+            t = take()
+            if t is None or t.text != ",":
+                break
+        if t is None or t.text != ")":
+            return None
+        t = take()
+    if t is None or not t.is_word("values"):
+        return None
+    rows = _scan_values(sql, t.end, params)
+    if rows is None:
+        return None
+    return _FastInsert(names[0] if len(names) == 2 else None, names[-1], columns, rows)
 
 
 def _scan_values(sql: str, pos: int, params: list[Any]) -> list[list[Any]] | None:
-    """Rows of literal VALUES starting at ``pos``; None if anything else appears."""
+    """Rows of literal VALUES starting at ``pos`` (a value per match of the lexer's
+    :data:`tidegate.sqllex.LITERAL`); None if anything else appears."""
     rows: list[list[Any]] = []
     n = len(sql)
-    match = _FAST_VALUE.match
+    match = sqllex.LITERAL.match
     while True:
         while pos < n and sql[pos].isspace():
             pos += 1
@@ -3205,8 +3253,9 @@ def _scan_values(sql: str, pos: int, params: list[Any]) -> list[list[Any]] | Non
                 return None
             pos = m.end()
             value: Any
-            if m.group("s") is not None:
-                value = m.group("s").replace("''", "'")
+            text = m.group("s") or m.group("ts")
+            if text is not None:
+                value = sqllex.string_value(text)
             elif m.group("n") is not None:
                 value = _number(m.group("n"))
             elif m.group("w") is not None:
@@ -3375,7 +3424,7 @@ def _datafusion_expr(e: exp.Expression, t: TableDef) -> str:
 
 def _original_query_text(sql: str) -> str | None:
     """The text after the first top-level AS of a CREATE VIEW statement (kept as written)."""
-    toks = ddl.scan(sql)
+    toks = sqllex.scan(sql)
     depth = 0
     for i, tok in enumerate(toks):
         if tok.text == "(":

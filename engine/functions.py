@@ -38,44 +38,6 @@ def parse_interval(text: str) -> PgInterval:
     return PgInterval(*parse_interval_fields(text))
 
 
-def parse_array_text(text: str) -> list[str | None]:
-    """Split one-dimensional PostgreSQL array text (``{1,2,"a,b",NULL}``) into element texts."""
-    s = text.strip()
-    if not (s.startswith("{") and s.endswith("}")):
-        raise SqlError("22P02", f'malformed array literal: "{text}"', detail='Array value must start with "{" or dimension information.')
-    body = s[1:-1]
-    items: list[str | None] = []
-    if not body.strip():
-        return items
-    i = 0
-    n = len(body)
-    while i <= n:
-        while i < n and body[i].isspace():
-            i += 1
-        if i < n and body[i] == '"':
-            i += 1
-            buf = []
-            while i < n and body[i] != '"':
-                if body[i] == "\\" and i + 1 < n:
-                    i += 1
-                buf.append(body[i])
-                i += 1
-            i += 1
-            items.append("".join(buf))
-            while i < n and body[i] != ",":
-                i += 1
-        else:
-            start = i
-            while i < n and body[i] != ",":
-                if body[i] in "{}":
-                    raise SqlError("0A000", "multidimensional array literals are not supported")
-                i += 1
-            value = body[start:i].strip()
-            items.append(None if value.upper() == "NULL" else value)
-        i += 1
-    return items
-
-
 # PostgreSQL to_char() template patterns -> Java DateTimeFormatter patterns: only those whose
 # output is the same (Java's MMMM is not PostgreSQL's blank-padded "Month", nor MMM its upper-case
 # "MON"). Longest first where one is a prefix of another. Numeric patterns are case-insensitive

@@ -63,10 +63,12 @@ from catalog import refresh as rmeta
 from catalog.jobs import CANCELLED, FAILED, PENDING, RUNNING, SUCCEEDED, Job, LeaseLost
 from catalog.store import _type_from_json, _type_to_json
 from engine import ddl, events, ttl, txnlog
+from tidegate import sqllex
 from tidegate.errors import SqlError
 from tidegate.pgtypes import INT8, TEXT, TIMESTAMPTZ, ColumnType
 from tidegate.results import CommandResult, ResultField, RowStream
 from tidegate.session import SessionInfo
+from tidegate.sqllex import Token
 
 if TYPE_CHECKING:
     from engine.executor import Engine, EngineSession
@@ -102,7 +104,7 @@ def _fields(columns: list[tuple[str, ColumnType]]) -> list[ResultField]:
     return [ResultField(n, t) for n, t in columns]
 
 
-def _syntax(sql: str, toks: list[ddl.Tok], i: int) -> SqlError:
+def _syntax(sql: str, toks: list[Token], i: int) -> SqlError:
     if i >= len(toks):
         return SqlError("42601", "syntax error at end of input", position=len(sql) + 1)
     return SqlError("42601", f'syntax error at or near "{toks[i].text}"', position=toks[i].start + 1)
@@ -124,7 +126,7 @@ class Submission:
 
 def parse_submit(sql: str) -> Submission:
     """``SUBMIT JOB [name] [WITH (option = value, ...)] AS <statement>``."""
-    toks = ddl.scan(sql)
+    toks = sqllex.scan(sql)
     i = 2
     name = None
     if i < len(toks) and toks[i].upper not in ("WITH", "AS") and toks[i].kind in ("word", "qid", "str"):
@@ -187,7 +189,7 @@ def statement_kind(statement: str) -> str:
     """How a job of ``statement`` runs and re-runs (module doc); 0A000 for what a job cannot run."""
     from engine.flows import statements as flow_statements
 
-    toks = ddl.scan(statement[:400])
+    toks = sqllex.leading(statement)
     w = [t.upper for t in toks[:4]] + ["", "", "", ""]
     first = w[0]
     if first in _SESSION_WORDS or (first == "SHOW" and w[1] not in _ENGINE_SHOW):
@@ -545,7 +547,7 @@ class JobManager:
         if begun:
             self._run_begun_refresh(run, begun, info)
             return
-        toks = [t for t in ddl.scan(run.job.statement) if t.text != ";"]
+        toks = [t for t in sqllex.scan(run.job.statement) if t.text != ";"]
         sql = run.job.statement if toks[-1].upper == "WAIT" else f"{run.job.statement} WAIT"
         try:
             result = session.execute(sql, [], info)
@@ -671,27 +673,27 @@ class JobManager:
             words[:2] == ["SHOW", "JOBS"]
 
     @staticmethod
-    def _job_ref(sql: str, toks: list[ddl.Tok], params: list[Any]) -> tuple[str, int]:
+    def _job_ref(sql: str, toks: list[Token], params: list[Any]) -> tuple[str, int]:
         """The job named after ``FETCH|WAIT|CANCEL JOB``: a string literal, or a parameter
         ($n) for WAIT and CANCEL (whose result columns do not depend on it). Returns it and the
         index of the next token."""
         if len(toks) > 2 and toks[2].kind == "str":
             return ddl.string_value(toks[2]), 3
-        if len(toks) > 3 and toks[2].text == "$" and toks[3].kind == "num" and toks[3].text.isdigit():
+        if len(toks) > 2 and toks[2].kind == "param":
             if toks[0].upper == "FETCH":
                 raise SqlError("0A000", "FETCH JOB takes the job id as a literal",
                                hint="Write FETCH JOB 'job-000042': its result columns are the job's, known only "
                                     "from the id.")
-            n = int(toks[3].text)
+            n = int(toks[2].text[1:])
             if not 1 <= n <= len(params) or not isinstance(params[n - 1], str):
                 raise SqlError("22023", f"parameter ${n} must be a job id (text)")
-            return params[n - 1], 4
+            return params[n - 1], 3
         raise _syntax(sql, toks, 2)
 
     def execute(self, sql: str, info: SessionInfo, session: EngineSession,
                 params: list[Any] | None = None) -> RowStream | CommandResult:
         params = list(params or [])
-        toks = [t for t in ddl.scan(sql) if t.text != ";"]
+        toks = [t for t in sqllex.scan(sql) if t.text != ";"]
         first = toks[0].upper
         if first == "SUBMIT":
             if params:
@@ -725,7 +727,7 @@ class JobManager:
         return self.wait(job, info, session, timeout_s)
 
     def describe(self, sql: str, info: SessionInfo) -> list[ResultField] | None:
-        toks = [t for t in ddl.scan(sql) if t.text != ";"]
+        toks = [t for t in sqllex.scan(sql) if t.text != ";"]
         first = toks[0].upper
         if first == "SUBMIT":
             return SUBMIT_COLUMNS

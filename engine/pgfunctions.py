@@ -66,7 +66,8 @@ PG_FUNCTIONS: frozenset[str] = frozenset({
     "upper", "lower", "length", "char_length", "character_length", "octet_length", "bit_length",
     "ascii", "chr", "lpad", "rpad", "ltrim", "rtrim", "trim", "left", "right", "repeat", "replace",
     "reverse", "split_part", "substr", "substring", "position", "translate", "overlay", "md5",
-    "starts_with", "regexp_like", "regexp_count", "regexp_substr", "quote_literal", "string_to_array",
+    "starts_with", "regexp_like", "regexp_count", "regexp_substr", "quote_literal", "quote_ident",
+    "string_to_array",
     "num_nulls", "num_nonnulls", "encode", "decode",
     # -- date/time
     "current_date", "current_timestamp", "localtimestamp", "make_date", "make_interval", "to_date",

@@ -12,10 +12,11 @@ from typing import TYPE_CHECKING
 
 from catalog.roles import DATABASE_OID, PRIVILEGES, PUBLIC, RoleDef, make_verifier
 from engine import ddl
-from engine.ddl import Tok, TokenReader
+from engine.ddl import TokenReader
 from tidegate.errors import SqlError
 from tidegate.results import CommandResult
 from tidegate.session import SessionInfo
+from tidegate.sqllex import Token
 
 if TYPE_CHECKING:
     from engine.executor import EngineSession
@@ -33,7 +34,7 @@ def handles(words: list[str]) -> bool:
     return False
 
 
-def is_owner_change(toks: list[Tok]) -> bool:
+def is_owner_change(toks: list[Token]) -> bool:
     """``ALTER TABLE|VIEW|SCHEMA name OWNER TO role``."""
     words = [t.upper for t in toks if t.text != ";"]
     return (len(words) >= 5 and words[0] == "ALTER" and words[1] in ("TABLE", "VIEW", "SCHEMA")
@@ -325,7 +326,7 @@ def _objects(session: EngineSession, p: TokenReader, info: SessionInfo) -> tuple
     return "r", out
 
 
-def _privileges(toks: list[Tok], kind: str, sql: str) -> list[str]:
+def _privileges(toks: list[Token], kind: str, sql: str) -> list[str]:
     allowed = PRIVILEGES[kind]
     words = [t.upper for t in toks]
     if not words:

@@ -792,7 +792,8 @@ class RefreshManager:
         return (words[:2] == ["REFRESH", "TABLE"]) or (words[:3] == ["SHOW", "REFRESH", "STATUS"])
 
     def execute(self, sql: str, info: SessionInfo) -> RowStream | CommandResult:
-        from engine.ddl import ident_value, scan
+        from engine.ddl import ident_value
+        from tidegate.sqllex import scan
 
         toks = [t for t in scan(sql) if t.text != ";"]
         words = [t.upper for t in toks]

@@ -47,7 +47,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import date, datetime, time, timedelta, timezone
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from pathlib import Path
 from urllib.parse import unquote
 from typing import Any
@@ -125,8 +125,6 @@ _TYPE_WORD = {"int2": "smallint", "int4": "integer", "int8": "bigint", "float4":
               "float8": "double precision", "numeric": "numeric", "bool": "boolean", "date": "date",
               "timestamp": "timestamp", "timestamptz": "timestamp with time zone", "time": "time",
               "interval": "interval", "uuid": "uuid", "json": "json", "jsonb": "json", "bytea": "bytea"}
-_BOOL_TEXT = {"t": True, "true": True, "y": True, "yes": True, "on": True, "1": True,
-              "f": False, "false": False, "n": False, "no": False, "off": False, "0": False}
 
 
 def _invalid(t: ColumnType, value: Any) -> SqlError:
@@ -175,17 +173,14 @@ def python_value(v: Any, t: ColumnType, column: str) -> Any:
     name = t.pg.name
     try:
         if t.is_array:
-            items = functions.parse_array_text(v) if isinstance(v, str) else list(v)
+            items = pgvalues.parse_flat_array(v) if isinstance(v, str) else list(v)
             return [python_value(x, t.element, column) for x in items]
         if name in _INT_RANGES:
             lo, hi, word = _INT_RANGES[name]
             if isinstance(v, bool):
                 raise SqlError("42804", f'column "{column}" is of type {word} but expression is of type boolean')
             if isinstance(v, str):
-                s = v.strip()
-                if not re.fullmatch(r"[+-]?\d+", s):
-                    raise _invalid(t, v)
-                iv = int(s)
+                return pgvalues.parse_int(v, name)
             elif isinstance(v, float):
                 iv = int(round(v)) if v == v else None
                 if iv is None:
@@ -199,22 +194,11 @@ def python_value(v: Any, t: ColumnType, column: str) -> Any:
             return iv
         if name in ("float4", "float8"):
             if isinstance(v, str):
-                s = v.strip().lower()
-                special = {"nan": float("nan"), "infinity": float("inf"), "inf": float("inf"),
-                           "-infinity": float("-inf"), "-inf": float("-inf"), "+infinity": float("inf")}
-                if s in special:
-                    return special[s]
-                try:
-                    return float(s)
-                except ValueError:
-                    raise _invalid(t, v) from None
+                return pgvalues.parse_float(v, real=name == "float4")
             return float(v)
         if name == "numeric":
             arrow = t.arrow()
-            try:
-                d = Decimal(v.strip()) if isinstance(v, str) else Decimal(str(v)) if isinstance(v, float) else Decimal(v)
-            except InvalidOperation:
-                raise _invalid(t, v) from None
+            d = pgvalues.parse_numeric(v) if isinstance(v, str) else Decimal(str(v)) if isinstance(v, float) else Decimal(v)
             pgvalues.refuse_non_finite_numeric(d)
             q = d.quantize(Decimal(1).scaleb(-arrow.scale), rounding="ROUND_HALF_UP")
             if t.precision is None and t.scale is None:
@@ -229,10 +213,7 @@ def python_value(v: Any, t: ColumnType, column: str) -> Any:
             if isinstance(v, bool):
                 return v
             if isinstance(v, str):
-                b = _BOOL_TEXT.get(v.strip().lower())
-                if b is None:
-                    raise _invalid(t, v)
-                return b
+                return pgvalues.parse_bool(v)
             if isinstance(v, int):
                 raise SqlError("42804", f'column "{column}" is of type boolean but expression is of type integer')
             return bool(v)

@@ -21,7 +21,9 @@ cannot hand year-month/calendar intervals to Arrow) with output type ``interval`
 from __future__ import annotations
 
 import datetime as _dt
+import itertools
 import logging
+import math
 import re
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
@@ -41,7 +43,6 @@ from sqlglot.tokens import TokenType
 from engine.functions import (
     PgInterval,
     format_interval,
-    parse_array_text,
     parse_interval,
     pg_regex_flags,
     similar_to_regex,
@@ -578,6 +579,12 @@ def _dtype(node: exp.Expression | None) -> exp.DataType.Type | None:
     return t.this if isinstance(t, exp.DataType) else None
 
 
+def _typed(node: exp.Expression, pg_type: exp.DataType) -> exp.Expression:
+    """``node`` annotated with the PostgreSQL type it computes (what an enclosing cast reads)."""
+    node.type = pg_type.copy()
+    return node
+
+
 def _type_params(dt: exp.DataType) -> list[int]:
     out = []
     for p in dt.expressions:
@@ -760,54 +767,6 @@ def _string(value: str) -> exp.Literal:
     return exp.Literal.string(value)
 
 
-def _pg_array_items(text: str) -> list[str | None]:
-    """The elements of a one-dimensional PostgreSQL array literal (``{a,"b c",NULL}``)."""
-    body = text.strip()
-    if not (body.startswith("{") and body.endswith("}")):
-        raise SqlError("22P02", f'malformed array literal: "{text}"',
-                       detail='Array value must start with "{" or dimension information.')
-    inner = body[1:-1]
-    items: list[str | None] = []
-    if not inner.strip():
-        return items
-    k = 0
-    n = len(inner)
-    while True:
-        while k < n and inner[k].isspace():
-            k += 1
-        if k < n and inner[k] == '"':
-            k += 1
-            buf = []
-            while k < n and inner[k] != '"':
-                if inner[k] == "\\" and k + 1 < n:
-                    k += 1
-                buf.append(inner[k])
-                k += 1
-            if k >= n:
-                raise SqlError("22P02", f'malformed array literal: "{text}"', detail="Unexpected end of input.")
-            k += 1
-            items.append("".join(buf))
-            while k < n and inner[k].isspace():
-                k += 1
-        else:
-            start = k
-            while k < n and inner[k] != ",":
-                if inner[k] in '{}"':
-                    raise SqlError("22P02", f'malformed array literal: "{text}"',
-                                   detail=f'Unexpected "{inner[k]}" character.')
-                k += 1
-            raw = inner[start:k].strip()
-            if not raw:
-                raise SqlError("22P02", f'malformed array literal: "{text}"', detail='Unexpected "," character.')
-            items.append(None if raw.upper() == "NULL" else raw)
-        if k >= n:
-            return items
-        if inner[k] != ",":
-            raise SqlError("22P02", f'malformed array literal: "{text}"',
-                           detail="Junk after closing double quote.")
-        k += 1
-
-
 def _surely_integer(e: exp.Expression) -> bool:
     """Whether ``e`` is integer-typed in PostgreSQL for certain: integer columns, casts and
     literals combined by + - * / % (sqlglot's annotation alone also calls extract() an integer)."""
@@ -891,12 +850,19 @@ def _check_numeric_constant(text: str) -> None:
     pgvalues.check_unconstrained_numeric(value, value.quantize(Decimal("1e-18"), rounding=ROUND_HALF_UP), text)
 
 
+_INT_WORDS = {_T.SMALLINT: "int2", _T.INT: "int4", _T.BIGINT: "int8"}
+
+
 def _check_constant_input(text: str, target: exp.DataType.Type) -> None:
     """A constant's text checked as PostgreSQL's input function checks it (tidegate.pgvalues),
     where Spark's cast would answer instead: '1e400'::float8 is 22003 (Spark: Infinity),
     '{bad'::json 22P02 (Spark keeps the text; json is stored as text)."""
     if target in (_T.DOUBLE, _T.FLOAT):
         pgvalues.parse_float(text, real=target == _T.FLOAT)
+    elif target in _INT_WORDS:
+        pgvalues.parse_int(text, _INT_WORDS[target])
+    elif target == _T.BOOLEAN:
+        pgvalues.parse_bool(text)
     elif target in (_T.DATE, _T.TIMESTAMP, _T.TIMESTAMPTZ, _T.TIMESTAMPNTZ, _T.DATETIME):
         pgvalues.refuse_bc(text)
     elif target in (_T.JSON, _T.JSONB):
@@ -1010,6 +976,8 @@ def param_literal(value: Any) -> exp.Expression:
         if value != value or value in (float("inf"), float("-inf")):
             text = "NaN" if value != value else ("Infinity" if value > 0 else "-Infinity")
             return _cast(_string(text), "DOUBLE")
+        if value == 0 and math.copysign(1.0, value) < 0:
+            return _cast(_string("-0"), "DOUBLE")  # a literal -0.0 is the negation of 0.0: +0
         return _cast(exp.Literal.number(repr(value)), "DOUBLE")
     if isinstance(value, Decimal):
         if not value.is_finite():
@@ -1257,8 +1225,74 @@ def _output_text(value: exp.Expression) -> exp.Expression:
     return _cast(value, "STRING")
 
 
+# upper() / lower() map one character at a time in PostgreSQL (towupper / towlower); Java's
+# String case mapping expands some (upper('ß') is 'SS', lower('İ') is 'i̇') and makes a final 'Σ'
+# 'ς'. These characters are set aside before Spark's upper / lower and put back as PostgreSQL
+# maps them: the ones without a one-character uppercase stay as they are.
+_UPPER_KEEP = "ßŉǰΐΰևﬀﬁﬂﬃﬄﬅﬆﬓﬔﬕﬖﬗ"
+_LOWER_AS = {"İ": "i", "Σ": "σ"}
+
+
+def _simple_case(node: exp.Upper | exp.Lower) -> exp.Expression:
+    upper = isinstance(node, exp.Upper)
+    kept = _UPPER_KEEP if upper else "".join(_LOWER_AS)
+    back = _UPPER_KEEP if upper else "".join(_LOWER_AS.values())
+    marks = "".join(chr(0xFDD0 + k) for k in range(len(kept)))  # Unicode noncharacters
+    plain = _func("upper" if upper else "lower", node.this.copy())
+    inner = _func("translate", node.this, _string(kept), _string(marks))
+    mapped = _func("translate", _func("upper" if upper else "lower", inner), _string(marks), _string(back))
+    # a text that holds one of the marks itself keeps Java's mapping rather than change characters
+    return exp.If(this=exp.RegexpLike(this=node.this.copy(), expression=_string("[\uFDD0-\uFDEF]")),
+                  true=plain, false=mapped)
+
+
+_QUOTED_KEYWORDS = sorted(w for w, category in pg_keywords.CATEGORY.items() if category != "U")
+
+
+def _quote_ident(text: exp.Expression) -> exp.Expression:
+    """quote_ident: as written when all lower-case letters, digits and underscores (not starting
+    with a digit) and no keyword PostgreSQL reserves in any way; else double-quoted, "" doubled."""
+    safe = exp.and_(exp.RegexpLike(this=text.copy(), expression=_string("^[a-z_][a-z0-9_]*$")),
+                    exp.Not(this=exp.In(this=text.copy(), expressions=[_string(w) for w in _QUOTED_KEYWORDS])))
+    quoted = _func("concat", _string('"'), _func("replace", text.copy(), _string('"'), _string('""')), _string('"'))
+    return exp.If(this=safe, true=text, false=quoted)
+
+
+_ARRAY_VARS = itertools.count()
+
+
+def _array_text(value: exp.Expression) -> exp.Expression:
+    """An array as array_out writes it (``{1,NULL,"a b"}``: elements in their type's output
+    form, quoted when empty, ``NULL``-like, or holding a quote, backslash, brace, comma or white
+    space); Spark's cast gives ``[1, null, a b]``."""
+    dt = value.type if isinstance(value.type, exp.DataType) else None
+    element_type = dt.expressions[0] if dt is not None and dt.expressions else None
+    var = exp.to_identifier(f"__a{next(_ARRAY_VARS)}")
+    x = exp.column(var.name)
+    if isinstance(element_type, exp.DataType):
+        x.type = element_type.copy()
+    et = element_type.this if isinstance(element_type, exp.DataType) else None
+    if et == _T.ARRAY:
+        element = _array_text(x)
+    else:
+        text = _bool_text(x) if et == _T.BOOLEAN else _PG_TEXT_OF[et](x) if et in _PG_TEXT_OF else _cast(x, "STRING")
+        plain = exp.Paren(this=exp.or_(
+            exp.EQ(this=text.copy(), expression=_string("")),
+            exp.EQ(this=_func("lower", text.copy()), expression=_string("null")),
+            exp.RegexpLike(this=text.copy(), expression=_string('[{},"\\\\\\s]'))))
+        quoted = _func("concat", _string('"'), _regexp_replace(text.copy(), '(["\\\\])', "\\\\$1"), _string('"'))
+        element = exp.Case(ifs=[exp.If(this=exp.Is(this=x.copy(), expression=exp.Null()), true=_string("NULL")),
+                                exp.If(this=plain, true=quoted)], default=text)
+    body = _func("concat", _string("{"),
+                 _func("array_join", _func("transform", value.copy(), exp.Lambda(this=element, expressions=[var])),
+                       _string(",")),
+                 _string("}"))
+    return exp.If(this=exp.Is(this=value.copy(), expression=exp.Null()), true=exp.Null(), false=body)
+
+
 # Casts to text that Spark spells differently from PostgreSQL, by source type.
 _PG_TEXT_OF = {
+    _T.ARRAY: _array_text,
     _T.DOUBLE: lambda v: _float_text(v, 15),
     _T.FLOAT: lambda v: _float_text(v, 6),
     _T.TIME: _time_text,
@@ -1945,6 +1979,8 @@ class _Translator:
             return None
         if isinstance(node, exp.WithinGroup) and isinstance(node.this, (exp.PercentileCont, exp.PercentileDisc)):
             return self._percentile(node)
+        if isinstance(node, (exp.Upper, exp.Lower)):
+            return _simple_case(node)
         if isinstance(node, exp.Initcap):
             # PostgreSQL starts a word after any non-alphanumeric character, Spark only after
             # white space: mark each such character with a following space, capitalise, unmark.
@@ -2498,6 +2534,16 @@ class _Translator:
         params = _type_params(to)
         if isinstance(arg, exp.Literal) and t == _T.DECIMAL and not params:
             _check_numeric_constant(arg.name)
+            if arg.is_string:
+                # '1.50'::numeric is the number 1.50, scale and all, as the literal 1.50 is
+                value = pgvalues.parse_numeric(arg.name)
+                digits, exponent = len(value.as_tuple().digits), value.as_tuple().exponent
+                scale = max(0, -exponent)
+                precision = max(digits, scale + 1)
+                if precision <= 38 and scale <= 18:
+                    return _typed(_cast(exp.Literal.number(format(value, "f")), f"DECIMAL({precision},{scale})"), to)
+        if t == _T.DECIMAL and not params and src == _T.DECIMAL:
+            return _typed(arg, to)  # numeric without a typmod keeps the value (and its scale)
         if isinstance(arg, exp.Literal) and arg.is_string:
             if t in (_T.VARBINARY, _T.BINARY):  # bytea input syntax, as a table's column reads it
                 return _func("unhex", exp.Literal.string(pgvalues.parse_bytea(arg.name).hex()))
@@ -2505,17 +2551,17 @@ class _Translator:
         if t == _T.ARRAY:
             if isinstance(arg, exp.Literal) and arg.is_string:
                 elem = to.expressions[0] if to.expressions else exp.DataType.build("TEXT")
-                items = parse_array_text(arg.name)
+                items = pgvalues.parse_flat_array(arg.name)
                 elems = [
                     exp.Null() if item is None else self._cast_node(exp.Cast(this=_string(item), to=elem.copy()))
                     for item in items
                 ]
                 spark_elem = self._spark_type(elem)
-                return _cast(exp.Array(expressions=elems), f"ARRAY<{spark_elem}>")
+                return _typed(_cast(exp.Array(expressions=elems), f"ARRAY<{spark_elem}>"), to)
             if isinstance(arg, exp.Array):
                 elem = to.expressions[0] if to.expressions else exp.DataType.build("TEXT")
-                return _cast(arg, f"ARRAY<{self._spark_type(elem)}>")
-            return _cast(arg, self._spark_type(to))
+                return _typed(_cast(arg, f"ARRAY<{self._spark_type(elem)}>"), to)
+            return _typed(_cast(arg, self._spark_type(to)), to)
         if t == _T.INTERVAL:
             if isinstance(arg, exp.Literal) and arg.is_string:
                 return _interval_value(parse_interval(arg.name), node)
@@ -2531,6 +2577,14 @@ class _Translator:
                          exp.Literal.number(n), _string(" "))
         if t == _T.TIME:
             return self._time_value(arg, src)
+        if t == _T.DATE and isinstance(arg, exp.Literal) and arg.is_string:
+            # date input by PostgreSQL's rules (tidegate.pgvalues, as parameters, COPY and storage
+            # read it): '20240101', 'epoch', 'today' in the session zone; infinity refused
+            try:
+                day = pgvalues.parse_date(arg.name, self.zone)
+            except ValueError:
+                raise pgvalues.datetime_input_error(arg.name, "date") from None
+            return _cast(_string(day.isoformat()), "DATE")
         if t in _NTZ_TYPES or t in _TZ_TYPES:
             literal = self._timestamp_literal(arg, with_tz=t in _TZ_TYPES)
             if literal is not None:
@@ -2551,13 +2605,19 @@ class _Translator:
             rounded = _func("bround" if src in _FLOAT_TYPES else "round", arg)
             return _cast(rounded, self._spark_type(to))
         if t == _T.BOOLEAN and isinstance(arg, exp.Literal) and arg.is_string:
-            value = arg.name.strip().lower()
-            truthy = {"t", "true", "y", "yes", "on", "1"}
-            falsy = {"f", "false", "n", "no", "off", "0"}
-            if value in truthy or value in falsy:
-                return exp.Boolean(this=value in truthy)
+            return _typed(exp.Boolean(this=pgvalues.parse_bool(arg.name)), to)
+        if t in _INT_WORDS and isinstance(arg, exp.Literal) and arg.is_string:
+            return _cast(exp.Literal.number(pgvalues.parse_int(arg.name, _INT_WORDS[t])), self._spark_type(to))
+        if t in (_T.DOUBLE, _T.FLOAT) and isinstance(arg, exp.Literal) and arg.is_string \
+                and math.isfinite(value := pgvalues.parse_float(arg.name, real=t == _T.FLOAT)):
+            return _cast(_string(repr(value)), self._spark_type(to))  # hex, '-0', spaces: read once here
         if t in (_T.TEXT, _T.VARCHAR) and src in _PG_TEXT_OF:
             return _PG_TEXT_OF[src](arg)
+        if t in (_T.TEXT, _T.VARCHAR) and src == _T.DECIMAL and isinstance(arg, exp.Column) \
+                and isinstance(arg.type, exp.DataType) and not _type_params(arg.type):
+            # a column of unconstrained numeric (stored at 18 digits) as the wire prints it: no
+            # trailing zeros (docs/UNSUPPORTED.md: the written scale is not stored)
+            return _regexp_replace(_regexp_replace(_cast(arg, "STRING"), "(\\.[0-9]*?)0+$", "$1"), "\\.$", "")
         if t in (_T.TEXT, _T.VARCHAR, _T.CHAR) and src == _T.BOOLEAN:
             return _bool_text(arg, "true", "false")
         return _cast(arg, self._spark_type(to))
@@ -2565,15 +2625,17 @@ class _Translator:
     def _timestamp_literal(self, arg: exp.Expression, with_tz: bool) -> exp.Expression | None:
         """A timestamp[tz] literal read by PostgreSQL's rules (tidegate.pgvalues): any offset
         spelling ('00:00+00', 'Z', a zone name), a wall time without offset in the session zone
-        with PostgreSQL's DST rules; a timestamp ignores an offset. None: left to Spark's cast."""
-        if isinstance(arg, exp.Literal) and arg.is_string and arg.name.strip().lower() in ("infinity", "+infinity", "-infinity"):
-            pgvalues.parse_timestamp(arg.name, with_tz, self.zone)  # 0A000: no infinite timestamps
-        if not (isinstance(arg, exp.Literal) and arg.is_string) or not arg.name.strip()[:1].isdigit():
+        with PostgreSQL's DST rules; a timestamp ignores an offset; now / today / epoch; infinity
+        and BC refused (0A000), as parameters, COPY and storage read it. None: not a literal."""
+        if not (isinstance(arg, exp.Literal) and arg.is_string):
             return None
+        word = "timestamp with time zone" if with_tz else "timestamp"
         try:
             value = pgvalues.parse_timestamp(arg.name, with_tz, self.zone)
-        except (ValueError, OverflowError, SqlError):
-            return None
+        except ValueError:
+            raise pgvalues.datetime_input_error(arg.name, word) from None
+        except OverflowError:
+            raise SqlError("22008", f'timestamp out of range: "{arg.name}"') from None
         if with_tz:
             text = value.astimezone(_dt.timezone.utc).replace(tzinfo=None).isoformat(sep=" ") + "+00:00"
             return _cast(_string(text), "TIMESTAMP")
@@ -2866,6 +2928,8 @@ class _Translator:
             return _func("locate", args[1], args[0])
         if name == "quote_literal" and len(args) == 1:
             return self._quote_literal(args[0])
+        if name == "quote_ident" and len(args) == 1:
+            return _quote_ident(_cast(args[0], "STRING"))
         if name in ("num_nulls", "num_nonnulls") and args:
             flags = [exp.Case(ifs=[exp.If(this=exp.Is(this=a, expression=exp.Null()),
                                           true=exp.Literal.number(1 if name == "num_nulls" else 0))],
@@ -3363,7 +3427,7 @@ class _Translator:
             # an untyped array literal ('{r,p}') or a parameter sent as text: its elements take
             # the other operand's type, as PostgreSQL resolves the unknown literal to T[]
             items = []
-            for v in _pg_array_items(inner.name):
+            for v in pgvalues.parse_flat_array(inner.name):
                 if v is None:
                     items.append(exp.Null())
                 elif left_type is not None and left_type.this not in _STRING_TYPES:

@@ -47,8 +47,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tidegate.errors import SqlError
-from tidegate.pgvalues import (check_json, datetime_input_error, localize, numeric_at_scale, numeric_exact,
-                               own_scale, parse_bytea, parse_float, parse_interval_fields, spark_zone, zone_info)
+from tidegate.pgvalues import (BOOL_FALSE, BOOL_TRUE, cast_number_texts, check_json, datetime_input_error, infinity_refused,
+                               numeric_at_scale, numeric_exact, own_scale, parse_bool, parse_bytea, parse_date,
+                               parse_flat_array, parse_float, parse_int, parse_interval_fields, parse_numeric,
+                               parse_timestamp, spark_zone, zone_info)
 from tidegate.pgtypes import ColumnType
 from tidegate.results import ResultField
 
@@ -278,15 +280,6 @@ def _civil_from_days(z: int) -> tuple[int, int, int]:
     d = doy - (153 * mp + 2) // 5 + 1
     m = mp + 3 if mp < 10 else mp - 9
     return (y + 1 if m <= 2 else y), m, d
-
-
-def _days_from_civil(y: int, m: int, d: int) -> int:
-    y -= m <= 2
-    era = y // 400
-    yoe = y - era * 400
-    doy = (153 * (m + (-3 if m > 2 else 9)) + 2) // 5 + d - 1
-    doe = yoe * 365 + yoe // 4 - yoe // 100 + doy
-    return era * 146097 + doe - 719468
 
 
 def _fmt_date(days: int) -> tuple[str, bool]:
@@ -1285,9 +1278,6 @@ _ERR_TYPE_NAMES = {
     "date": "date", "time": "time", "timestamp": "timestamp", "timestamptz": "timestamp with time zone",
     "interval": "interval", "oid": "oid", "bytea": "bytea",
 }
-_INT_RANGES = {"int2": (-(2**15), 2**15 - 1), "int4": (-(2**31), 2**31 - 1), "int8": (-(2**63), 2**63 - 1),
-               "oid": (-(2**31), 2**32 - 1), "regclass": (0, 2**32 - 1), "regtype": (0, 2**32 - 1),
-               "regproc": (0, 2**32 - 1)}
 _DATETIME_TYPES = {"date", "time", "timestamp", "timestamptz", "interval"}
 
 
@@ -1298,49 +1288,12 @@ def _syntax(ctype_name: str, s: str) -> SqlError:
     return SqlError(code, f'invalid input syntax for type {_ERR_TYPE_NAMES.get(ctype_name, ctype_name)}: "{s}"')
 
 
-_INT_RE = re.compile(r"\s*([+-]?)([0-9]+)\s*\Z")  # PostgreSQL 15: decimal digits only
-_TRUE = {"t", "tr", "tru", "true", "y", "ye", "yes", "on", "1"}
-_FALSE = {"f", "fa", "fal", "fals", "false", "n", "no", "of", "off", "0"}
-_NUM_RE = re.compile(r"\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\s*\Z")
-_DATE_RE = re.compile(r"\s*(\d{1,7})-(\d{1,2})-(\d{1,2})(?:\s+(BC|AD))?\s*\Z|\s*(\d{4})(\d{2})(\d{2})\s*\Z", re.I)
 _TIME_RE = re.compile(r"(\d{1,2}):(\d{1,2})(?::(\d{1,2})(?:\.(\d*))?)?")
-_TS_RE = re.compile(
-    r"\s*(\d{1,7})-(\d{1,2})-(\d{1,2})(?:[T\s]+(\d{1,2}):(\d{1,2})(?::(\d{1,2})(?:[.,](\d*))?)?)?"
-    r"\s*(Z|UTC|GMT|[+-]\d{1,2}(?::?\d{2}(?::?\d{2})?)?)?(?:\s+(BC|AD))?\s*\Z", re.I)
-
-
-def _parse_int(name: str, s: str) -> int:
-    m = _INT_RE.match(s)
-    if not m:
-        raise _syntax(name, s)
-    v = int(m.group(2))
-    if m.group(1) == "-":
-        v = -v
-    lo, hi = _INT_RANGES.get(name, _INT_RANGES["int8"])
-    if not lo <= v <= hi:
-        tn = _ERR_TYPE_NAMES.get(name, name)
-        raise SqlError("22003", f'value "{s}" is out of range for type {tn}')
-    return v
-
-
-def _parse_float(name: str, s: str) -> float:
-    return parse_float(s, real=name == "float4")
 
 
 def _parse_numeric(ctype: ColumnType, s: str) -> decimal.Decimal:
-    key = s.strip().lower()
-    if key == "nan":
-        return decimal.Decimal("NaN")
-    if key in ("infinity", "+infinity", "inf", "+inf"):
-        return decimal.Decimal("Infinity")
-    if key in ("-infinity", "-inf"):
-        return decimal.Decimal("-Infinity")
-    if not _NUM_RE.match(s):
-        raise _syntax("numeric", s)
-    d = decimal.Decimal(s.strip())
-    if d.as_tuple().exponent > 0:  # '1e5' has scale 0 in PostgreSQL, not a positive exponent
-        d = d.quantize(decimal.Decimal(1))
-    if ctype.precision is not None:
+    d = parse_numeric(s)
+    if ctype.precision is not None and d.is_finite():
         scale = ctype.scale or 0
         with decimal.localcontext() as ctx:
             ctx.prec = 1000
@@ -1351,48 +1304,17 @@ def _parse_numeric(ctype: ColumnType, s: str) -> decimal.Decimal:
     return d
 
 
-def _parse_bool(s: str) -> bool:
-    key = s.strip().lower()
-    if key in _TRUE:
-        return True
-    if key in _FALSE:
-        return False
-    raise _syntax("bool", s)
-
-
-def _ymd(name: str, s: str, y: int, mo: int, d: int, era: str | None) -> int:
-    """Days since 1970-01-01 of a (possibly BC) date, validated."""
-    if era and era.upper() == "BC":
-        if y == 0:
-            raise _syntax(name, s)
-        y = 1 - y
-    if not 1 <= mo <= 12:
-        raise SqlError("22008", f'date/time field value out of range: "{s}"')
-    mdays = [31, 29 if (y % 4 == 0 and (y % 100 != 0 or y % 400 == 0)) else 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31]
-    if not 1 <= d <= mdays[mo - 1]:
-        raise SqlError("22008", f'date/time field value out of range: "{s}"')
-    return _days_from_civil(y, mo, d)
-
-
 def _days_to_date(days: int) -> _dt.date:
     return _dt.date(1970, 1, 1) + _dt.timedelta(days=days)
 
 
-def _parse_date_days(s: str) -> int:
-    key = s.strip().lower()
-    if key == "infinity":
-        return _DATE_INF
-    if key == "-infinity":
-        return _DATE_NINF
-    m = _DATE_RE.match(s)
-    if not m:
-        m2 = _TS_RE.match(s)
-        if not m2:
-            raise _syntax("date", s)
-        return _ymd("date", s, int(m2.group(1)), int(m2.group(2)), int(m2.group(3)), m2.group(9))
-    if m.group(5):
-        return _ymd("date", s, int(m.group(5)), int(m.group(6)), int(m.group(7)), None)
-    return _ymd("date", s, int(m.group(1)), int(m.group(2)), int(m.group(3)), m.group(4))
+def _parse_date_days(s: str, timezone: str | None = None) -> int:
+    """Days since 1970-01-01 of date input (tidegate.pgvalues: the SQL path's rules)."""
+    try:
+        day = parse_date(s, timezone)
+    except ValueError:
+        raise datetime_input_error(s, "date") from None
+    return (day - _dt.date(1970, 1, 1)).days
 
 
 def _time_us(name: str, s: str, h: str, mi: str, sec: str | None, frac: str | None) -> int:
@@ -1419,51 +1341,15 @@ def _parse_time_us(s: str) -> int:
     return _time_us("time", s, *m.groups())
 
 
-def _tz_offset_secs(tok: str) -> int:
-    tok = tok.upper()
-    if tok in ("Z", "UTC", "GMT"):
-        return 0
-    sign = -1 if tok[0] == "-" else 1
-    body = tok[1:].replace(":", "")
-    if len(body) <= 2:
-        h, mi, s = int(body), 0, 0
-    else:
-        h = int(body[:-2]) if len(body) in (3, 4) else int(body[:-4])
-        mi = int(body[-2:]) if len(body) in (3, 4) else int(body[-4:-2])
-        s = 0 if len(body) in (3, 4) else int(body[-2:])
-    return sign * (h * 3600 + mi * 60 + s)
-
-
 def _parse_timestamp_us(s: str, with_tz: bool, timezone: str = "UTC") -> int:
-    """µs since 1970 (UTC for timestamptz, wall clock for timestamp)."""
-    name = "timestamptz" if with_tz else "timestamp"
-    key = s.strip().lower()
-    if key == "infinity":
-        return _TS_INF
-    if key == "-infinity":
-        return _TS_NINF
-    if key in ("epoch",):
-        return 0
-    m = _TS_RE.match(s)
-    if not m:
-        raise _syntax(name, s)
-    y, mo, d, h, mi, sec, frac, tz, era = m.groups()
-    days = _ymd(name, s, int(y), int(mo), int(d), era)
-    tod = _time_us(name, s, h, mi, sec, frac) if h is not None else 0
-    local = days * _US_PER_DAY + tod
-    if not with_tz:
-        return local
-    if tz is not None:
-        return local - _tz_offset_secs(tz) * 1_000_000
-    zone = _zone(timezone)
-    if zone is None:
-        return local
-    y2, mo2, d2 = _civil_from_days(days)
-    if 1 <= y2 <= 9999:
-        naive = _dt.datetime(y2, mo2, d2) + _dt.timedelta(microseconds=tod)
-        instant = localize(naive, timezone)  # PostgreSQL's DST rules (gap, repeated hour)
-        return (instant - _EPOCH_TZ) // _dt.timedelta(microseconds=1)
-    return local
+    """µs since 1970 (UTC for timestamptz, wall clock for timestamp) of timestamp input
+    (tidegate.pgvalues: the SQL path's rules, the session ``timezone`` for a timestamptz
+    written without an offset)."""
+    try:
+        value = parse_timestamp(s, with_tz, timezone)
+    except ValueError:
+        raise datetime_input_error(s, "timestamp with time zone" if with_tz else "timestamp") from None
+    return (value - (_EPOCH_TZ if with_tz else _EPOCH)) // _dt.timedelta(microseconds=1)
 
 
 _EPOCH = _dt.datetime(1970, 1, 1)
@@ -1510,77 +1396,6 @@ def _parse_json(name: str, s: str) -> str:
     return s
 
 
-def parse_array_literal(s: str) -> list[str | None | list]:
-    """Split a PostgreSQL array literal into (possibly nested) lists of element strings."""
-    text = s.strip()
-    if text.startswith("["):  # explicit bounds '[1:2]={...}'
-        eq = text.find("=")
-        if eq < 0:
-            raise SqlError("22P02", f'malformed array literal: "{s}"')
-        text = text[eq + 1:].strip()
-    if not text.startswith("{"):
-        raise SqlError("22P02", f'malformed array literal: "{s}"', detail='Array value must start with "{" or dimension information.')
-    pos = 0
-
-    def parse_level() -> list:
-        nonlocal pos
-        assert text[pos] == "{"
-        pos += 1
-        items: list = []
-        expect_item = True
-        while True:
-            while pos < len(text) and text[pos].isspace():
-                pos += 1
-            if pos >= len(text):
-                raise SqlError("22P02", f'malformed array literal: "{s}"', detail="Unexpected end of input.")
-            c = text[pos]
-            if c == "}":
-                pos += 1
-                return items
-            if c == ",":
-                if expect_item:
-                    raise SqlError("22P02", f'malformed array literal: "{s}"', detail='Unexpected "," character.')
-                expect_item = True
-                pos += 1
-                continue
-            if c == "{":
-                items.append(parse_level())
-            elif c == '"':
-                pos += 1
-                buf = []
-                while True:
-                    if pos >= len(text):
-                        raise SqlError("22P02", f'malformed array literal: "{s}"', detail="Unexpected end of input.")
-                    ch = text[pos]
-                    if ch == "\\":
-                        buf.append(text[pos + 1:pos + 2])
-                        pos += 2
-                    elif ch == '"':
-                        pos += 1
-                        break
-                    else:
-                        buf.append(ch)
-                        pos += 1
-                items.append("".join(buf))
-            else:
-                buf = []
-                while pos < len(text) and text[pos] not in ",}":
-                    if text[pos] == "\\":
-                        buf.append(text[pos + 1:pos + 2])
-                        pos += 2
-                    else:
-                        buf.append(text[pos])
-                        pos += 1
-                tok = "".join(buf).strip()
-                items.append(None if tok.upper() == "NULL" else tok)
-            expect_item = False
-
-    result = parse_level()
-    if text[pos:].strip():
-        raise SqlError("22P02", f'malformed array literal: "{s}"', detail="Junk after closing right brace.")
-    return result
-
-
 def parse_text_value(ctype: ColumnType, s: str, *, timezone: str = "UTC") -> Any:
     """A value from PostgreSQL text input syntax, as the Python value the engine binds."""
     name = ctype.pg.name
@@ -1592,32 +1407,32 @@ def parse_text_value(ctype: ColumnType, s: str, *, timezone: str = "UTC") -> Any
                 return [conv(x) for x in v]
             return None if v is None else parse_text_value(elem, v, timezone=timezone)
 
-        return conv(parse_array_literal(s))
+        return conv(parse_flat_array(s))  # tables and Spark values hold one dimension
     if name in _INT_TYPES:
-        return _parse_int(name, s)
+        return parse_int(s, name)
     if name in ("float4", "float8"):
-        return _parse_float(name, s)
+        return parse_float(s, real=name == "float4")
     if name == "numeric":
         return _parse_numeric(ctype, s)
     if name == "bool":
-        return _parse_bool(s)
+        return parse_bool(s)
     if name == "bytea":
         return parse_bytea(s)
     if name == "date":
-        days = _parse_date_days(s)
-        if days in (_DATE_INF, _DATE_NINF):
-            return _dt.date.max if days > 0 else _dt.date.min
         try:
-            return _days_to_date(days)
-        except OverflowError:
-            raise SqlError("22008", f'date out of range: "{s}"') from None
+            return parse_date(s, timezone)
+        except ValueError:
+            raise datetime_input_error(s, "date") from None
     if name == "time":
         us = _parse_time_us(s)
         if us == _US_PER_DAY:
             return _dt.time(23, 59, 59, 999999)
         return (_dt.datetime.min + _dt.timedelta(microseconds=us)).time()
     if name in ("timestamp", "timestamptz"):
-        return _us_to_datetime(_parse_timestamp_us(s, name == "timestamptz", timezone), name == "timestamptz")
+        try:
+            return parse_timestamp(s, name == "timestamptz", timezone)
+        except ValueError:
+            raise datetime_input_error(s, _ERR_TYPE_NAMES.get(name, name)) from None
     if name == "interval":
         return parse_interval(s)
     if name == "uuid":
@@ -1678,7 +1493,7 @@ def parse_binary_value(ctype: ColumnType, data: bytes, *, timezone: str = "UTC")
         if name == "date":
             (v,) = struct.unpack(">i", data)
             if v in (_DATE_INF, _DATE_NINF):
-                return _dt.date.max if v > 0 else _dt.date.min
+                raise infinity_refused("date")
             return _days_to_date(v + PG_EPOCH_DAYS)
         if name == "time":
             (v,) = struct.unpack(">q", data)
@@ -1686,7 +1501,7 @@ def parse_binary_value(ctype: ColumnType, data: bytes, *, timezone: str = "UTC")
         if name in ("timestamp", "timestamptz"):
             (v,) = struct.unpack(">q", data)
             if v in (_TS_INF, _TS_NINF):
-                return _us_to_datetime(v, name == "timestamptz")
+                raise infinity_refused("timestamp")
             return _us_to_datetime(v + PG_EPOCH_US, name == "timestamptz")
         if name == "interval":
             us, days, months = struct.unpack(">qii", data)
@@ -1813,14 +1628,15 @@ def text_to_arrow(strings: pa.Array, ctype: ColumnType, *, timezone: str = "UTC"
     name = ctype.pg.name
     target = ctype.arrow()
     try:
-        if name in _INT_TYPES or name in ("float4", "float8"):
-            return pc.cast(strings, target)
-        if name == "numeric":
-            return pc.cast(strings, target)
+        if name in _INT_TYPES or name in ("float4", "float8") or name == "numeric":
+            out = cast_number_texts(strings, target)
+            if out is None:
+                raise pa.ArrowInvalid("not a plain number")
+            return out
         if name == "bool":
             low = pc.utf8_lower(pc.utf8_trim_whitespace(strings))
-            is_t = pc.is_in(low, pa.array(sorted(_TRUE)))
-            is_f = pc.is_in(low, pa.array(sorted(_FALSE)))
+            is_t = pc.is_in(low, pa.array(sorted(BOOL_TRUE)))
+            is_f = pc.is_in(low, pa.array(sorted(BOOL_FALSE)))
             ok = pc.or_(pc.or_(is_t, is_f), pc.is_null(strings))
             if not pc.all(ok).as_py():
                 raise pa.ArrowInvalid("bad bool")
@@ -1858,7 +1674,7 @@ def _text_to_arrow_slow(strings: pa.Array, ctype: ColumnType, timezone: str) -> 
                 out.append(us)
                 continue
             if name == "date":
-                out.append(_parse_date_days(s))
+                out.append(_parse_date_days(s, timezone))
                 continue
             if name == "time":
                 out.append(_parse_time_us(s))

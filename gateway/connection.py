@@ -28,7 +28,7 @@ from gateway.auth import MAX_AUTH_MESSAGE
 from gateway.dispatch import (BackendSession, Classified, Kind, classify, parse_close, parse_copy, parse_declare,
                               parse_fetch, parse_fetch_motion, parse_savepoint_name, scroll_motion)
 from gateway.messages import ProtocolError
-from gateway.splitter import Statement, split_statements
+from tidegate.sqllex import Statement, split_statements
 from tidegate.errors import SqlError
 from tidegate.pgtypes import TEXT, TYPES_BY_OID, ColumnType
 from tidegate.results import CommandResult, ResultField, RowStream
@@ -1303,17 +1303,19 @@ class Connection:
                 if kind == b"d":
                     try:
                         out = decoder.feed(body)
-                    except SqlError as e:
-                        await fail(e)
-                        raise
+                    except Exception as e:  # the session survives a decoder failure: an ErrorResponse
+                        err = self._statement_error(e, "COPY data could not be decoded")
+                        await fail(err)
+                        raise err from None
                     for b in out:
                         await put(b)
                 elif kind == b"c":
                     try:
                         out = decoder.finish()
-                    except SqlError as e:
-                        await fail(e)
-                        raise
+                    except Exception as e:
+                        err = self._statement_error(e, "COPY data could not be decoded")
+                        await fail(err)
+                        raise err from None
                     for b in out:
                         await put(b)
                     await put(_END)

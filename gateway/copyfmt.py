@@ -49,8 +49,9 @@ _TRUE_VALUES = ["t", "true", "y", "yes", "on", "1", "T", "TRUE", "True", "Y", "Y
 _FALSE_VALUES = ["f", "false", "n", "no", "off", "0", "F", "FALSE", "False", "N", "NO", "OFF"]
 
 # Types pyarrow.csv parses exactly as PostgreSQL's input functions would (for what they accept).
-_DIRECT = {"int2", "int4", "int8", "float4", "float8", "date", "timestamp", "timestamptz", "bool",
-           "text", "varchar", "name", "unknown", "char"}
+# Not numbers: its integer parser also reads 0x1F and its float parser overflows to infinity, so
+# they go through codec.text_to_arrow (tidegate.pgvalues' rules, vectorised for plain spellings).
+_DIRECT = {"date", "timestamp", "timestamptz", "bool", "text", "varchar", "name", "unknown", "char"}
 def _is_direct(ctype: ColumnType) -> bool:
     """True when pyarrow.csv can convert the column straight to its Arrow type."""
     name = ctype.pg.name

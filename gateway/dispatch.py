@@ -21,12 +21,13 @@ from typing import Any, Protocol
 import pyarrow as pa
 
 from gateway import gucs
-from gateway.splitter import strip_leading, words
+from tidegate import sqllex
 from tidegate.config import Settings
 from tidegate.errors import SqlError
 from tidegate.pgtypes import ColumnType
 from tidegate.results import CopyTarget, Result, ResultField
 from tidegate.session import SessionInfo
+from tidegate.sqllex import words
 
 
 class BackendSession(Protocol):
@@ -128,7 +129,7 @@ def classify(sql: str) -> Classified:
         return Classified(Kind.SESSION, cmd)
     if head == "listen" or head == "notify":
         return Classified(Kind.UNSUPPORTED, cmd, unsupported=f"{cmd} is not supported")
-    if head == "select" and gucs.ADVISORY_UNLOCK_ALL.match(sql):
+    if head == "select" and gucs.is_advisory_unlock_all(sql):
         return Classified(Kind.SESSION, cmd)
     if head == "show" and gucs.is_session_show(w):
         return Classified(Kind.SESSION, cmd)
@@ -142,20 +143,6 @@ def classify(sql: str) -> Classified:
 
 
 # ----------------------------------------------------------------------------- cursors and savepoints
-
-_NAME = r'(?:"(?:[^"]|"")+"|[A-Za-z_\u0080-\uffff][A-Za-z0-9_$\u0080-\uffff]*)'
-_DECLARE = re.compile(
-    rf"^\s*declare\s+(?P<name>{_NAME})\s+(?P<opts>(?:(?:binary|insensitive|asensitive|scroll|no\s+scroll)\s+)*)"
-    rf"cursor\s+(?:(?P<hold>with|without)\s+hold\s+)?for\s+(?P<query>.+)$", re.I | re.S)
-_FETCH = re.compile(
-    rf"^\s*(?P<verb>fetch|move)(?:\s+(?P<dir>next|prior|first|last|all|absolute\s+[-+]?\d+|relative\s+[-+]?\d+"
-    rf"|forward(?:\s+(?:all|[-+]?\d+))?|backward(?:\s+(?:all|[-+]?\d+))?|[-+]?\d+))??"
-    rf"(?:\s+(?:from|in))?\s+(?P<name>{_NAME})\s*$", re.I | re.S)
-_CLOSE = re.compile(rf"^\s*close\s+(?P<name>{_NAME})\s*$", re.I | re.S)
-_SAVEPOINT = re.compile(
-    rf"^\s*(?:savepoint|release(?:\s+savepoint)?|rollback(?:\s+(?:work|transaction))?\s+to(?:\s+savepoint)?)"
-    rf"\s+(?P<name>{_NAME})\s*$", re.I | re.S)
-
 
 def ident_name(text: str) -> str:
     """An identifier as PostgreSQL folds it: quoted kept as written, otherwise lower-cased."""
@@ -173,14 +160,47 @@ class Declare:
     scroll: bool
 
 
+def _statement_tokens(sql: str, what: str) -> list[sqllex.Token]:
+    """The significant tokens of a cursor or savepoint statement, without a trailing ';'."""
+    toks = sqllex.scan(sql)
+    while toks and toks[-1].text == ";":
+        toks.pop()
+    if not toks:
+        raise SqlError("42601", f"syntax error in {what}")
+    return toks
+
+
+def _name_at(toks: list[sqllex.Token], i: int, what: str) -> str:
+    """The identifier that must end the statement at ``toks[i]``."""
+    if i != len(toks) - 1 or toks[i].ident is None:
+        raise SqlError("42601", f"syntax error in {what}")
+    return toks[i].ident or ""
+
+
 def parse_declare(sql: str) -> Declare:
-    m = _DECLARE.match(sql)
-    if not m:
-        raise SqlError("42601", "syntax error in DECLARE CURSOR")
-    opts = " ".join(m.group("opts").lower().split())
-    scroll = "scroll" in opts.replace("no scroll", "")
-    return Declare(ident_name(m.group("name")), m.group("query").strip(), m.start("query"),
-                   (m.group("hold") or "").lower() == "with", scroll)
+    """``DECLARE name [BINARY] [ASENSITIVE | INSENSITIVE] [[NO] SCROLL] CURSOR [WITH[OUT] HOLD] FOR query``."""
+    what = "DECLARE CURSOR"
+    toks = _statement_tokens(sql, what)
+    if len(toks) < 5 or not toks[0].is_word("declare") or toks[1].ident is None:
+        raise SqlError("42601", f"syntax error in {what}")
+    i, scroll = 2, False
+    while i < len(toks) and not toks[i].is_word("cursor"):
+        if toks[i].is_word("binary", "insensitive", "asensitive"):
+            i += 1
+        elif toks[i].is_word("scroll"):
+            scroll, i = True, i + 1
+        elif toks[i].is_word("no") and i + 1 < len(toks) and toks[i + 1].is_word("scroll"):
+            scroll, i = False, i + 2
+        else:
+            raise SqlError("42601", f"syntax error in {what}")
+    i += 1  # CURSOR
+    hold = False
+    if i + 1 < len(toks) and toks[i].is_word("with", "without") and toks[i + 1].is_word("hold"):
+        hold, i = toks[i].is_word("with"), i + 2
+    if i + 1 >= len(toks) or not toks[i].is_word("for"):
+        raise SqlError("42601", f"syntax error in {what}")
+    start = toks[i + 1].start
+    return Declare(toks[1].ident or "", sql[start:toks[-1].end], start, hold, scroll)
 
 
 def parse_fetch(sql: str) -> tuple[str, str, int | None]:
@@ -192,26 +212,56 @@ def parse_fetch(sql: str) -> tuple[str, str, int | None]:
                    hint="Declare it with SCROLL option to enable backward scan.")
 
 
+_FIXED_MOTIONS = {"next": ("forward", 1), "prior": ("backward", 1), "first": ("absolute", 1),
+                  "last": ("absolute", -1), "all": ("forward", None)}
+
+
 def parse_fetch_motion(sql: str) -> tuple[str, str, str, int | None]:
     """(verb, cursor name, kind, count) of FETCH/MOVE: kind "forward" / "backward" (count rows,
     None = ALL; may be 0 or negative as written), "absolute" / "relative" (count = the position)."""
-    m = _FETCH.match(sql)
-    if not m:
-        raise SqlError("42601", "syntax error in FETCH/MOVE")
-    verb = m.group("verb").lower()
-    words = (m.group("dir") or "next").lower().split()
-    name = ident_name(m.group("name"))
-    fixed = {"next": ("forward", 1), "prior": ("backward", 1), "first": ("absolute", 1), "last": ("absolute", -1),
-             "all": ("forward", None), "forward": ("forward", 1), "backward": ("backward", 1)}
-    if len(words) == 1 and words[0] in fixed:
-        kind, count = fixed[words[0]]
-    elif len(words) == 1:
-        kind, count = "forward", int(words[0])
-    elif words[1] == "all":
-        kind, count = words[0], None
-    else:
-        kind, count = words[0], int(words[1])
-    return verb, name, kind, count
+    what = "FETCH/MOVE"
+    toks = _statement_tokens(sql, what)
+    if not toks[0].is_word("fetch", "move") or len(toks) < 2:
+        raise SqlError("42601", f"syntax error in {what}")
+    verb = toks[0].lower
+    i = 1
+
+    def signed() -> int | None:
+        nonlocal i
+        sign = 1
+        if i < len(toks) and toks[i].text in ("+", "-"):
+            sign, i = (-1 if toks[i].text == "-" else 1), i + 1
+        if i < len(toks) and toks[i].kind == "num" and toks[i].text.isdigit():
+            i += 1
+            return sign * int(toks[i - 1].text)
+        return None
+
+    kind, count = "forward", 1
+    if len(toks) > 2:  # a direction precedes the name (FETCH name alone is NEXT)
+        head = toks[1].lower if toks[1].kind == "word" else ""
+        if head in _FIXED_MOTIONS:
+            (kind, count), i = _FIXED_MOTIONS[head], 2
+        elif head in ("absolute", "relative"):
+            i = 2
+            count = signed()
+            if count is None:
+                raise SqlError("42601", f"syntax error in {what}")
+            kind = head
+        elif head in ("forward", "backward"):
+            kind, i = head, 2
+            if i < len(toks) and toks[i].is_word("all"):
+                count, i = None, i + 1
+            else:
+                count = signed()
+                if count is None:
+                    count = 1
+        else:
+            count = signed()
+            if count is None:
+                count = 1
+    if i < len(toks) - 1 and toks[i].is_word("from", "in"):
+        i += 1
+    return verb, _name_at(toks, i, what), kind, count
 
 
 def scroll_motion(kind: str, count: int | None, pos: int, total: int) -> tuple[range, int]:
@@ -254,19 +304,30 @@ def scroll_motion(kind: str, count: int | None, pos: int, total: int) -> tuple[r
 
 def parse_close(sql: str) -> str | None:
     """Cursor name of CLOSE, or None for CLOSE ALL."""
-    if re.fullmatch(r"\s*close\s+all\s*", sql, re.I):
+    toks = _statement_tokens(sql, "CLOSE")
+    if len(toks) == 2 and toks[0].is_word("close") and toks[1].is_word("all"):
         return None
-    m = _CLOSE.match(sql)
-    if not m:
+    if not toks[0].is_word("close"):
         raise SqlError("42601", "syntax error in CLOSE")
-    return ident_name(m.group("name"))
+    return _name_at(toks, 1, "CLOSE")
 
 
 def parse_savepoint_name(sql: str) -> str:
-    m = _SAVEPOINT.match(sql)
-    if not m:
-        raise SqlError("42601", "syntax error in savepoint statement")
-    return ident_name(m.group("name"))
+    """The name in ``SAVEPOINT x``, ``RELEASE [SAVEPOINT] x``, ``ROLLBACK [WORK|TRANSACTION] TO [SAVEPOINT] x``."""
+    what = "savepoint statement"
+    toks = _statement_tokens(sql, what)
+    i = 1
+    if toks[0].is_word("release"):
+        i += 1 if len(toks) > 2 and toks[1].is_word("savepoint") else 0
+    elif toks[0].is_word("rollback", "abort"):
+        i += 1 if len(toks) > 1 and toks[1].is_word("work", "transaction") else 0
+        if i >= len(toks) or not toks[i].is_word("to"):
+            raise SqlError("42601", f"syntax error in {what}")
+        i += 1
+        i += 1 if len(toks) > i + 1 and toks[i].is_word("savepoint") else 0
+    elif not toks[0].is_word("savepoint"):
+        raise SqlError("42601", f"syntax error in {what}")
+    return _name_at(toks, i, what)
 
 
 # ----------------------------------------------------------------------------- COPY statements
@@ -293,64 +354,49 @@ class CopyOptions:
         return f"SELECT {cols} FROM {self.relation}"
 
 
-_IDENT = r'(?:"(?:[^"]|"")*"|[A-Za-z_\u0080-\uffff][A-Za-z0-9_$\u0080-\uffff]*)'
-_QUALIFIED = re.compile(rf"{_IDENT}(?:\s*\.\s*{_IDENT}){{0,2}}")
-_IDENT_RE = re.compile(_IDENT)
-
-
-def _match_paren(sql: str, start: int) -> int:
-    """Index just after the ')' matching the '(' at ``start`` (quotes and comments respected)."""
+def _closing(toks: list[sqllex.Token], i: int) -> int:
+    """Index of the ')' that closes the '(' at ``toks[i]``."""
     depth = 0
-    i = start
-    n = len(sql)
-    while i < n:
-        c = sql[i]
-        if c == "(":
+    for j in range(i, len(toks)):
+        if toks[j].text in ("(", "["):
             depth += 1
-        elif c == ")":
+        elif toks[j].text in (")", "]"):
             depth -= 1
             if depth == 0:
-                return i + 1
-        elif c in "'\"":
-            end = sql.find(c, i + 1)
-            while end >= 0 and end + 1 < n and sql[end + 1] == c:
-                end = sql.find(c, end + 2)
-            if end < 0:
-                break
-            i = end
-        elif sql.startswith("--", i) or sql.startswith("/*", i):
-            i = strip_leading(sql, i) - 1
-        i += 1
-    raise SqlError("42601", "syntax error at end of input", position=n)
+                return j
+    raise SqlError("42601", "syntax error at end of input")
 
 
 def parse_copy(sql: str) -> CopyOptions:
     """Parse ``COPY ... FROM STDIN`` / ``COPY ... TO STDOUT`` with new- and old-style options."""
-    pos = strip_leading(sql)
-    pos = strip_leading(sql, pos + 4)  # after COPY
+    toks = sqllex.scan(sql)
+    while toks and toks[-1].text == ";":
+        toks.pop()
     relation, columns, query = "", (), ""
-    binary_prefix = False
-    m = re.match(r"binary\b", sql[pos:], re.I)
-    if m:
-        binary_prefix = True
-        pos = strip_leading(sql, pos + m.end())
-    if sql.startswith("(", pos):
-        end = _match_paren(sql, pos)
-        query = sql[pos + 1:end - 1].strip()
-        pos = strip_leading(sql, end)
+    i = 1  # after COPY
+    binary_prefix = i < len(toks) and toks[i].is_word("binary")
+    i += binary_prefix
+    if i >= len(toks):
+        raise SqlError("42601", "syntax error at end of input", position=len(sql) + 1)
+    if toks[i].text == "(":
+        close = _closing(toks, i)
+        query = sql[toks[i].end:toks[close].start].strip()
+        i = close + 1
     else:
-        m = _QUALIFIED.match(sql, pos)
-        if not m:
-            raise SqlError("42601", f'syntax error at or near "{sql[pos:pos + 10]}"', position=pos + 1)
-        relation = m.group()
-        pos = strip_leading(sql, m.end())
-        if sql.startswith("(", pos):
-            end = _match_paren(sql, pos)
-            columns = tuple(c.strip() for c in sql[pos + 1:end - 1].split(",") if c.strip())
-            for c in columns:
-                if not _IDENT_RE.fullmatch(c):
-                    raise SqlError("42601", f'syntax error at or near "{c}"')
-            pos = strip_leading(sql, end)
+        parts, end = sqllex.split_ident_chain(toks, i)
+        if not parts or len(parts) > 3:
+            raise SqlError("42601", f'syntax error at or near "{toks[i].text}"', position=toks[i].start + 1)
+        relation = sql[toks[i].start:toks[end - 1].end]
+        i = end
+        if i < len(toks) and toks[i].text == "(":
+            close = _closing(toks, i)
+            inner = toks[i + 1:close]
+            for k, t in enumerate(inner):
+                if (k % 2 == 0 and t.ident is None) or (k % 2 == 1 and t.text != ",") or len(inner) % 2 == 0:
+                    raise SqlError("42601", f'syntax error at or near "{t.text}"', position=t.start + 1)
+            columns = tuple(t.text for t in inner[::2])
+            i = close + 1
+    pos = toks[i].start if i < len(toks) else len(sql)
     toks = gucs.tokenize(sql[pos:])
     if len(toks) < 2 or toks[0].text not in ("from", "to"):
         near = toks[0].text if toks else "end of input"
@@ -401,6 +447,12 @@ def parse_copy(sql: str) -> CopyOptions:
                        quote, escape)
 
 
+def _refuse_forced(option: str) -> None:
+    raise SqlError("0A000", f"COPY {option} is not supported",
+                   hint="Send the CSV without FORCE options: empty unquoted fields are NULL, quoted ones are "
+                        "empty strings; on output, values are quoted only where CSV needs it.")
+
+
 def _opt_bool(name: str, tok: gucs.Tok | None) -> bool:
     if tok is None:
         return True
@@ -429,11 +481,8 @@ def _parse_new_options(toks: list[gucs.Tok], opts: dict[str, Any]) -> None:
         name = t.text.lower()
         arg = toks[i + 1] if i + 1 < n and not (toks[i + 1].kind == "punct" and toks[i + 1].text in ",)") else None
         i += 2 if arg is not None else 1
-        if name in ("force_quote", "force_not_null", "force_null") and arg is not None and arg.text == "(":
-            while i < n and toks[i].text != ")":
-                i += 1
-            i += 1
-            continue
+        if name in ("force_quote", "force_not_null", "force_null"):
+            _refuse_forced(name.replace("_", " ").upper())
         if name in opts and name != "format" or (name == "format" and "format_set" in opts):
             raise SqlError("42601", "conflicting or redundant options")
         if name == "format":
@@ -451,9 +500,8 @@ def _parse_new_options(toks: list[gucs.Tok], opts: dict[str, Any]) -> None:
                 gucs._encoding("encoding", arg.text)
             else:
                 opts[name] = arg.text
-        elif name in ("freeze", "force_quote", "force_not_null", "force_null", "default", "on_error",
-                      "log_verbosity"):
-            continue
+        elif name == "freeze":
+            _opt_bool("freeze", arg)  # rows are visible to every later statement when COPY ends: nothing to freeze
         else:
             raise SqlError("42601", f'option "{name}" not recognized')
     raise SqlError("42601", "syntax error at end of input")
@@ -484,8 +532,7 @@ def _parse_old_options(toks: list[gucs.Tok], opts: dict[str, Any]) -> None:
         elif w in ("delimiter", "null", "quote", "escape"):
             opts[w] = string_arg()
         elif w == "force":
-            while i < n and toks[i].text not in ("delimiter", "null", "quote", "escape", "header", "csv"):
-                i += 1
+            _refuse_forced("FORCE " + " ".join(t.text.upper() for t in toks[i:i + 2] if t.kind == "word"))
         elif w == "oids":
             raise SqlError("0A000", "COPY OIDS is not supported")
         else:
@@ -502,12 +549,11 @@ def infer_more_params(sql: str, types: list[ColumnType], given: Sequence[ColumnT
     """Parameter types PostgreSQL infers where the engine reported text (unknown): ``LIMIT $1``,
     ``OFFSET $1``, ``FETCH FIRST $1 ROWS`` are bigint; ``col = ANY($1)`` is an array of col's type.
     Drivers that encode by the described types (asyncpg) need them. Types the client sent stay."""
-    from catalog.sqltokens import significant, split_ident_chain, tokenize
     from tidegate.pgtypes import TYPES_BY_NAME
 
     try:
-        toks = significant(tokenize(sql))
-    except ValueError:
+        toks = sqllex.scan(sql)
+    except SqlError:
         return types
     tables: list[Any] | None = None
 
@@ -517,7 +563,7 @@ def infer_more_params(sql: str, types: list[ColumnType], given: Sequence[ColumnT
             tables = []
             for k, t in enumerate(toks[:-1]):
                 if t.is_word("from", "join") and toks[k + 1].ident is not None:
-                    parts, _ = split_ident_chain(toks, k + 1)
+                    parts, _ = sqllex.split_ident_chain(toks, k + 1)
                     try:
                         tables.append(catalog.resolve_table(parts[-1], parts[-2] if len(parts) > 1 else None,
                                                             info.search_path))
@@ -674,12 +720,65 @@ class RoutedSession:
 # Constant SELECTs cheap enough to answer on the event loop: literals, parameters and a few
 # session functions, each optionally cast and aliased. Anything else (set-returning functions,
 # pg_sleep, relations) runs in the worker pool like every other backend call.
-_LITERAL = r"(?:[-+]?[0-9]+(?:\.[0-9]+)?|'(?:[^']|'')*'|null|true|false|\$[0-9]+)"
-_CHEAP_FN = (r"(?:pg_catalog\s*\.\s*)?(?:version|current_schema|current_database|current_user|session_user"
-             r"|pg_backend_pid|current_setting|now|current_timestamp|inet_server_port)"
-             rf"(?:\s*\(\s*(?:{_LITERAL}(?:\s*,\s*{_LITERAL})*)?\s*\))?")
-_ITEM = rf"(?:{_LITERAL}|{_CHEAP_FN})(?:\s*::\s*[a-z_][a-z0-9_ ]*)?(?:\s+as\s+(?:\"[^\"]+\"|[a-z_][a-z0-9_]*))?"
-_CONSTANT = re.compile(rf"^\s*select\s+{_ITEM}(?:\s*,\s*{_ITEM})*\s*;?\s*$", re.I | re.S)
+_CHEAP_FUNCTIONS = {"version", "current_schema", "current_database", "current_user", "session_user",
+                    "pg_backend_pid", "current_setting", "now", "current_timestamp", "inet_server_port"}
+
+
+def _literal_at(toks: list[sqllex.Token], i: int) -> int | None:
+    """Index after a literal (signed number, string, NULL/TRUE/FALSE, $n) at ``i``, else None."""
+    if i < len(toks) and toks[i].text in ("+", "-"):
+        i += 1
+        return i + 1 if i < len(toks) and toks[i].kind == "num" else None
+    if i < len(toks) and (toks[i].kind in ("num", "str", "param") or toks[i].is_word("null", "true", "false")):
+        return i + 1
+    return None
+
+
+def _cheap_item_at(toks: list[sqllex.Token], i: int) -> int | None:
+    """Index after one cheap select item at ``i`` (literal or session function, ``::type``, ``AS x``)."""
+    end = _literal_at(toks, i)
+    if end is None:
+        if i + 2 < len(toks) and toks[i].is_word("pg_catalog") and toks[i + 1].text == ".":
+            i += 2
+        if i >= len(toks) or not toks[i].is_word(*_CHEAP_FUNCTIONS):
+            return None
+        end = i + 1
+        if end < len(toks) and toks[end].text == "(":
+            end += 1
+            while end < len(toks) and toks[end].text != ")":
+                nxt = _literal_at(toks, end)
+                if nxt is None:
+                    return None
+                end = nxt + (1 if nxt < len(toks) and toks[nxt].text == "," else 0)
+            end += 1
+    if end < len(toks) and toks[end].kind == "cast":
+        end += 1
+        if end >= len(toks) or toks[end].kind != "word":
+            return None
+        while end < len(toks) and toks[end].kind == "word" and not toks[end].is_word("as"):
+            end += 1
+    if end < len(toks) and toks[end].is_word("as"):
+        if end + 1 >= len(toks) or toks[end + 1].ident is None:
+            return None
+        end += 2
+    return end
+
+
+def is_cheap_constant(sql: str) -> bool:
+    """``SELECT`` of cheap items only (see :func:`_cheap_item_at`)."""
+    toks = [t for t in sqllex.leading(sql, 64) if t.text != ";"]
+    if len(toks) < 2 or len(toks) == 64 or not toks[0].is_word("select"):
+        return False
+    i = 1
+    while True:
+        i = _cheap_item_at(toks, i)
+        if i is None:
+            return False
+        if i == len(toks):
+            return True
+        if toks[i].text != ",":
+            return False
+        i += 1
 
 
 class RoutedBackend:
@@ -720,7 +819,7 @@ class RoutedBackend:
         return bool(self.queries.handles(sql))
 
     def _constant_uncached(self, sql: str) -> bool:
-        return len(sql) < 512 and bool(_CONSTANT.match(sql)) and self.catalog_handles(sql)
+        return len(sql) < 512 and is_cheap_constant(sql) and self.catalog_handles(sql)
 
     def catalog_handles(self, sql: str) -> bool:
         return self._handles(sql)

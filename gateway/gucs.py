@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 
-from tidegate import __version__
+from tidegate import __version__, sqllex
 from tidegate.errors import SqlError
 from tidegate.pgtypes import TEXT, ColumnType
 from tidegate.results import ResultField, RowStream
@@ -372,14 +372,6 @@ class SessionSettings:
 
 # ------------------------------------------------------------------------- statement parsing
 
-_TOKEN = re.compile(
-    r"""\s+|--[^\n]*|/\*.*?\*/|(?P<estr>[eE]'(?:[^'\\]|\\.|'')*')|(?P<str>'(?:[^']|'')*')|(?P<qid>"(?:[^"]|"")*")"""
-    r"""|(?P<num>[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)|(?P<word>[A-Za-z_][A-Za-z0-9_$.]*)"""
-    r"""|(?P<punct>[=,();.+-])""",
-    re.S,
-)
-
-
 @dataclass
 class Tok:
     kind: str  # str | qid | num | word | punct
@@ -387,29 +379,36 @@ class Tok:
 
 
 def tokenize(sql: str) -> list[Tok]:
+    """The tokens of a session statement (SET, SHOW, BEGIN's modes, COPY's options) from the one
+    lexer, with values: strings unquoted and unescaped, words lower-cased and joined across dots
+    (``pg_catalog.set_config``, ``tidegate.interactive``), a sign joined to its number."""
     out: list[Tok] = []
-    pos = 0
-    n = len(sql)
-    while pos < n:
-        m = _TOKEN.match(sql, pos)
-        if m is None:
-            raise SqlError("42601", f'syntax error at or near "{sql[pos:pos + 10]}"', position=pos + 1)
-        pos = m.end()
-        kind = m.lastgroup
-        if kind is None:
+    toks = sqllex.scan(sql)
+    i = 0
+    while i < len(toks):
+        t = toks[i]
+        if t.kind == "word":
+            end, j = t.end, i + 1
+            while j < len(toks) and toks[j].start == end and (toks[j].text == "." or toks[j].kind in ("word", "num")):
+                end, j = toks[j].end, j + 1
+            out.append(Tok("word", sql[t.start:end].lower()))
+            i = j
             continue
-        t = m.group(kind)
-        if kind == "estr":
-            body = t[2:-1].replace("''", "'")
-            t = body.encode("latin-1", "backslashreplace").decode("unicode_escape") if "\\" in body else body
-            kind = "str"
-        elif kind == "str":
-            t = t[1:-1].replace("''", "'")
-        elif kind == "qid":
-            t = t[1:-1].replace('""', '"')
-        elif kind == "word":
-            t = t.lower()
-        out.append(Tok(kind, t))
+        if t.text in ("+", "-") and i + 1 < len(toks) and toks[i + 1].kind == "num" and toks[i + 1].start == t.end:
+            out.append(Tok("num", t.text + toks[i + 1].text))
+            i += 2
+            continue
+        if t.kind == "str":
+            out.append(Tok("str", t.value))
+        elif t.kind == "qid":
+            out.append(Tok("qid", t.ident or ""))
+        elif t.kind == "num":
+            out.append(Tok("num", t.text))
+        elif t.text in ("=", ",", "(", ")", ";", ".", "+", "-"):
+            out.append(Tok("punct", t.text))
+        else:
+            raise SqlError("42601", f'syntax error at or near "{t.text}"', position=t.start + 1)
+        i += 1
     return out
 
 
@@ -523,14 +522,9 @@ def is_session_show(words: list[str]) -> bool:
     return words[1] not in ENGINE_SHOW_WORDS
 
 
-_UNLISTEN = re.compile(r'^\s*unlisten\s+(\*|[A-Za-z_][A-Za-z0-9_$]*|"(?:[^"]|"")+")\s*;?\s*$', re.I)
-ADVISORY_UNLOCK_ALL = re.compile(r"^\s*select\s+(?:pg_catalog\s*\.\s*)?pg_advisory_unlock_all\s*\(\s*\)\s*;?\s*$",
-                                 re.I)
-
-
 def describe(sql: str, settings: SessionSettings) -> list[ResultField] | None:
     """RowDescription of a session statement without running it (extended-protocol Describe)."""
-    if ADVISORY_UNLOCK_ALL.match(sql):
+    if is_advisory_unlock_all(sql):
         return [ResultField("pg_advisory_unlock_all", _TEXT)]
     toks = tokenize(sql)
     if not toks or toks[0].text != "show":
@@ -552,7 +546,7 @@ def describe(sql: str, settings: SessionSettings) -> list[ResultField] | None:
 
 def execute(sql: str, settings: SessionSettings, in_block: bool) -> SessionReply:
     """Run one session statement (SET/RESET/SHOW/DISCARD/DEALLOCATE) against ``settings``."""
-    if _UNLISTEN.match(sql):
+    if _is_unlisten(sql):
         return SessionReply("UNLISTEN")  # LISTEN is refused, so there is never anything to stop
     toks = tokenize(sql)
     if not toks:
@@ -617,7 +611,7 @@ def execute(sql: str, settings: SessionSettings, in_block: bool) -> SessionReply
                             action=("deallocate", None if name == "all" and rest[0].kind == "word" else name))
     if head == "set":
         return _execute_set(toks[1:], settings, in_block)
-    if head == "select" and ADVISORY_UNLOCK_ALL.match(sql):
+    if head == "select" and is_advisory_unlock_all(sql):
         table = pa.table({"pg_advisory_unlock_all": pa.array([""], pa.string())})
         fields = [ResultField("pg_advisory_unlock_all", _TEXT)]
         return SessionReply("SELECT 1", RowStream(fields, iter(table.to_batches())))
@@ -732,21 +726,62 @@ def _numeric_zone(sign: str, hours: int, minutes: int) -> str:
     return f"<{'-' if sign == '-' else '+'}{hm}>{posix}"
 
 
-_SET_CONFIG = re.compile(
-    r"^\s*select\s+(?:pg_catalog\s*\.\s*)?set_config\s*\(\s*'((?:[^']|'')*)'\s*,\s*'((?:[^']|'')*)'\s*,"
-    r"\s*(true|false|'[a-z]*')\s*\)\s*(?:as\s+\"?([a-z_][a-z0-9_]*)\"?\s*)?;?\s*$",
-    re.I | re.S,
-)
+def _significant_words(sql: str) -> list[sqllex.Token]:
+    """The statement's tokens without a trailing ';' ([] when the lexer refuses the text)."""
+    try:
+        toks = sqllex.scan(sql)
+    except SqlError:
+        return []
+    while toks and toks[-1].text == ";":
+        toks.pop()
+    return toks
+
+
+def _call(toks: list[sqllex.Token], name: str) -> int | None:
+    """Index after ``SELECT [pg_catalog.]name(`` at the start of ``toks``, else None."""
+    if not toks or not toks[0].is_word("select"):
+        return None
+    i = 3 if len(toks) > 3 and toks[1].is_word("pg_catalog") and toks[2].text == "." else 1
+    if len(toks) > i + 1 and toks[i].is_word(name) and toks[i + 1].text == "(":
+        return i + 2
+    return None
 
 
 def match_set_config(sql: str) -> tuple[str, str, bool, str] | None:
     """``SELECT set_config('name', 'value', is_local) [AS alias]`` with literal arguments, else None."""
-    m = _SET_CONFIG.match(sql)
-    if not m:
+    toks = _significant_words(sql)
+    i = _call(toks, "set_config")
+    if i is None or len(toks) < i + 6:
         return None
-    is_local = m.group(3).strip("'").lower() in ("true", "t", "on", "yes", "1")
-    return (m.group(1).replace("''", "'"), m.group(2).replace("''", "'"), is_local,
-            m.group(4) or "set_config")
+    name, c1, value, c2, local, close = toks[i:i + 6]
+    if not (name.kind == value.kind == "str" and c1.text == c2.text == "," and close.text == ")"):
+        return None
+    if local.is_word("true", "false"):
+        is_local = local.lower == "true"
+    elif local.kind == "str" and local.value.isalpha():
+        is_local = local.value.lower() in ("true", "t", "on", "yes", "1")
+    else:
+        return None
+    rest = toks[i + 6:]
+    if not rest:
+        alias = "set_config"
+    elif len(rest) == 2 and rest[0].is_word("as") and rest[1].kind in ("word", "qid"):
+        alias = rest[1].ident or ""
+    else:
+        return None
+    return name.value, value.value, is_local, alias
+
+
+def is_advisory_unlock_all(sql: str) -> bool:
+    """``SELECT pg_advisory_unlock_all()`` (tidegate takes no advisory locks: nothing to release)."""
+    toks = _significant_words(sql)
+    i = _call(toks, "pg_advisory_unlock_all")
+    return i is not None and len(toks) == i + 1 and toks[i].text == ")"
+
+
+def _is_unlisten(sql: str) -> bool:
+    toks = _significant_words(sql)
+    return len(toks) == 2 and toks[0].is_word("unlisten") and (toks[1].text == "*" or toks[1].kind in ("word", "qid"))
 
 
 def run_set_config(sql: str, settings: SessionSettings, in_block: bool) -> SessionReply | None:

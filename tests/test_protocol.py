@@ -1223,7 +1223,7 @@ def test_raw_protocol_transcripts_match_postgres(port: int, pg_oracle: Any, scen
 
 
 def test_splitter_respects_quotes_dollar_quotes_and_comments() -> None:
-    from gateway.splitter import max_param_index, split_statements
+    from tidegate.sqllex import max_param_index, split_statements
 
     sql = ("SELECT 'a;b', E'it\\'s;', \"x;y\" FROM t; /* outer /* inner; */ still; */ SELECT $fn$ ; $fn$, $$;$$;"
            " -- c; omment\nSELECT $1 + $12, a$b$c")

@@ -170,9 +170,7 @@ def parse_timestamp(text: str, with_tz: bool, zone: str | None = None) -> dateti
     refuse_bc(s)
     low = s.lower()
     if low in ("infinity", "+infinity", "-infinity"):
-        raise SqlError("0A000", "timestamp infinity is not supported",
-                       detail="timestamps are stored as Spark / Delta Lake timestamps, which have no infinity",
-                       hint="Use a NULL or a far date such as 9999-12-31.")
+        raise infinity_refused("timestamp")
     if low in ("now", "today", "tomorrow", "yesterday"):
         now_utc = datetime.now(timezone.utc)
         tz = zone_info(zone)
@@ -205,7 +203,7 @@ def parse_timestamp(text: str, with_tz: bool, zone: str | None = None) -> dateti
                     raise ValueError(f"unknown time zone {name}")
                 offset = tz
                 body = body[:n.start()]
-    body = body.strip()
+    body = _expand_compact_date(body.strip())
     if "T" in body[8:12] or "t" in body[8:12]:
         body = body[:10] + " " + body[11:]
     naive = _parse_naive(body)
@@ -218,12 +216,27 @@ def parse_timestamp(text: str, with_tz: bool, zone: str | None = None) -> dateti
     return naive.replace(tzinfo=offset).astimezone(timezone.utc)
 
 
+def infinity_refused(type_word: str) -> SqlError:
+    return SqlError("0A000", f"{type_word} infinity is not supported",
+                    detail=f"{type_word}s are stored as Spark / Delta Lake {type_word}s, which have no infinity",
+                    hint="Use a NULL or a far date such as 9999-12-31.")
+
+
+_COMPACT_DATE = re.compile(r"(\d{4})(\d{2})(\d{2})(?=$|[\sTt])")
+
+
+def _expand_compact_date(s: str) -> str:
+    """PostgreSQL's undelimited ISO date (``20240101``, ``20240101 12:00``) as ``2024-01-01``."""
+    m = _COMPACT_DATE.match(s)
+    return f"{m.group(1)}-{m.group(2)}-{m.group(3)}{s[8:]}" if m else s
+
+
 def _date_prefix(s: str) -> bool:
-    return bool(re.match(r"\s*\d{4,}-\d{1,2}-\d{1,2}", s))
+    return bool(re.match(r"\s*(?:\d{4,}-\d{1,2}-\d{1,2}|\d{8}(?=$|[\sTt]))", s))
 
 
 def _parse_naive(body: str) -> datetime:
-    m = re.fullmatch(r"(\d{4,})-(\d{1,2})-(\d{1,2})(?:\s+(\d{1,2}):(\d{2})(?::(\d{2})(?:\.(\d+))?)?)?", body)
+    m = re.fullmatch(r"(\d{4,})-(\d{1,2})-(\d{1,2})(?:\s+(\d{1,2}):(\d{1,2})(?::(\d{1,2})(?:\.(\d+))?)?)?", body)
     if not m:
         raise ValueError(body)
     y, mo, d = int(m.group(1)), int(m.group(2)), int(m.group(3))
@@ -263,17 +276,36 @@ def datetime_input_error(text: str, type_word: str) -> SqlError:
             ok = False
         if not ok:
             return SqlError("22008", f'date/time field value out of range: "{text}"')
+    if _OTHER_DATE_ORDER.match(text):
+        return SqlError("0A000", f'date/time input other than ISO 8601 is not supported: "{text}"',
+                        hint="Write dates as YYYY-MM-DD (PostgreSQL's DateStyle ISO), e.g. 2024-01-05.")
     return SqlError("22007", f'invalid input syntax for type {type_word}: "{text}"')
 
 
-def parse_date(text: str) -> date:
-    """ISO date input (a time part, if any, is ignored as PostgreSQL's date input does)."""
+# Dates PostgreSQL reads in its DateStyle's field order or with month names ('01-02-03',
+# '1/2/2024', 'Jan 5 2024', '5 January 2024'); tidegate reads ISO 8601 only.
+_MONTHS = "jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec"
+_OTHER_DATE_ORDER = re.compile(
+    rf"\s*(?:\d{{1,2}}[-/.]\d{{1,2}}[-/.]\d{{1,4}}|\d{{4}}/\d{{1,2}}/\d{{1,2}}|\d{{1,2}}/\d{{1,2}}"
+    rf"|(?:\d{{1,2}}\s*)?(?:{_MONTHS})[a-z]*\.?[\s,-]+\d|\d{{4}}-(?:{_MONTHS}))", re.I)
+
+
+def parse_date(text: str, zone: str | None = None) -> date:
+    """PostgreSQL date input: ISO (``2024-01-01``, ``20240101``), epoch / now / today / tomorrow /
+    yesterday (in ``zone``, default the session's TimeZone); a time part, if any, must be a valid
+    time and is ignored, as PostgreSQL's date input does. Raises ValueError when the text is no
+    date; infinity and BC dates are refused (0A000: Spark and Delta store years 1 to 9999)."""
     s = text.strip()
     refuse_bc(s)
-    m = re.match(r"(\d{4,})-(\d{1,2})-(\d{1,2})", s)
-    if not m:
-        raise ValueError(s)
-    return date(int(m.group(1)), int(m.group(2)), int(m.group(3)))
+    low = s.lower()
+    if low in ("infinity", "+infinity", "-infinity"):
+        raise infinity_refused("date")
+    if low in ("epoch", "now", "today", "tomorrow", "yesterday"):
+        return parse_timestamp(s, False, zone).date()
+    m = re.fullmatch(r"(\d{4,})-(\d{1,2})-(\d{1,2})", _expand_compact_date(s))
+    if m:
+        return date(int(m.group(1)), int(m.group(2)), int(m.group(3)))
+    return parse_timestamp(s, False, zone).date()  # with a time part (and maybe a zone)
 
 
 # -- intervals -----------------------------------------------------------------------------------
@@ -560,6 +592,206 @@ def localize_array(arr, zone: str | None = None):
 _FLOAT_SPECIAL = {"infinity": math.inf, "+infinity": math.inf, "-infinity": -math.inf, "inf": math.inf,
                   "+inf": math.inf, "-inf": -math.inf, "nan": math.nan, "+nan": math.nan, "-nan": math.nan}
 _FLOAT_RE = re.compile(r"\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\s*\Z")
+# strtod's hexadecimal floats, which float8in accepts: 0x10, -0X1.8p3
+_HEX_FLOAT_RE = re.compile(r"\s*[+-]?0[xX]([0-9a-fA-F]+\.?[0-9a-fA-F]*|\.[0-9a-fA-F]+)([pP][+-]?\d+)?\s*\Z")
+
+# -- text input of integers, booleans and numerics (the codec, casts and storage read alike) ------
+
+INT_RANGES = {"int2": (-(2**15), 2**15 - 1), "int4": (-(2**31), 2**31 - 1), "int8": (-(2**63), 2**63 - 1),
+              "oid": (-(2**31), 2**32 - 1), "regclass": (0, 2**32 - 1), "regtype": (0, 2**32 - 1),
+              "regproc": (0, 2**32 - 1)}
+INT_TYPE_WORDS = {"int2": "smallint", "int4": "integer", "int8": "bigint", "oid": "oid", "regclass": "regclass",
+                  "regtype": "regtype", "regproc": "regproc"}
+_INT_RE = re.compile(r"\s*([+-]?)([0-9]+)\s*\Z")  # PostgreSQL 15: decimal digits only
+BOOL_TRUE = frozenset({"t", "tr", "tru", "true", "y", "ye", "yes", "on", "1"})
+BOOL_FALSE = frozenset({"f", "fa", "fal", "fals", "false", "n", "no", "of", "off", "0"})
+_NUMERIC_RE = re.compile(r"\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\s*\Z")
+
+
+def cast_number_texts(texts, arrow_type):
+    """A pyarrow string array of integer / float / numeric input cast to ``arrow_type`` in one
+    vectorised step when every value is a plain PostgreSQL spelling (Arrow's own casts also read
+    ``0x1F``, ``1_000`` and overflow to infinity); None when some value needs the per-value rules
+    (:func:`parse_int`, :func:`parse_float`, :func:`parse_numeric`), which give PostgreSQL's answer
+    or error."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    pattern = _PLAIN_INTEGER if pa.types.is_integer(arrow_type) else _PLAIN_NUMBER
+    if not pc.all(pc.match_substring_regex(texts, pattern)).as_py():
+        return None
+    try:
+        out = pc.cast(texts, arrow_type)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return None
+    if pa.types.is_floating(arrow_type) and pc.any(pc.is_inf(out)).as_py():
+        return None
+    return out
+
+
+_PLAIN_INTEGER = r"^[+-]?[0-9]+$"
+_PLAIN_NUMBER = r"^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$"
+
+
+def parse_int(text: str, type_name: str = "int8") -> int:
+    """int2 / int4 / int8 (oid, reg*) input: 22P02 for anything but optionally signed decimal
+    digits within white space, 22003 past the type's range."""
+    m = _INT_RE.match(text)
+    word = INT_TYPE_WORDS.get(type_name, type_name)
+    if not m:
+        raise SqlError("22P02", f'invalid input syntax for type {word}: "{text}"')
+    value = int(m.group(2)) * (-1 if m.group(1) == "-" else 1)
+    lo, hi = INT_RANGES.get(type_name, INT_RANGES["int8"])
+    if not lo <= value <= hi:
+        raise SqlError("22003", f'value "{text}" is out of range for type {word}')
+    return value
+
+
+def parse_bool(text: str) -> bool:
+    """boolean input: any unique prefix of true / false / yes / no, on / off, 1 / 0, any case,
+    within white space."""
+    key = text.strip().lower()
+    if key in BOOL_TRUE:
+        return True
+    if key in BOOL_FALSE:
+        return False
+    raise SqlError("22P02", f'invalid input syntax for type boolean: "{text}"')
+
+
+def parse_numeric(text: str) -> Decimal:
+    """numeric input (unconstrained): digits with an optional point and exponent, NaN and the
+    infinities (which tidegate's columns then refuse); '1e5' has scale 0, as in PostgreSQL."""
+    key = text.strip().lower()
+    if key == "nan":
+        return Decimal("NaN")
+    if key in ("infinity", "+infinity", "inf", "+inf"):
+        return Decimal("Infinity")
+    if key in ("-infinity", "-inf"):
+        return Decimal("-Infinity")
+    if not _NUMERIC_RE.match(text):
+        raise SqlError("22P02", f'invalid input syntax for type numeric: "{text}"')
+    value = Decimal(text.strip())
+    if value.as_tuple().exponent > 0:
+        value = value.quantize(Decimal(1))
+    return value
+
+
+def _malformed_array(text: str, detail: str) -> SqlError:
+    return SqlError("22P02", f'malformed array literal: "{text}"', detail=detail)
+
+
+def parse_array(text: str) -> list:
+    """PostgreSQL array input (``{1,"a,b",NULL,{2}}``, optionally after ``[1:2]=`` bounds) as
+    nested lists of element texts (None for NULL): array_in's rules, for the codec, casts and
+    storage alike. Sub-arrays must have matching dimensions."""
+    s = text.strip()
+    bounds: list[tuple[int, int]] = []
+    if s.startswith("["):  # explicit bounds '[1:2]={...}'
+        m = re.match(r"((?:\[\s*[+-]?\d+\s*(?::\s*[+-]?\d+\s*)?\])+)\s*=", s)
+        if m is None:
+            raise _malformed_array(text, '"[" must introduce explicitly-specified array dimensions.')
+        for lo, hi in re.findall(r"\[\s*([+-]?\d+)\s*(?::\s*([+-]?\d+)\s*)?\]", m.group(1)):
+            bounds.append((int(lo), int(hi)) if hi else (1, int(lo)))
+        if any(lo != 1 for lo, _ in bounds):
+            raise SqlError("0A000", "array lower bounds other than 1 are not supported",
+                           hint="tidegate's arrays start at 1: write the elements without dimensions.")
+        s = s[m.end():].strip()
+    if not s.startswith("{"):
+        raise _malformed_array(text, 'Array value must start with "{" or dimension information.')
+    pos, n = 0, len(s)
+
+    def level() -> list:
+        nonlocal pos
+        pos += 1  # '{'
+        items: list = []
+        expect_item = True
+        while True:
+            while pos < n and s[pos].isspace():
+                pos += 1
+            if pos >= n:
+                raise _malformed_array(text, "Unexpected end of input.")
+            c = s[pos]
+            if c == "}":
+                if expect_item and items:
+                    raise _malformed_array(text, 'Unexpected "}" character.')
+                pos += 1
+                return items
+            if not expect_item:
+                if c != ",":
+                    raise _malformed_array(text, "Unexpected array element.")
+                expect_item, pos = True, pos + 1
+                continue
+            if c == ",":
+                raise _malformed_array(text, 'Unexpected "," character.')
+            if c == "{":
+                items.append(level())
+            elif c == '"':
+                pos += 1
+                buf = []
+                while True:
+                    if pos >= n:
+                        raise _malformed_array(text, "Unexpected end of input.")
+                    ch = s[pos]
+                    if ch == "\\" and pos + 1 < n:
+                        buf.append(s[pos + 1])
+                        pos += 2
+                    elif ch == '"':
+                        pos += 1
+                        break
+                    else:
+                        buf.append(ch)
+                        pos += 1
+                items.append("".join(buf))
+            else:
+                buf, escaped = [], False
+                while pos < n and s[pos] not in ",}":
+                    ch = s[pos]
+                    if ch in '{"':
+                        raise _malformed_array(text, f'Unexpected "{ch}" character.')
+                    if ch == "\\" and pos + 1 < n:
+                        buf.append(s[pos + 1])
+                        escaped, pos = True, pos + 2
+                    else:
+                        buf.append(ch)
+                        pos += 1
+                element = "".join(buf).strip()
+                items.append(None if element.upper() == "NULL" and not escaped else element)
+            expect_item = False
+
+    result = level()
+    if s[pos:].strip():
+        raise _malformed_array(text, "Junk after closing right brace.")
+    _check_dimensions(text, result)
+    if bounds and (len(bounds) != len(_shape(result)) or any(
+            hi - lo + 1 != n for (lo, hi), n in zip(bounds, _shape(result)))):
+        raise _malformed_array(text, "Specified array dimensions do not match array contents.")
+    return result
+
+
+def _check_dimensions(text: str, items: list) -> None:
+    nested = [isinstance(x, list) for x in items]
+    if any(nested) and not all(nested):
+        raise _malformed_array(text, "Multidimensional arrays must have sub-arrays with matching dimensions.")
+    if any(nested):
+        shapes = {_shape(x) for x in items}
+        if len(shapes) > 1 or not all(items):
+            raise _malformed_array(text, "Multidimensional arrays must have sub-arrays with matching dimensions.")
+        for x in items:
+            _check_dimensions(text, x)
+
+
+def _shape(items: list) -> tuple[int, ...]:
+    return (len(items),) + (_shape(items[0]) if items and isinstance(items[0], list) else ())
+
+
+def parse_flat_array(text: str) -> list[str | None]:
+    """A one-dimensional array's element texts (:func:`parse_array`); multidimensional input is
+    refused with 0A000 where only one dimension is supported."""
+    items = parse_array(text)
+    if any(isinstance(x, list) for x in items):
+        raise SqlError("0A000", "multidimensional array literals are not supported here",
+                       hint="Use a one-dimensional array.")
+    return items
 
 
 def parse_bytea(s: str) -> bytes:
@@ -623,10 +855,15 @@ def parse_float(text: str, real: bool = False) -> float:
     key = text.strip().lower()
     if key in _FLOAT_SPECIAL:
         return _FLOAT_SPECIAL[key]
-    if not _FLOAT_RE.match(text):
+    if _HEX_FLOAT_RE.match(text):
+        body = text.strip()
+        value = float.fromhex(body if re.search(r"[pP]", body) else body + "p0")
+        underflow = False
+    elif not _FLOAT_RE.match(text):
         raise SqlError("22P02", f'invalid input syntax for type {name}: "{text}"')
-    value = float(text)
-    underflow = value == 0 and re.search(r"[1-9]", text.split("e")[0].split("E")[0]) is not None
+    else:
+        value = float(text)
+        underflow = value == 0 and re.search(r"[1-9]", text.split("e")[0].split("E")[0]) is not None
     if real:
         try:
             rounded = struct.unpack("f", struct.pack("f", value))[0]

@@ -11,9 +11,11 @@ import re
 from dataclasses import dataclass, field
 
 from engine import ddl
-from engine.ddl import Tok, TokenReader
+from engine.ddl import TokenReader
 from engine.storage import parse_interval
+from tidegate import sqllex
 from tidegate.errors import SqlError
+from tidegate.sqllex import Token
 
 FLOW_TYPES = ("batching", "streaming")
 # GreptimeDB's documented flow options. experimental_enable_incremental_read asks a batching flow
@@ -87,7 +89,7 @@ FlowStatement = CreateFlow | DropFlow | ShowFlows | ShowCreateFlow | ShowFlowSta
 
 def is_flow_statement(sql: str) -> bool:
     """Whether ``sql`` is one of the FLOW statements (cheap: looks at the first words)."""
-    w = [t.upper for t in ddl.scan(sql[:200])[:6]]
+    w = [t.upper for t in sqllex.leading(sql, 6)]
     w += [""] * (6 - len(w))
     if w[0] == "CREATE":
         i = 3 if (w[1], w[2]) == ("OR", "REPLACE") else 1
@@ -310,11 +312,11 @@ def normalise_query(text: str) -> str:
     """The flow query as SHOW CREATE FLOW prints it: keywords upper-cased (not names or function
     names), one space between tokens except around ``.``, ``::`` and inside parentheses, comments
     dropped. The result parses to the same query."""
-    toks = ddl.scan(text)
+    toks = sqllex.scan(text)
     while toks and toks[-1].text == ";":
         toks.pop()
     out: list[str] = []
-    prev: Tok | None = None
+    prev: Token | None = None
     for k, t in enumerate(toks):
         nxt = toks[k + 1] if k + 1 < len(toks) else None
         piece = t.text
@@ -328,7 +330,7 @@ def normalise_query(text: str) -> str:
     return "".join(out)
 
 
-def _space_between(a: Tok, b: Tok) -> bool:
+def _space_between(a: Token, b: Token) -> bool:
     if a.text in (".", "::", "(", "[") or b.text in (".", "::", ")", ",", "]", "[", ";"):
         return False
     if b.text == "(" and a.kind in ("word", "qid"):
