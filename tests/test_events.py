@@ -267,6 +267,7 @@ def _count(conn: psycopg.Connection, where: str, params: tuple = ()) -> int:
     return rows(conn, f"SELECT count(*) FROM {EVENTS} WHERE {where}", params)[0][0]
 
 
+@pytest.mark.long  # CI time: ./tidegate.sh test -m long runs it
 def test_failing_commits_kill9_restart_and_full_queue(tmp_path: Path) -> None:
     data = tmp_path / "data"
     # 1. The first three commits fail: retried with backoff, nothing is lost.

@@ -250,6 +250,7 @@ def test_flush_drop_and_replace(conn: psycopg.Connection, gw: TidegateServer) ->
 
 # -- crash and restart (last: it kills the module's gateway) -----------------------------------------------
 
+@pytest.mark.long  # CI time: ./tidegate.sh test -m long runs it
 def test_kill9_during_inserts_then_restart_is_exact(gw: TidegateServer) -> None:
     query = f"SELECT {BIN} AS w, count(*) AS c, sum(v) AS s FROM k_src GROUP BY w"
     with psycopg.connect(gw.dsn, autocommit=True) as conn:

@@ -437,6 +437,7 @@ def _logged(gw: TidegateServer, text: str) -> bool:
     return any(text in ln for ln in gw.log)
 
 
+@pytest.mark.long  # CI time: ./tidegate.sh test -m long runs it
 def test_kill9_during_load_and_commit_then_schedule(tmp_path: Path) -> None:
     data = tmp_path / "data"
     src, src_b = tmp_path / "src", tmp_path / "src_b"

@@ -222,17 +222,22 @@ def test_flow_ddl_inside_a_block_is_refused(tidegate: TidegateServer) -> None:
         tx.rollback()
 
 
-def test_kill_during_ddl_commit_leaves_all_or_nothing(tmp_path: Path) -> None:
+@pytest.mark.parametrize("delays", [
+    pytest.param((2.7,), id="inside-commit"),
+    pytest.param((0.2, 2.7, 12.0), id="every-moment", marks=pytest.mark.long),
+])
+def test_kill_during_ddl_commit_leaves_all_or_nothing(tmp_path: Path, delays: tuple[float, ...]) -> None:
     """kill -9 at moments of a create-load-swap block and its COMMIT, in rounds: after each
     restart the block is all there (new rows swapped in, the other table written, a new table
-    created) or not there at all, and no table storage is left that no table owns."""
+    created) or not there at all, and no table storage is left that no table owns. CI kills
+    inside the journaled COMMIT; the long run also before it and after it."""
     data = tmp_path / "data"
     env = {"TIDEGATE_TXN_TEST_PAUSE": "0.7"}  # pauses between the steps of a journaled COMMIT
     outcomes = []
     server = start_tidegate(data, env=env, file_roots=[])
     try:
         server.wait_for_spark()
-        for rnd, delay in enumerate((0.2, 2.7, 12.0)):  # before COMMIT, inside its journaled steps, after
+        for rnd, delay in enumerate(delays):  # before COMMIT, inside its journaled steps, after
             with psycopg.connect(server.dsn, autocommit=True) as conn:
                 conn.execute(f"CREATE TABLE t{rnd} (id int)")
                 conn.execute(f"INSERT INTO t{rnd} VALUES (-1)")
@@ -267,7 +272,8 @@ def test_kill_during_ddl_commit_leaves_all_or_nothing(tmp_path: Path) -> None:
             assert on_disk <= live, f"round {rnd}: storage no table owns: {sorted(on_disk - live)}"
     finally:
         server.stop()
-    assert outcomes[0] == "none" and outcomes[-1] == "all", outcomes
+    if len(delays) > 1:
+        assert outcomes[0] == "none" and outcomes[-1] == "all", outcomes
     assert not list((data / "txn").glob("*.json"))
 
 
