@@ -1006,7 +1006,7 @@ class EngineSession:
                 raise SqlError("3F000", f'schema "{schema}" does not exist')
             tables = sorted((t for t in self.catalog.list_tables(schema) if t.kind != "sequence"), key=lambda t: t.name)
             if pattern is not None:
-                rx = re.compile("^" + re.escape(pattern).replace("%", ".*").replace("_", ".") + "$", re.S)
+                rx = pgvalues.like_regex(pattern)
                 tables = [t for t in tables if rx.match(t.name)]
             names = pa.array([t.name for t in tables], pa.string())
             if full:

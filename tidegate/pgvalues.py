@@ -676,6 +676,22 @@ def parse_numeric(text: str) -> Decimal:
     return value
 
 
+def like_regex(pattern: str) -> re.Pattern[str]:
+    """A LIKE pattern as a regular expression: ``%`` any text, ``_`` one character, a backslash
+    takes the next character literally (PostgreSQL's default escape)."""
+    out = []
+    i = 0
+    while i < len(pattern):
+        ch = pattern[i]
+        if ch == "\\" and i + 1 < len(pattern):
+            out.append(re.escape(pattern[i + 1]))
+            i += 2
+            continue
+        out.append(".*" if ch == "%" else "." if ch == "_" else re.escape(ch))
+        i += 1
+    return re.compile("^" + "".join(out) + "$", re.S)
+
+
 def _malformed_array(text: str, detail: str) -> SqlError:
     return SqlError("22P02", f'malformed array literal: "{text}"', detail=detail)
 

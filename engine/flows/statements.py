@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
@@ -13,6 +12,7 @@ from engine.events import FLOW_CREATED, FLOW_REPLACED
 from engine.flows import syntax
 from engine.flows.plan import analyze, check_sink, find_sources, parse_query, sink_definition
 from engine.flows.syntax import is_flow_statement
+from tidegate import pgvalues
 from tidegate.errors import SqlError
 from tidegate.pgtypes import INT8, TEXT, ColumnType
 from tidegate.results import CommandResult, ResultField, RowStream
@@ -163,27 +163,13 @@ def _mode_rule(plan, stmt: syntax.CreateFlow) -> str:
     return decide_flow_type(plan, stmt.options.get("flow_type"), stmt.eval_interval)
 
 
-def _like(pattern: str) -> re.Pattern[str]:
-    out = []
-    i = 0
-    while i < len(pattern):
-        ch = pattern[i]
-        if ch == "\\" and i + 1 < len(pattern):
-            out.append(re.escape(pattern[i + 1]))
-            i += 2
-            continue
-        out.append(".*" if ch == "%" else "." if ch == "_" else re.escape(ch))
-        i += 1
-    return re.compile("^" + "".join(out) + "$", re.S)
-
-
 def _show_flows(session: EngineSession, rt: FlowRuntime, stmt: syntax.ShowFlows, info: SessionInfo) -> RowStream:
     schema = stmt.schema or current_schema(session, info)
     if session.catalog.get_schema(schema) is None:
         raise SqlError("3F000", f'schema "{schema}" does not exist')
     names = [f.name for f in rt.flows.list() if f.schema == schema]
     if stmt.like is not None:
-        rx = _like(stmt.like)
+        rx = pgvalues.like_regex(stmt.like)
         names = [n for n in names if rx.match(n)]
     table = pa.table({"Flows": pa.array(names, pa.string())})
     if stmt.where is not None:
@@ -218,7 +204,7 @@ _STATUS_FIELDS = [("Flow", _TEXT), ("Type", _TEXT), ("Status", _TEXT), ("Executi
 def _show_status(rt: FlowRuntime, stmt: syntax.ShowFlowStatus) -> RowStream:
     flows = rt.flows.list()
     if stmt.like is not None:
-        rx = _like(stmt.like)
+        rx = pgvalues.like_regex(stmt.like)
         flows = [f for f in flows if rx.match(f.name)]
     stats = rt.flows.all_stats()
     cols: dict[str, list] = {n: [] for n, _ in _STATUS_FIELDS}
