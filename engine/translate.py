@@ -1701,7 +1701,7 @@ class _Translator:
     def rewrite(self, tree: exp.Expression) -> exp.Expression:
         for node in reversed(list(tree.walk(bfs=False))):
             self._widen_reals(node)
-            numeric_power = isinstance(node, exp.Pow) and _T.DECIMAL in (_dtype(node.this), _dtype(node.expression))
+            numeric_power = isinstance(node, exp.Pow) and _numeric_power(node)
             ranged = isinstance(node, (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Pow)) and _dtype(node) in _FLOAT_TYPES \
                 and not numeric_power
             operands = (node.this.copy(), node.expression.copy()) if ranged else None
@@ -3037,7 +3037,8 @@ class _Translator:
         if count is not None and count >= 0:
             return out
         negative = exp.LT(this=exp.paren(length.copy()), expression=exp.Literal.number(0))
-        return self._guarded(out, [(negative, "22011", "negative substring length not allowed")])
+        return self._guarded(out, [(negative, "22011", "negative substring length not allowed")],
+                             strict=[text, start, length])  # substr is strict: NULL before the check
 
     @staticmethod
     def _to_timestamp_seconds(seconds: exp.Expression) -> exp.Expression:
@@ -3229,6 +3230,13 @@ class _Translator:
                                                     expression=_func("rint", _cast(exp.paren(y.copy()), "DOUBLE")))),
                            "2201F", "a negative number raised to a non-integer power yields a complex result"))
             value = node.copy()
+            if not _numeric_power(node):
+                # C's pow, which PostgreSQL's dpow calls: 1 ^ y is 1 even for NaN, and (-)1 ^
+                # (-)Infinity is 1 (Java's Math.pow answers NaN to both)
+                x_double = _cast(exp.paren(x.copy()), "DOUBLE")
+                one = exp.or_(eq(x, 1), exp.and_(exp.EQ(this=_func("abs", x_double), expression=exp.Literal.number(1)),
+                                                 _is_infinite(_cast(exp.paren(y.copy()), "DOUBLE"))))
+                value = exp.If(this=one, true=_cast(exp.Literal.number(1), "DOUBLE"), false=value)
         return _Translator._guarded(value, checks)
 
     @staticmethod
@@ -3675,6 +3683,13 @@ def translate_query(
 
 
 _NUMERIC_OPERAND_TYPES = _INTEGER_TYPES | {_T.DECIMAL}
+
+
+def _numeric_power(node: exp.Pow) -> bool:
+    """power(numeric, numeric) (an integer operand included); with a double precision operand
+    PostgreSQL computes in double precision (power(1.5, 'Infinity'::float8) is Infinity)."""
+    types = {_dtype(node.this), _dtype(node.expression)}
+    return _T.DECIMAL in types and not types & _FLOAT_TYPES
 _VOLATILE_CALLS = frozenset({"random", "nextval", "setval", "clock_timestamp", "timeofday", "gen_random_uuid",
                              "uuid_generate_v4", "setseed"})
 

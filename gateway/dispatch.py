@@ -119,7 +119,8 @@ def classify(sql: str) -> Classified:
         return Classified(Kind.RELEASE, cmd)
     if head == "declare":
         return Classified(Kind.DECLARE, cmd)
-    if head == "fetch" and w[1:2] == ["job"] and w[2:3] in (["'"], ["$"]):  # FETCH JOB 'id' (engine.jobs)
+    if head == "fetch" and w[1:2] == ["job"] and len(w) > 2 and sqllex.leading(sql, 3)[2].kind in ("str", "param"):
+        # FETCH JOB 'id' / $1 (engine.jobs)
         return Classified(Kind.BACKEND, cmd)
     if head in ("fetch", "move"):
         return Classified(Kind.FETCH, cmd)

@@ -121,3 +121,13 @@ def test_readers_built_on_the_lexer_take_comments_and_escapes() -> None:
         ("word", "pg_catalog.x"), ("word", "to"), ("num", "-1")]
     (tok,) = scan("E'a\\nb'")
     assert ddl_string(tok) == "a\nb"
+
+
+def test_routing_reads_whole_tokens() -> None:
+    from gateway.dispatch import Kind, classify
+
+    assert classify("FETCH JOB 'job-000001'").kind == Kind.BACKEND  # engine.jobs
+    assert classify("FETCH JOB $1").kind == Kind.BACKEND
+    assert classify("FETCH 5 FROM job").kind == Kind.FETCH  # a cursor named job
+    assert classify("/* c */ COMMIT AND NO CHAIN").kind == Kind.COMMIT
+    assert classify("COMMIT AND CHAIN").kind == Kind.UNSUPPORTED

@@ -258,6 +258,10 @@ QUERIES: list[str] = [
     "select abs(a), round(n), round(n, 1), ceil(n), floor(n), trunc(n), trunc(n, 1) from t order by id",
     "select round(f), round(2.5::float8), round(-2.5), round(2.5), round(0.125, 2) from t order by id",
     "select power(2, 10), sqrt(16), exp(0), ln(1), log(100), log(2, 8), mod(a, 3), sign(a) from t order by id",
+    # C's pow: 1 ^ NaN and (-)1 ^ (-)Infinity are 1; numeric ^ double precision is double precision
+    "select power(1, 'NaN'::float8), power(-1, 'Infinity'::float8), power(1.0::float8, '-Infinity'::float8),"
+    " power(1.50::numeric(10,2), 'Infinity'::float8), power(0.01::numeric(10,2), '-Infinity'::float8) from t order by id",
+    "select substr(null::text, 2, -2147483648), substr('abc', null, -1) from t order by id",
     "select ceil(f), floor(f), trunc(f), abs(f) from t order by id",
     "select random() < 1.0",
     # aggregates and windows
