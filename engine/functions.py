@@ -29,10 +29,6 @@ class PgInterval:
         return self.days * 86_400_000_000 + self.micros
 
 
-def _bad_interval(text: str) -> SqlError:
-    return SqlError("22007", f'invalid input syntax for type interval: "{text}"')
-
-
 def parse_interval(text: str) -> PgInterval:
     """PostgreSQL interval input (tidegate.pgvalues: the one parser of codec, casts and storage)."""
     return PgInterval(*parse_interval_fields(text))

@@ -9,7 +9,6 @@ the per-statement path stays cheap.
 from __future__ import annotations
 
 import os
-import re
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -144,13 +143,6 @@ def classify(sql: str) -> Classified:
 
 
 # ----------------------------------------------------------------------------- cursors and savepoints
-
-def ident_name(text: str) -> str:
-    """An identifier as PostgreSQL folds it: quoted kept as written, otherwise lower-cased."""
-    if text.startswith('"'):
-        return text[1:-1].replace('""', '"')
-    return text.lower()
-
 
 @dataclass(frozen=True)
 class Declare:

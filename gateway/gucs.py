@@ -465,9 +465,6 @@ def _value_text(toks: list[Tok], name: str) -> str:
     return ", ".join(parts)
 
 
-_ISOLATION = {"serializable": "serializable", "repeatable": "repeatable read", "read": "read committed"}
-
-
 def check_isolation(level: str) -> str:
     """The isolation levels tidegate keeps its promise for: READ COMMITTED (and READ UNCOMMITTED,
     which PostgreSQL runs as READ COMMITTED). Snapshot levels are refused, not run weaker."""

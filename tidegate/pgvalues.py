@@ -953,12 +953,6 @@ def _rounded(value: Decimal, scale: int) -> Decimal:
     return rounded if rounded else rounded.copy_abs()  # numeric has no negative zero
 
 
-def _context_for(scale: int, magnitude: int) -> decimal.Context:
-    """A context keeping ``scale`` fractional digits of a result near 10**magnitude, plus guard
-    digits, truncating: rounding the truncated value half-up is then exact."""
-    return _context(max(magnitude, 0) + scale + 12, decimal.ROUND_DOWN)
-
-
 def numeric_div(a: Decimal, b: Decimal, min_scale: int = 0) -> Decimal:
     """a / b as PostgreSQL's numeric_div (select_div_scale; ``min_scale`` is the operands' larger
     display scale), rounded in integer arithmetic. b is non-zero (the engine raised 22012 otherwise)."""

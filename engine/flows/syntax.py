@@ -7,7 +7,6 @@ whitespace collapsed, comments dropped) and parsed by the translator when the fl
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
 from engine import ddl
@@ -225,9 +224,6 @@ def _interval_clause(r: TokenReader, clause: str) -> int:
     if clause == "EXPIRE AFTER" and seconds < 0:
         raise SqlError("22023", f"EXPIRE AFTER must not be negative, got '{text}'", position=t.start + 1)
     return seconds
-
-
-_COMPACT = re.compile(r"(\d+(?:\.\d+)?)\s*([a-z]+)")
 
 
 def interval_seconds(text: str, clause: str = "interval", *, allow_months: bool = False) -> int:
