@@ -36,7 +36,7 @@ from catalog import refresh as refreshmeta
 from catalog import pg_keywords
 from catalog import pg_relations as rels
 from tidegate import pgvalues, sqllex
-from tidegate.sqllex import Token, significant, split_ident_chain, tokenize
+from tidegate.sqllex import Token, closing, scan, split_ident_chain, tokenize
 from catalog.store import Catalog, SequenceParams, TableDef, is_temp_schema
 from tidegate.errors import SqlError
 from tidegate.pgtypes import TYPES_BY_NAME, TYPES_BY_OID, ColumnType, lookup_type_name, pg_type_for_arrow
@@ -111,7 +111,7 @@ def parse_ident(text: str, strict: bool) -> list[str]:
     """PostgreSQL's parse_ident: a qualified identifier split into its parts (quotes removed,
     unquoted parts folded to lower case); with ``strict`` nothing may follow it."""
     try:
-        toks = significant(tokenize(text.strip()))
+        toks = scan(text.strip())
         parts, end = split_ident_chain(toks, 0)
     except SqlError:
         parts, end, toks = [], 0, []
@@ -304,7 +304,7 @@ def _quantified_arrays(sig: list[Token]) -> tuple[set[int], set[int]]:
     params: set[int] = set()
     for k in range(1, len(sig) - 3):
         if sig[k].is_word("any", "all", "some") and sig[k - 1].kind == "op" and sig[k + 1].text == "(":
-            close = _matching(sig, k + 1)
+            close = closing(sig, k + 1)
             if close is None:
                 continue
             j = k + 2
@@ -386,14 +386,14 @@ def rewrite(sql: str) -> str:
             continue
         if t.ident in _VECTOR_COLUMNS and nxt == "[" and prev != "::":
             # int2vector / oidvector subscripts start at 0 in PostgreSQL; DuckDB lists at 1
-            close = _matching(sig, i + 1)
+            close = closing(sig, i + 1)
             if close is not None and not any(sig[k].text == ":" for k in _top_level(sig, i + 2, close)):
                 inner = rewrite(_join(sig[i + 2:close]))
                 emit(f"{t.text}[({inner}) + 1]", "expr")
                 i = close + 1
                 continue
         if t.kind == "word" and low == "array_to_string" and nxt == "(":
-            close = _matching(sig, i + 1)
+            close = closing(sig, i + 1)
             if close is not None:
                 args = _split_args_idx(sig, i + 2, close)
                 if args and any(sig[k].text == "||" for k in _top_level(sig, args[0][0], args[0][1])):
@@ -428,7 +428,7 @@ def rewrite(sql: str) -> str:
         if i and _scalar_in_from(sig, i):
             # a scalar function in FROM is a one-row relation whose column is named after the
             # function, or after the alias when there is one (SELECT * FROM current_schemas(true))
-            close = _matching(sig, i + 1)
+            close = closing(sig, i + 1)
             if close is not None:
                 call = rewrite(_join(sig[i:close + 1]))
                 col, alias = _from_function_column(sig, i)
@@ -546,7 +546,7 @@ def _name_inner_calls(sig: list[Token], spaced: list[bool]) -> tuple[list[Token]
         if start < len(sig) and sig[start].is_word("distinct", "all"):
             start += 1
             if start < len(sig) and sig[start].is_word("on") and start + 1 < len(sig) and sig[start + 1].text == "(":
-                close = _matching(sig, start + 1)
+                close = closing(sig, start + 1)
                 start = close + 1 if close is not None else start
         k = start
         item_start = start
@@ -590,13 +590,13 @@ def _unnamed_call(item: list[Token]) -> str | None:
         j += 2
     if item[j].kind not in ("word", "qid") or j + 1 >= len(item) or item[j + 1].text != "(":
         return None
-    close = _matching(item, j + 1)
+    close = closing(item, j + 1)
     if close is None:
         return None
     rest = item[close + 1:]
     while rest and rest[0].is_word("over", "filter"):
         if len(rest) > 1 and rest[1].text == "(":
-            end = _matching(rest, 1)
+            end = closing(rest, 1)
             if end is None:
                 return None
             rest = rest[end + 1:]
@@ -614,7 +614,7 @@ def _cast_calls_to_operators(sig: list[Token], spaced: list[bool]) -> tuple[list
     k = 0
     while k < len(sig):
         if sig[k].is_word("cast") and k + 1 < len(sig) and sig[k + 1].text == "(":
-            close = _matching(sig, k + 1)
+            close = closing(sig, k + 1)
             if close is not None:
                 depth = 0
                 as_idx = None
@@ -776,7 +776,7 @@ def _is_relation_catalog(parts: list[str]) -> bool:
 def analyze(sql: str) -> Analysis:
     """Decide whether ``sql`` is answerable here and read its outer select list."""
     try:
-        toks = significant(tokenize(sql))
+        toks = scan(sql)
     except SqlError:
         return Analysis(False, None, False)
     while toks and toks[-1].text == ";":
@@ -881,7 +881,7 @@ def _unnests_current_schemas(toks: list[Token], k: int) -> bool:
 def _from_function_column(toks: list[Token], k: int) -> tuple[str, str | None]:
     """(column name, alias) of the scalar function called in FROM at ``k``: the column is named
     after the alias when there is one without a column list, else after the function."""
-    close = _matching(toks, k + 1)
+    close = closing(toks, k + 1)
     j = (close if close is not None else len(toks) - 1) + 1
     if j < len(toks) and toks[j].is_word("as"):
         j += 1
@@ -1065,13 +1065,13 @@ def _is_primary(body: list[Token]) -> bool:
     """A single operand a trailing ``::type`` applies to (not ``a = b``)."""
     if len(body) == 1:
         return True
-    if body[0].text == "(" and _matching(body, 0) == len(body) - 1:
+    if body[0].text == "(" and closing(body, 0) == len(body) - 1:
         return True
     if body[0].ident is not None:
         _, j = split_ident_chain(body, 0)
         if j == len(body):
             return True
-        if j < len(body) and body[j].text == "(" and _matching(body, j) == len(body) - 1:
+        if j < len(body) and body[j].text == "(" and closing(body, j) == len(body) - 1:
             return True
     if body[0].is_word("case") and _case_end(body, 0) == len(body) - 1:
         return True
@@ -1092,7 +1092,7 @@ def _figure_body(body: list[Token]) -> tuple[str | None, str | None, int | None]
     """(name, source column, type oid) of an expression without alias or trailing cast."""
     if not body:
         return None, None, None
-    while len(body) >= 2 and body[0].text == "(" and body[-1].text == ")" and _matching(body, 0) == len(body) - 1 \
+    while len(body) >= 2 and body[0].text == "(" and body[-1].text == ")" and closing(body, 0) == len(body) - 1 \
             and not body[1].is_word("select", "with", "values"):
         body = body[1:-1]
     first = body[0]
@@ -1109,13 +1109,13 @@ def _figure_body(body: list[Token]) -> tuple[str | None, str | None, int | None]
         if j < len(body) and body[j].text == "[":
             k = j
             while k < len(body) and body[k].text == "[":
-                close = _matching(body, k)
+                close = closing(body, k)
                 if close is None:
                     break
                 k = close + 1
             if k == len(body):
                 return parts[-1], None, None  # x[i] is named after x
-        if j < len(body) and body[j].text == "(" and _matching(body, j) == len(body) - 1:
+        if j < len(body) and body[j].text == "(" and closing(body, j) == len(body) - 1:
             fname = parts[-1]
             if fname in ("coalesce", "nullif", "greatest", "least", "array_agg", "min", "max"):
                 args = _split_args(body[j + 1:-1])
@@ -1130,13 +1130,13 @@ def _figure_body(body: list[Token]) -> tuple[str | None, str | None, int | None]
                     return fname, None, oid
             return fname, None, _FUNCTION_TYPES.get(fname)
         if j < len(body) and body[j].text == "(":
-            close = _matching(body, j)
+            close = closing(body, j)
             if (close is not None and close + 2 < len(body) and body[close + 1].is_word("over")
-                    and body[close + 2].text == "(" and _matching(body, close + 2) == len(body) - 1):
+                    and body[close + 2].text == "(" and closing(body, close + 2) == len(body) - 1):
                 fname = parts[-1]
                 return fname, None, _FUNCTION_TYPES.get(fname)
         if j < len(body) and body[j].text == "(" and j + 1 < len(body) and first.kind == "word":
-            close = _matching(body, j)
+            close = closing(body, j)
             if close is not None and close + 1 < len(body) and body[close + 1].text == "." and close + 2 < len(body):
                 # (func(x)).field
                 return body[-1].ident, None, None
@@ -1177,7 +1177,7 @@ def _figure_body(body: list[Token]) -> tuple[str | None, str | None, int | None]
                 return first.lower, None, None
             return "exists", None, 16
     if first.text == "(" and len(body) > 1 and body[1].is_word("select", "with"):
-        close = _matching(body, 0)
+        close = closing(body, 0)
         if close == len(body) - 1:
             inner = _select_items(body[1:-1])
             if inner:
@@ -1215,24 +1215,12 @@ def _case_end(toks: list[Token], case_idx: int) -> int | None:
     return None
 
 
-def _matching(toks: list[Token], open_idx: int) -> int | None:
-    depth = 0
-    for k in range(open_idx, len(toks)):
-        if toks[k].text in ("(", "["):
-            depth += 1
-        elif toks[k].text in (")", "]"):
-            depth -= 1
-            if depth == 0:
-                return k
-    return None
-
-
 def bare_param_columns(sql: str) -> dict[int, int]:
     """Output columns of the outermost SELECT list that are a bare parameter (``SELECT $1``,
     ``SELECT $2 AS x``): {column index: parameter number}. PostgreSQL gives such a column the
     parameter's type, which the client declared."""
     try:
-        toks = significant(tokenize(sql))
+        toks = scan(sql)
     except SqlError:
         return {}
     if not toks or not toks[0].is_word("select"):
@@ -1287,7 +1275,7 @@ def infer_param_types(sql: str) -> list[ColumnType | None]:
     an explicit cast, a comparison with a catalog column, LIMIT/OFFSET. None where unknown
     (reported as text, as PostgreSQL does for an unknown-typed parameter it cannot resolve)."""
     try:
-        toks = significant(tokenize(sql))
+        toks = scan(sql)
     except SqlError:
         return []
     found: dict[int, ColumnType | None] = {}
@@ -1919,7 +1907,7 @@ class CatalogQueries:
         mirror = self._mirror_now()
         info = self._info()
         try:
-            toks = significant(tokenize(text.strip()))
+            toks = scan(text.strip())
             parts, end = split_ident_chain(toks, 0)
         except SqlError:
             toks, parts, end = [], [], 0

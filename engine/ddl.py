@@ -22,7 +22,7 @@ from sqlglot import exp
 from catalog.store import ColumnDef, TableDef
 from tidegate.errors import SqlError
 from tidegate.pgtypes import ColumnType, column_type
-from tidegate.sqllex import Token, scan
+from tidegate.sqllex import Token, closing, scan
 
 T = TypeVar("T")
 
@@ -92,7 +92,7 @@ class TokenReader:
         if t is None or t.kind != "str":
             raise self.error()
         self.i += 1
-        return string_value(t)
+        return t.value
 
     def done(self) -> None:
         if not self.at_end():
@@ -119,22 +119,12 @@ def ident_value(tok: Token) -> str:
     return tok.ident if tok.ident is not None else tok.text.lower()
 
 
-def string_value(tok: Token) -> str:
-    """A string literal token's value (escapes decoded by the lexer)."""
-    return tok.value
-
-
 def _matching(toks: list[Token], i: int) -> int:
     """Index of the ')' closing the '(' at ``i``."""
-    depth = 0
-    for j in range(i, len(toks)):
-        if toks[j].text == "(":
-            depth += 1
-        elif toks[j].text == ")":
-            depth -= 1
-            if depth == 0:
-                return j
-    raise SqlError("42601", "syntax error at end of input", position=len(toks) and toks[-1].end)
+    close = closing(toks, i)
+    if close is None:
+        raise SqlError("42601", "syntax error at end of input", position=len(toks) and toks[-1].end)
+    return close
 
 
 def _split_top(toks: list[Token], lo: int, hi: int) -> list[tuple[int, int]]:
@@ -321,7 +311,7 @@ def parse_create_table(sql: str) -> CreateTable:
                 continue
             if t.upper == "COMMENT" and j > 0 and j + 1 < len(el) and el[j + 1].kind == "str":
                 if col_name:
-                    col_comments[col_name] = string_value(el[j + 1])
+                    col_comments[col_name] = el[j + 1].value
                 j += 2
                 continue
             pieces.append(sql[t.start:t.end])
@@ -339,9 +329,9 @@ def parse_create_table(sql: str) -> CreateTable:
             for a, b in _split_top(toks, j + 2, end):
                 el = toks[a:b]
                 if len(el) >= 3 and el[1].text == "=":
-                    key = ident_value(el[0]) if el[0].kind != "str" else string_value(el[0])
+                    key = ident_value(el[0]) if el[0].kind != "str" else el[0].value
                     val_tok = el[2]
-                    value = string_value(val_tok) if val_tok.kind == "str" else val_tok.text
+                    value = val_tok.value
                     ct.options[key.lower()] = value
                 elif len(el) == 1:
                     ct.options[ident_value(el[0])] = "true"
@@ -370,7 +360,7 @@ def parse_create_table(sql: str) -> CreateTable:
                 k += 1
             if k >= len(toks) or toks[k].kind != "str":
                 raise SqlError("42601", "COMMENT needs a string literal", position=t.start + 1)
-            ct.comment = string_value(toks[k])
+            ct.comment = toks[k].value
             j = k + 1
             continue
         if t.upper == "ENGINE":

@@ -1001,7 +1001,7 @@ class EngineSession:
                 schema = ddl.ident_value(rest[1])
                 rest = rest[2:]
             if len(rest) >= 2 and rest[0].upper == "LIKE" and rest[1].kind == "str":
-                pattern = ddl.string_value(rest[1])
+                pattern = rest[1].value
             if self.catalog.get_schema(schema) is None:
                 raise SqlError("3F000", f'schema "{schema}" does not exist')
             tables = sorted((t for t in self.catalog.list_tables(schema) if t.kind != "sequence"), key=lambda t: t.name)
@@ -1857,7 +1857,7 @@ class EngineSession:
         if len(value_toks) == 1 and value_toks[0].upper == "NULL":
             comment = None
         elif len(value_toks) == 1 and value_toks[0].kind == "str":
-            comment = ddl.string_value(value_toks[0])
+            comment = value_toks[0].value
         else:
             raise SqlError("42601", "COMMENT needs a string literal or NULL", position=toks[is_at].start + 1)
         if kind == "SCHEMA":
@@ -2528,14 +2528,8 @@ class EngineSession:
         parts, i = sqllex.split_ident_chain(toks, 1) if toks and toks[0].is_word("copy") else ([], 0)
         cols: list[str] | None = None
         if i < len(toks) and toks[i].text == "(":
-            cols, i = [], i + 1
-            while i + 1 < len(toks) and toks[i].ident is not None and toks[i + 1].text in (",", ")"):
-                cols.append(toks[i].ident or "")
-                i += 2
-                if toks[i - 1].text == ")":
-                    break
-            else:
-                parts = []
+            listed = sqllex.name_list(toks, i)
+            parts, cols, i = (parts, [t.ident or "" for t in listed[0]], listed[1]) if listed else ([], None, i)
         if not 1 <= len(parts) <= 2 or i + 1 >= len(toks) or not (toks[i].is_word("from") and toks[i + 1].is_word("stdin")):
             raise SqlError("0A000", "only COPY table [(columns)] FROM STDIN is supported here")
         schema, name = (parts[0], parts[1]) if len(parts) == 2 else (None, parts[0])

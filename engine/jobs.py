@@ -130,7 +130,7 @@ def parse_submit(sql: str) -> Submission:
     i = 2
     name = None
     if i < len(toks) and toks[i].upper not in ("WITH", "AS") and toks[i].kind in ("word", "qid", "str"):
-        name = ddl.string_value(toks[i]) if toks[i].kind == "str" else ddl.ident_value(toks[i])
+        name = toks[i].value if toks[i].kind == "str" else ddl.ident_value(toks[i])
         i += 1
     options: dict[str, str] = {}
     if i < len(toks) and toks[i].upper == "WITH":
@@ -141,13 +141,13 @@ def parse_submit(sql: str) -> Submission:
         while True:
             if i >= len(toks) or toks[i].kind not in ("word", "qid", "str"):
                 raise _syntax(sql, toks, i)
-            key = (ddl.string_value(toks[i]) if toks[i].kind == "str" else ddl.ident_value(toks[i])).lower()
+            key = (toks[i].value if toks[i].kind == "str" else ddl.ident_value(toks[i])).lower()
             i += 1
             if i < len(toks) and toks[i].text == "=":
                 i += 1
             if i >= len(toks) or toks[i].kind not in ("str", "num", "word"):
                 raise _syntax(sql, toks, i)
-            value = ddl.string_value(toks[i]) if toks[i].kind == "str" else toks[i].text
+            value = toks[i].value
             i += 1
             if key not in _OPTIONS:
                 raise SqlError("22023", f'unrecognized job option "{key}"',
@@ -678,7 +678,7 @@ class JobManager:
         ($n) for WAIT and CANCEL (whose result columns do not depend on it). Returns it and the
         index of the next token."""
         if len(toks) > 2 and toks[2].kind == "str":
-            return ddl.string_value(toks[2]), 3
+            return toks[2].value, 3
         if len(toks) > 2 and toks[2].kind == "param":
             if toks[0].upper == "FETCH":
                 raise SqlError("0A000", "FETCH JOB takes the job id as a literal",
@@ -710,7 +710,7 @@ class JobManager:
         if first == "WAIT" and len(toks) > rest:
             if toks[rest].upper != "TIMEOUT" or len(toks) < rest + 2 or toks[rest + 1].kind not in ("str", "num"):
                 raise _syntax(sql, toks, rest if toks[rest].upper != "TIMEOUT" else rest + 1)
-            text = ddl.string_value(toks[rest + 1]) if toks[rest + 1].kind == "str" else toks[rest + 1].text
+            text = toks[rest + 1].value
             micros = int(float(text) * 1e6) if re.fullmatch(r"\d+(\.\d+)?", text.strip()) else ttl.duration_us(text)
             if micros is None or micros < 0:
                 raise SqlError("22023", f"invalid WAIT JOB timeout: {text!r}",

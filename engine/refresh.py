@@ -102,12 +102,12 @@ Notify = Callable[[str], None]
 def parse_format_clause(toks: list[Any], j: int, options: dict[str, str]) -> int:
     """``FORMAT PLAIN ENCODE CSV [(k = v, ...)]`` at token ``j`` into ``options`` (``format``,
     ``encode`` and ``encode.<k>``); returns the index after the clause."""
-    from engine.ddl import _matching, _split_top, ident_value, string_value
+    from engine.ddl import _matching, _split_top, ident_value
 
     def word(i: int, what: str) -> str:
         if i >= len(toks) or toks[i].kind not in ("word", "qid", "str"):
             raise SqlError("42601", f"FORMAT clause needs {what}: FORMAT PLAIN ENCODE CSV | PARQUET | JSON")
-        return string_value(toks[i]) if toks[i].kind == "str" else ident_value(toks[i])
+        return toks[i].value if toks[i].kind == "str" else ident_value(toks[i])
 
     fmt = word(j + 1, "a format").upper()
     if fmt != "PLAIN":
@@ -125,8 +125,8 @@ def parse_format_clause(toks: list[Any], j: int, options: dict[str, str]) -> int
             el = toks[a:b]
             if len(el) < 3 or el[1].text != "=":
                 raise SqlError("42601", "syntax error in ENCODE options", position=el[0].start + 1)
-            key = string_value(el[0]) if el[0].kind == "str" else ident_value(el[0])
-            options[f"encode.{key.lower()}"] = string_value(el[2]) if el[2].kind == "str" else el[2].text
+            key = el[0].value if el[0].kind == "str" else ident_value(el[0])
+            options[f"encode.{key.lower()}"] = el[2].value
         k = end + 1
     return k
 

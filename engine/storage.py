@@ -119,8 +119,7 @@ def interval_text_to_arrow(arr: pa.Array) -> pa.Array:
 
 # -- coercion to the storage form ----------------------------------------------------------------
 
-_INT_RANGES = {"int2": (-(2**15), 2**15 - 1, "smallint"), "int4": (-(2**31), 2**31 - 1, "integer"),
-               "int8": (-(2**63), 2**63 - 1, "bigint")}
+_INT_RANGES = {n: (*pgvalues.INT_RANGES[n], pgvalues.INT_TYPE_WORDS[n]) for n in ("int2", "int4", "int8")}
 _TYPE_WORD = {"int2": "smallint", "int4": "integer", "int8": "bigint", "float4": "real",
               "float8": "double precision", "numeric": "numeric", "bool": "boolean", "date": "date",
               "timestamp": "timestamp", "timestamptz": "timestamp with time zone", "time": "time",

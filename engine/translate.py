@@ -259,9 +259,6 @@ _TEXT_RESULTS = {kind: {**meta, "returns": exp.DataType.Type.TEXT}
 
 
 _ARITHMETIC = (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod)
-_FLOAT_KINDS = frozenset({exp.DataType.Type.FLOAT, exp.DataType.Type.DOUBLE})
-_NUMBER_KINDS = _FLOAT_KINDS | {exp.DataType.Type.TINYINT, exp.DataType.Type.SMALLINT, exp.DataType.Type.INT,
-                                exp.DataType.Type.BIGINT, exp.DataType.Type.DECIMAL}
 
 
 def _float_arithmetic(kind: type[exp.Expression]) -> Callable[[Any, exp.Expression], exp.Expression]:
@@ -276,7 +273,7 @@ def _float_arithmetic(kind: type[exp.Expression]) -> Callable[[Any, exp.Expressi
         operands = (node.left, node.right) if isinstance(node, exp.Binary) else \
             [a for a in [node.this, *node.expressions] if not isinstance(a, exp.Null)]
         kinds = [o.type.this if isinstance(o.type, exp.DataType) else None for o in operands]
-        if set(kinds) <= _NUMBER_KINDS and set(kinds) & _FLOAT_KINDS:
+        if set(kinds) <= _FLOAT_TYPES | _NUMERIC_OPERAND_TYPES and set(kinds) & _FLOAT_TYPES:
             real = exp.DataType.Type.DOUBLE not in kinds and (
                 not isinstance(node, exp.Binary) or kinds == [exp.DataType.Type.FLOAT, exp.DataType.Type.FLOAT])
             annotator._set_type(node, exp.DataType.Type.FLOAT if real else exp.DataType.Type.DOUBLE)
@@ -859,10 +856,6 @@ def _check_constant_input(text: str, target: exp.DataType.Type) -> None:
     '{bad'::json 22P02 (Spark keeps the text; json is stored as text)."""
     if target in (_T.DOUBLE, _T.FLOAT):
         pgvalues.parse_float(text, real=target == _T.FLOAT)
-    elif target in _INT_WORDS:
-        pgvalues.parse_int(text, _INT_WORDS[target])
-    elif target == _T.BOOLEAN:
-        pgvalues.parse_bool(text)
     elif target in (_T.DATE, _T.TIMESTAMP, _T.TIMESTAMPTZ, _T.TIMESTAMPNTZ, _T.DATETIME):
         pgvalues.refuse_bc(text)
     elif target in (_T.JSON, _T.JSONB):

@@ -1308,15 +1308,6 @@ def _days_to_date(days: int) -> _dt.date:
     return _dt.date(1970, 1, 1) + _dt.timedelta(days=days)
 
 
-def _parse_date_days(s: str, timezone: str | None = None) -> int:
-    """Days since 1970-01-01 of date input (tidegate.pgvalues: the SQL path's rules)."""
-    try:
-        day = parse_date(s, timezone)
-    except ValueError:
-        raise datetime_input_error(s, "date") from None
-    return (day - _dt.date(1970, 1, 1)).days
-
-
 def _time_us(name: str, s: str, h: str, mi: str, sec: str | None, frac: str | None) -> int:
     hh, mm, ss = int(h), int(mi), int(sec or 0)
     us = int(((frac or "") + "000000")[:6]) if frac else 0
@@ -1339,17 +1330,6 @@ def _parse_time_us(s: str) -> int:
     if not m:
         raise _syntax("time", s)
     return _time_us("time", s, *m.groups())
-
-
-def _parse_timestamp_us(s: str, with_tz: bool, timezone: str = "UTC") -> int:
-    """µs since 1970 (UTC for timestamptz, wall clock for timestamp) of timestamp input
-    (tidegate.pgvalues: the SQL path's rules, the session ``timezone`` for a timestamptz
-    written without an offset)."""
-    try:
-        value = parse_timestamp(s, with_tz, timezone)
-    except ValueError:
-        raise datetime_input_error(s, "timestamp with time zone" if with_tz else "timestamp") from None
-    return (value - (_EPOCH_TZ if with_tz else _EPOCH)) // _dt.timedelta(microseconds=1)
 
 
 _EPOCH = _dt.datetime(1970, 1, 1)
@@ -1418,7 +1398,7 @@ def parse_text_value(ctype: ColumnType, s: str, *, timezone: str = "UTC") -> Any
         return parse_bool(s)
     if name == "bytea":
         return parse_bytea(s)
-    if name == "date":
+    if name == "date":  # tidegate.pgvalues: the SQL path's rules, the session zone for 'today'
         try:
             return parse_date(s, timezone)
         except ValueError:
@@ -1669,13 +1649,6 @@ def _text_to_arrow_slow(strings: pa.Array, ctype: ColumnType, timezone: str) -> 
             out.append(None)
             continue
         try:
-            if name in ("timestamp", "timestamptz"):
-                us = _parse_timestamp_us(s, name == "timestamptz", timezone)
-                out.append(us)
-                continue
-            if name == "date":
-                out.append(_parse_date_days(s, timezone))
-                continue
             if name == "time":
                 out.append(_parse_time_us(s))
                 continue
@@ -1685,10 +1658,6 @@ def _text_to_arrow_slow(strings: pa.Array, ctype: ColumnType, timezone: str) -> 
             e.bad_value = s  # type: ignore[attr-defined]
             raise
     target = ctype.arrow()
-    if name in ("timestamp", "timestamptz"):
-        return pa.array(out, pa.int64()).cast(target)
-    if name == "date":
-        return pa.array(out, pa.int32()).cast(target)
     if name == "time":
         return pa.array(out, pa.int64()).cast(target)
     try:

@@ -349,15 +349,10 @@ class CopyOptions:
 
 def _closing(toks: list[sqllex.Token], i: int) -> int:
     """Index of the ')' that closes the '(' at ``toks[i]``."""
-    depth = 0
-    for j in range(i, len(toks)):
-        if toks[j].text in ("(", "["):
-            depth += 1
-        elif toks[j].text in (")", "]"):
-            depth -= 1
-            if depth == 0:
-                return j
-    raise SqlError("42601", "syntax error at end of input")
+    close = sqllex.closing(toks, i)
+    if close is None:
+        raise SqlError("42601", "syntax error at end of input")
+    return close
 
 
 def parse_copy(sql: str) -> CopyOptions:
@@ -382,13 +377,16 @@ def parse_copy(sql: str) -> CopyOptions:
         relation = sql[toks[i].start:toks[end - 1].end]
         i = end
         if i < len(toks) and toks[i].text == "(":
-            close = _closing(toks, i)
-            inner = toks[i + 1:close]
-            for k, t in enumerate(inner):
-                if (k % 2 == 0 and t.ident is None) or (k % 2 == 1 and t.text != ",") or len(inner) % 2 == 0:
-                    raise SqlError("42601", f'syntax error at or near "{t.text}"', position=t.start + 1)
-            columns = tuple(t.text for t in inner[::2])
-            i = close + 1
+            listed = sqllex.name_list(toks, i)
+            if listed is None:
+                close = _closing(toks, i)
+                inner = toks[i + 1:close]
+                bad = next((t for k, t in enumerate(inner) if (t.ident is None if k % 2 == 0 else t.text != ",")), None)
+                if bad is None or len(inner) % 2 == 0:  # a list that ends in a comma, or an empty one
+                    bad = inner[0] if inner else toks[close]
+                raise SqlError("42601", f'syntax error at or near "{bad.text}"', position=bad.start + 1)
+            columns = tuple(t.text for t in listed[0])
+            i = listed[1]
     pos = toks[i].start if i < len(toks) else len(sql)
     toks = gucs.tokenize(sql[pos:])
     if len(toks) < 2 or toks[0].text not in ("from", "to"):

@@ -605,7 +605,6 @@ INT_TYPE_WORDS = {"int2": "smallint", "int4": "integer", "int8": "bigint", "oid"
 _INT_RE = re.compile(r"\s*([+-]?)([0-9]+)\s*\Z")  # PostgreSQL 15: decimal digits only
 BOOL_TRUE = frozenset({"t", "tr", "tru", "true", "y", "ye", "yes", "on", "1"})
 BOOL_FALSE = frozenset({"f", "fa", "fal", "fals", "false", "n", "no", "of", "off", "0"})
-_NUMERIC_RE = re.compile(r"\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\s*\Z")
 
 
 def cast_number_texts(texts, arrow_type):
@@ -668,7 +667,7 @@ def parse_numeric(text: str) -> Decimal:
         return Decimal("Infinity")
     if key in ("-infinity", "-inf"):
         return Decimal("-Infinity")
-    if not _NUMERIC_RE.match(text):
+    if not _FLOAT_RE.match(text):  # the same digits as float8's decimal form
         raise SqlError("22P02", f'invalid input syntax for type numeric: "{text}"')
     value = Decimal(text.strip())
     if value.as_tuple().exponent > 0:

@@ -104,7 +104,7 @@ _P_WORD = rf"[{_IDENT_START}][{_IDENT_CONT}]*"
 _P_NUM = r"(?:[0-9]+(?:\.(?!\.)[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
 _P_ESTR = r"[eE]'(?:[^'\\]|\\.|'')*'"
 _P_STR = r"(?:[bBxXnN]|[uU]&)?'(?:[^']|'')*'"
-_P_DOLLAR = rf"\$(?P<tag>[{_IDENT_START}][{_TAG_CONT}]*)?\$.*?\$(?P=tag)\$"
+_P_DOLLAR = rf"\$(?P<tag>(?:[{_IDENT_START}][{_TAG_CONT}]*)?)\$.*?\$(?P=tag)\$"
 _P_PARAM = r"\$[0-9]+"
 _TOKEN = re.compile(
     rf"""\s*(?:
@@ -262,9 +262,29 @@ def _operator_length(op: str) -> int:
     return len(op)
 
 
-def significant(tokens: list[Token]) -> list[Token]:
-    """``tokens`` without whitespace and comments."""
-    return [t for t in tokens if t.kind not in ("ws", "comment")]
+def closing(tokens: list[Token], i: int) -> int | None:
+    """Index of the ``)`` / ``]`` that closes the bracket at ``tokens[i]``; None when unclosed."""
+    depth = 0
+    for j in range(i, len(tokens)):
+        if tokens[j].text in ("(", "["):
+            depth += 1
+        elif tokens[j].text in (")", "]"):
+            depth -= 1
+            if depth == 0:
+                return j
+    return None
+
+
+def name_list(tokens: list[Token], i: int) -> tuple[list[Token], int] | None:
+    """The identifiers of ``( a, "B", c )`` opening at ``tokens[i]`` and the index after it; None
+    when anything else is written there."""
+    close = closing(tokens, i)
+    if close is None or tokens[i].text != "(":
+        return None
+    inner = tokens[i + 1:close]
+    if len(inner) % 2 == 0 or any(t.ident is None for t in inner[::2]) or any(t.text != "," for t in inner[1::2]):
+        return None
+    return inner[::2], close + 1
 
 
 def scan(sql: str) -> list[Token]:
@@ -532,11 +552,10 @@ def leading(sql: str, limit: int = 8) -> list[Token]:
     early at text the lexer refuses (the statement's own reader reports that)."""
     out: list[Token] = []
     try:
-        for t in iter_tokens(sql):
+        for t in iter_tokens(sql, significant=True):
             if len(out) >= limit:
                 break
-            if t.kind not in ("ws", "comment"):
-                out.append(t)
+            out.append(t)
     except SqlError:
         pass
     return out

@@ -254,7 +254,7 @@ def _options(r: TokenReader) -> dict[str, str]:
         key_tok = r.peek()
         if key_tok is None:
             raise r.error()
-        key = ddl.string_value(key_tok).lower() if key_tok.kind == "str" else r.ident()
+        key = key_tok.value.lower() if key_tok.kind == "str" else r.ident()
         if key_tok.kind == "str":
             r.i += 1
         if r.peek() is not None and r.peek().text == "=":
@@ -263,7 +263,7 @@ def _options(r: TokenReader) -> dict[str, str]:
         if vt is None or vt.text in (",", ")"):
             raise r.error()
         r.i += 1
-        value = ddl.string_value(vt) if vt.kind == "str" else vt.text
+        value = vt.value
         out[key] = _option_value(key, value)
         t = r.peek()
         if t is not None and t.text == ",":
