@@ -73,9 +73,7 @@ _SHARED_LOCK = threading.Lock()
 def shared_store(catalog: Any, cls: type[S]) -> S:
     """The ``cls`` store of ``catalog``'s SQLite file, one per catalog object, opened on first use;
     a block's or a session's view of the catalog reaches the catalog's own."""
-    from catalog.store import Catalog
-
-    while not isinstance(catalog, Catalog) and getattr(catalog, "base", None) is not None:
+    while getattr(catalog, "base", None) is not None:  # a view of a catalog (CatalogTxn) wraps its base
         catalog = catalog.base
     with _SHARED_LOCK:
         stores = _SHARED.setdefault(catalog, {})

@@ -11,6 +11,7 @@ removed and recorded, and the tail after the column list (``WITH (k = v)``, ``CO
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -350,8 +351,6 @@ def parse_create_table(sql: str) -> CreateTable:
                            hint="Remove the PARTITION ON COLUMNS (...) (...) clause; queries return the same rows "
                                 "without it.")
         if t.upper == "FORMAT":  # refreshable tables: FORMAT PLAIN ENCODE CSV (k = v, ...)
-            from engine.refresh import parse_format_clause
-
             j = parse_format_clause(toks, j, ct.options)
             continue
         if t.upper == "COMMENT":
@@ -827,7 +826,6 @@ def _validate(ct: CreateTable) -> None:
         # GreptimeDB tags, which may be NULL (a NULL tag is one series); its time index may not.
         if c.name == ct.time_index or (ct.time_index is None and c.name in ct.primary_key):
             c.not_null = True
-    from engine.refresh import validate_options  # connector / refresh_mode / refresh_interval_sec
 
     validate_options(ct.options, ct.primary_key)
     from engine import ttl
@@ -880,7 +878,6 @@ def render_create_table(t: TableDef) -> str:
     temp = t.schema.startswith("pg_temp_")
     name = quote_ident(t.name) if t.schema == "public" or temp else f"{quote_ident(t.schema)}.{quote_ident(t.name)}"
     out = f"CREATE {'TEMPORARY ' if temp else ''}TABLE IF NOT EXISTS {name} (\n" + ",\n".join(lines) + "\n)"
-    from engine.refresh import masked_secrets, split_format_clause  # FORMAT PLAIN ENCODE ... of refreshable tables
 
     options, format_clause = split_format_clause(masked_secrets(t.options))
     on_commit = options.pop(ON_COMMIT_OPTION, None)
@@ -908,3 +905,121 @@ def constraint_definition(con: dict, schema: str, *, name_it: bool = False) -> s
     if con.get("on_delete") == "r":
         out += " ON DELETE RESTRICT"
     return out
+
+
+# -- refreshable tables: FORMAT ... ENCODE ... and the connector options of CREATE TABLE
+
+CONNECTORS = ("file", "postgres")
+ENCODES = ("CSV", "PARQUET", "JSON")
+REFRESH_MODES = ("FULL_RELOAD", "STREAMING")
+
+
+def parse_format_clause(toks: list[Token], j: int, options: dict[str, str]) -> int:
+    """``FORMAT PLAIN ENCODE CSV [(k = v, ...)]`` at token ``j`` into ``options`` (``format``,
+    ``encode`` and ``encode.<k>``); returns the index after the clause."""
+
+    def word(i: int, what: str) -> str:
+        if i >= len(toks) or toks[i].kind not in ("word", "qid", "str"):
+            raise SqlError("42601", f"FORMAT clause needs {what}: FORMAT PLAIN ENCODE CSV | PARQUET | JSON")
+        return toks[i].value if toks[i].kind == "str" else ident_value(toks[i])
+
+    fmt = word(j + 1, "a format").upper()
+    if fmt != "PLAIN":
+        raise SqlError("0A000", f"FORMAT {fmt} is not supported: accepted formats are PLAIN")
+    if j + 2 >= len(toks) or toks[j + 2].upper != "ENCODE":
+        raise SqlError("42601", "FORMAT clause needs ENCODE: FORMAT PLAIN ENCODE CSV | PARQUET | JSON")
+    enc = word(j + 3, "an encoding").upper()
+    if enc not in ENCODES:
+        raise SqlError("22023", f"unknown encode '{enc}': accepted encodes are CSV, PARQUET and JSON")
+    options["format"], options["encode"] = fmt, enc
+    k = j + 4
+    if k < len(toks) and toks[k].text == "(":
+        end = _matching(toks, k)
+        for a, b in _split_top(toks, k + 1, end):
+            el = toks[a:b]
+            if len(el) < 3 or el[1].text != "=":
+                raise SqlError("42601", "syntax error in ENCODE options", position=el[0].start + 1)
+            key = el[0].value if el[0].kind == "str" else ident_value(el[0])
+            options[f"encode.{key.lower()}"] = el[2].value
+        k = end + 1
+    return k
+
+
+_URL_QUERY_PASSWORD = re.compile(r"([?&]password=)[^&]*", re.I)
+_URL_PASSWORD = re.compile(r"(://[^:/@]*:).*@(?=[^@]*$)")  # through the last '@': passwords may hold one
+
+
+def masked_secrets(options: dict[str, str]) -> dict[str, str]:
+    """Options as shown to clients (SHOW CREATE TABLE): a source's password, alone or inside its
+    url, is never shown (as PostgreSQL shows rolpassword as ********)."""
+    shown = dict(options)
+    if "password" in shown:
+        shown["password"] = "********"
+    if "url" in shown:
+        shown["url"] = _URL_QUERY_PASSWORD.sub(r"\1********", _URL_PASSWORD.sub(r"\1********@", shown["url"]))
+    return shown
+
+
+def split_format_clause(options: dict[str, str]) -> tuple[dict[str, str], str]:
+    """SHOW CREATE TABLE: the WITH options without the FORMAT clause, and that clause's text."""
+    if "encode" not in options:
+        return dict(options), ""
+    rest = {k: v for k, v in options.items() if k not in ("format", "encode") and not k.startswith("encode.")}
+    enc = {k[len("encode."):]: v for k, v in sorted(options.items()) if k.startswith("encode.")}
+    text = f"\nFORMAT {options.get('format', 'PLAIN')} ENCODE {options['encode']}"
+    if enc:
+        text += " (" + ", ".join(f"{k} = '" + v.replace("'", "''") + "'" for k, v in enc.items()) + ")"
+    return rest, text
+
+
+def validate_options(options: dict[str, str], primary_key: list[str]) -> None:
+    """Check (and normalise) the refresh options of a CREATE TABLE; errors say what is accepted."""
+    mode = options.get("refresh_mode")
+    if mode is not None:
+        if mode.upper() not in REFRESH_MODES:
+            raise SqlError("22023", f"invalid refresh_mode '{mode}': accepted values are 'FULL_RELOAD' and 'STREAMING'")
+        options["refresh_mode"] = mode = mode.upper()
+    interval = options.get("refresh_interval_sec")
+    if interval is not None:
+        if mode != "FULL_RELOAD":
+            raise SqlError("22023", "refresh_interval_sec is only allowed with refresh_mode = 'FULL_RELOAD'")
+        if not re.fullmatch(r"\s*\+?\d+\s*", interval) or int(interval) <= 0:
+            raise SqlError("22023", f"invalid refresh_interval_sec '{interval}': must be a positive integer")
+        options["refresh_interval_sec"] = str(int(interval))
+    connector = options.get("connector")
+    if mode == "FULL_RELOAD":
+        if not primary_key:
+            raise SqlError("42P16", "Refreshable tables must have a PRIMARY KEY")
+        if connector is None:
+            raise SqlError("22023", "refresh_mode = 'FULL_RELOAD' needs a connector: accepted connectors are 'file' and 'postgres'")
+    if connector is None:
+        return
+    if connector.lower() not in CONNECTORS:
+        raise SqlError("22023", f"unknown connector '{connector}': accepted connectors are 'file' and 'postgres'")
+    options["connector"] = connector = connector.lower()
+    if connector == "file":
+        if not options.get("path"):
+            raise SqlError("22023", "connector 'file' needs the option path (a folder or file) and optionally match_pattern")
+        if "encode" not in options:
+            raise SqlError("22023", "connector 'file' needs FORMAT PLAIN ENCODE CSV | PARQUET | JSON")
+        check_match_pattern(options.get("match_pattern", "*"))
+    else:
+        missing = [k for k in ("url", "source_table") if not options.get(k)]
+        if missing:
+            raise SqlError("22023", f"connector 'postgres' needs the option{'s' if len(missing) > 1 else ''} "
+                                    f"{' and '.join(missing)} (url = 'postgresql://user:password@host:port/db', "
+                                    "source_table = 'schema.table')")
+    tolerance = options.get("on_source_error")
+    if tolerance is not None and tolerance.lower() not in ("fail", "ignore"):
+        raise SqlError("22023", f"invalid on_source_error '{tolerance}': accepted values are 'fail' and 'ignore'")
+    for name in ("chunk_rows", "chunk_bytes"):
+        chunk = options.get(name)
+        if chunk is not None and (not chunk.strip().isdigit() or int(chunk) <= 0):
+            raise SqlError("22023", f"invalid {name} '{chunk}': must be a positive integer")
+
+
+def check_match_pattern(pattern: str) -> None:
+    """``match_pattern`` is matched against the names in the ``path`` folder: a plain name pattern."""
+    if "/" in pattern or os.sep in pattern or ".." in pattern or "\0" in pattern:
+        raise SqlError("22023", f"invalid match_pattern '{pattern}': must be a file name pattern such as '*.csv' "
+                                "(no '/' and no '..'); put the folder in path")

@@ -52,6 +52,8 @@ from catalog.store import Catalog, ColumnDef, TableDef
 from tidegate.config import Settings
 from tidegate.errors import SqlError
 from tidegate.pgtypes import ColumnType, TYPES_BY_NAME
+from tidegate.sqllex import scan
+from engine.ddl import ident_value
 
 if TYPE_CHECKING:
     from engine.storage import TableStore
@@ -407,9 +409,6 @@ def ddl_event(sql: str, tag: str, current_schema: Callable[[], str]) -> tuple[st
     succeeded with ``tag``, or None for anything else (flows and roles have events of their own
     or none; role statements may carry passwords). ``object`` is the first name the statement
     names, qualified with ``current_schema()`` when written without a schema."""
-    from engine.ddl import ident_value
-    from tidegate.sqllex import scan
-
     toks = [t for t in scan(sql) if t.text != ";"]
     words = [t.upper for t in toks[:3]]
     if not words or words[0] not in _DDL_VERBS or (len(words) > 1 and words[1] in ("ROLE", "USER", "GROUP", "FLOW")):

@@ -63,12 +63,13 @@ from catalog import refresh as rmeta
 from catalog.jobs import CANCELLED, FAILED, PENDING, RUNNING, SUCCEEDED, Job, LeaseLost
 from catalog.store import _type_from_json, _type_to_json
 from engine import ddl, events, ttl, txnlog
-from tidegate import sqllex
+from tidegate import sqllex, statements
 from tidegate.errors import SqlError
 from tidegate.pgtypes import INT8, TEXT, TIMESTAMPTZ, ColumnType
 from tidegate.results import CommandResult, ResultField, RowStream
 from tidegate.session import SessionInfo
 from tidegate.sqllex import Token
+from tidegate.statements import Kind
 
 if TYPE_CHECKING:
     from engine.executor import Engine, EngineSession
@@ -187,11 +188,10 @@ def parse_submit(sql: str) -> Submission:
 
 def statement_kind(statement: str) -> str:
     """How a job of ``statement`` runs and re-runs (module doc); 0A000 for what a job cannot run."""
-    from engine.flows import statements as flow_statements
-
     toks = sqllex.leading(statement)
     w = [t.upper for t in toks[:4]] + ["", "", "", ""]
     first = w[0]
+    kind = statements.classify(statement).kind
     if first in _SESSION_WORDS or (first == "SHOW" and w[1] not in _ENGINE_SHOW):
         raise SqlError("0A000", f"{first} cannot run as a job: it belongs to a session",
                        hint="Run session statements and transaction control on your connection; a job "
@@ -199,11 +199,11 @@ def statement_kind(statement: str) -> str:
     if first == "COPY":
         raise SqlError("0A000", "COPY cannot run as a job: it streams to or from a client",
                        hint="Submit the query (SUBMIT JOB AS SELECT ...) and read it with FETCH JOB.")
-    if first in ("SUBMIT", "WAIT", "CANCEL") and w[1] == "JOB" or w[:2] == ["SHOW", "JOBS"]:
+    if kind is Kind.JOB and first != "FETCH":
         raise SqlError("0A000", f"{first} {w[1]} cannot run as a job")
-    if w[:2] == ["REFRESH", "TABLE"]:
+    if kind is Kind.REFRESH and first == "REFRESH":
         return REFRESH
-    if flow_statements.is_flow_statement(statement):
+    if kind is Kind.FLOW:
         return ONCE
     if first in _TRANSACTIONAL_WORDS:
         return TRANSACTIONAL
@@ -666,11 +666,6 @@ class JobManager:
         self.engine.events.record(kind, object=job.name or job_id, user=job.submitted_by, payload=payload)
 
     # -- statements ---------------------------------------------------------------------------
-
-    @staticmethod
-    def handles(words: list[str]) -> bool:
-        return (words[0] in ("SUBMIT", "FETCH", "WAIT", "CANCEL") and words[1] == "JOB") or \
-            words[:2] == ["SHOW", "JOBS"]
 
     @staticmethod
     def _job_ref(sql: str, toks: list[Token], params: list[Any]) -> tuple[str, int]:

@@ -23,7 +23,10 @@ import pyarrow.compute as pc
 from sqlglot import exp
 
 from engine import spark as sparkmod
-from engine.storage import WriteOp, coerce_array, duplicate_keys, storage_schema, storage_to_result
+from engine.dml import fast_array, is_default, name_target_columns, row_id_column, set_targets
+from engine.resolver import node_name
+from engine.storage import (WriteOp, coerce_array, dedupe_last, duplicate_keys, storage_schema,
+                            storage_to_result)
 from tidegate.errors import SqlError
 from tidegate.results import CommandResult
 from tidegate.session import SessionInfo
@@ -51,8 +54,6 @@ def execute_merge(session: EngineSession, tree: exp.Merge, params: list[Any], in
     target = tree.this
     if not isinstance(target, exp.Table):
         raise SqlError("42601", "MERGE target must be a table")
-    from engine.executor import name_target_columns
-
     t = session._resolve_target(target, info)
     tree = name_target_columns(tree, t)
     target = tree.this
@@ -66,8 +67,6 @@ def execute_merge(session: EngineSession, tree: exp.Merge, params: list[Any], in
 
 
 def _clauses(tree: exp.Merge, t: TableDef) -> list[_Clause]:
-    from engine.executor import _is_default, set_targets
-
     if tree.args.get("returning") is not None:
         raise SqlError("0A000", "MERGE ... RETURNING is not supported (PostgreSQL 17 added it; tidegate follows 15)",
                        hint="Run the MERGE, then SELECT the rows it changed.")
@@ -92,7 +91,7 @@ def _clauses(tree: exp.Merge, t: TableDef) -> list[_Clause]:
             clause = _Clause(True, "update", cond)
             for c, e in set_targets(t, then.expressions):
                 clause.columns.append(c)
-                clause.values.append(None if _is_default(e) else e)
+                clause.values.append(None if is_default(e) else e)
             out.append(clause)
         elif isinstance(then, exp.Insert):
             if matched:
@@ -106,12 +105,10 @@ def _clauses(tree: exp.Merge, t: TableDef) -> list[_Clause]:
 
 
 def _insert_clause(then: exp.Insert, cond: exp.Expression | None, t: TableDef) -> _Clause:
-    from engine.executor import _ident, _is_default
-
     names_node = then.this
     values_node = then.expression
     clause = _Clause(False, "insert", cond)
-    names = [_ident(e.this if isinstance(e, exp.Column) else e) for e in names_node.expressions] \
+    names = [node_name(e.this if isinstance(e, exp.Column) else e) for e in names_node.expressions] \
         if isinstance(names_node, exp.Tuple) else None
     if values_node is None and names == ["default"] and not names_node.expressions[0].this.quoted:
         return clause  # INSERT DEFAULT VALUES: every column its default
@@ -131,19 +128,17 @@ def _insert_clause(then: exp.Insert, cond: exp.Expression | None, t: TableDef) -
     if names is not None and len(values) < len(columns):
         raise SqlError("42601", "INSERT has more target columns than expressions")
     for c, v in zip(columns, values):
-        if c.identity == "a" and not _is_default(v):
+        if c.identity == "a" and not is_default(v):
             raise SqlError("428C9", f'cannot insert a non-DEFAULT value into column "{c.name}"',
                            detail=f'Column "{c.name}" is an identity column defined as GENERATED ALWAYS.',
                            hint="Use OVERRIDING SYSTEM VALUE to override.")
         clause.columns.append(c)
-        clause.values.append(None if _is_default(v) else v)
+        clause.values.append(None if is_default(v) else v)
     return clause
 
 
 def _decision_query(tree: exp.Merge, t: TableDef, alias: str, clauses: list[_Clause]) -> exp.Select:
     """SELECT target columns, row id, chosen clause, clause values FROM source LEFT JOIN target."""
-    from engine.executor import row_id_column
-
     target = exp.Subquery(
         this=exp.Select(expressions=[exp.Star(), exp.alias_(row_id_column(), "__tg_rid")]).from_(
             exp.Table(this=exp.to_identifier(t.name), db=exp.to_identifier(t.schema))),
@@ -278,12 +273,11 @@ def _merge_once(session: EngineSession, tree: exp.Merge, t: TableDef, alias: str
 def _defaults(session: EngineSession, t: TableDef, c: ColumnDef, rows: int, ctx: dict[str, Any],
               info: SessionInfo) -> pa.Array:
     """``SET col = DEFAULT`` for ``rows`` rows: the column's default (a fresh value per row for a sequence)."""
-    from engine.executor import _fast_array
     from engine.storage import python_value, storage_type
 
     seq = session._default_sequence(c, info)
     if seq is not None:
-        return _fast_array(session._next_values(seq, rows, info), c)
+        return fast_array(session._next_values(seq, rows, info), c)
     dv = python_value(session._default_value(c, ctx, info), c.type, c.name) if c.default is not None else None
     return pa.array([dv] * rows, type=storage_type(c.type))
 
@@ -293,8 +287,6 @@ def _plan_writes(session: EngineSession, t: TableDef, updates: list[pa.Table], o
     """The writes of one MERGE, checked: NOT NULL, keys and UNIQUE constraints never held by two
     rows afterwards, FOREIGN KEYs in both directions."""
     from engine import constraints
-    from engine.executor import dedupe_last
-
     ops: list[WriteOp] = []
     keys = session._keys(t)
     uniques = t.unique_sets()

@@ -24,23 +24,6 @@ if TYPE_CHECKING:
 _ROLE_WORDS = ("ROLE", "USER", "GROUP")
 
 
-def handles(words: list[str]) -> bool:
-    """Is the statement starting with ``words`` (upper-cased) one of this module's?"""
-    first, second = words[0], words[1]
-    if first in ("GRANT", "REVOKE"):
-        return True
-    if first in ("CREATE", "ALTER", "DROP") and second in _ROLE_WORDS:
-        return True
-    return False
-
-
-def is_owner_change(toks: list[Token]) -> bool:
-    """``ALTER TABLE|VIEW|SCHEMA name OWNER TO role``."""
-    words = [t.upper for t in toks if t.text != ";"]
-    return (len(words) >= 5 and words[0] == "ALTER" and words[1] in ("TABLE", "VIEW", "SCHEMA")
-            and words[-3:-1] == ["OWNER", "TO"])
-
-
 def execute(session: EngineSession, sql: str, info: SessionInfo) -> CommandResult:
     p = TokenReader(sql)
     verb = p.one_of("CREATE", "ALTER", "DROP", "GRANT", "REVOKE")

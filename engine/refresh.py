@@ -62,11 +62,13 @@ import pyarrow.parquet as pq
 from catalog import refresh as rmeta
 from catalog.store import TableDef
 from engine import deltalog, events
+from engine.ddl import check_match_pattern, ident_value
 from engine.storage import WRITER_PROPERTIES, CurrentRows
 from tidegate.errors import SqlError
 from tidegate.pgtypes import INT8, TEXT, TIMESTAMPTZ, ColumnType
 from tidegate.results import CommandResult, ResultField, RowStream
 from tidegate.session import SessionInfo
+from tidegate.sqllex import scan
 
 if TYPE_CHECKING:
     from deltalake import DeltaTable
@@ -77,9 +79,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-CONNECTORS = ("file", "postgres")
-ENCODES = ("CSV", "PARQUET", "JSON")
-REFRESH_MODES = ("FULL_RELOAD", "STREAMING")
 PG_JDBC_JAR = "/usr/share/java/postgresql.jar"
 DEFAULT_CHUNK_ROWS = 200_000
 # Files are loaded in groups of about this many bytes, one Spark job per group: one job over four
@@ -97,125 +96,11 @@ _PATH, _BLOCK = "_tg_file_path", "_tg_block_start"
 Notify = Callable[[str], None]
 
 
-# -- CREATE TABLE: FORMAT ... ENCODE ... and option validation -------------------------------------
-
-def parse_format_clause(toks: list[Any], j: int, options: dict[str, str]) -> int:
-    """``FORMAT PLAIN ENCODE CSV [(k = v, ...)]`` at token ``j`` into ``options`` (``format``,
-    ``encode`` and ``encode.<k>``); returns the index after the clause."""
-    from engine.ddl import _matching, _split_top, ident_value
-
-    def word(i: int, what: str) -> str:
-        if i >= len(toks) or toks[i].kind not in ("word", "qid", "str"):
-            raise SqlError("42601", f"FORMAT clause needs {what}: FORMAT PLAIN ENCODE CSV | PARQUET | JSON")
-        return toks[i].value if toks[i].kind == "str" else ident_value(toks[i])
-
-    fmt = word(j + 1, "a format").upper()
-    if fmt != "PLAIN":
-        raise SqlError("0A000", f"FORMAT {fmt} is not supported: accepted formats are PLAIN")
-    if j + 2 >= len(toks) or toks[j + 2].upper != "ENCODE":
-        raise SqlError("42601", "FORMAT clause needs ENCODE: FORMAT PLAIN ENCODE CSV | PARQUET | JSON")
-    enc = word(j + 3, "an encoding").upper()
-    if enc not in ENCODES:
-        raise SqlError("22023", f"unknown encode '{enc}': accepted encodes are CSV, PARQUET and JSON")
-    options["format"], options["encode"] = fmt, enc
-    k = j + 4
-    if k < len(toks) and toks[k].text == "(":
-        end = _matching(toks, k)
-        for a, b in _split_top(toks, k + 1, end):
-            el = toks[a:b]
-            if len(el) < 3 or el[1].text != "=":
-                raise SqlError("42601", "syntax error in ENCODE options", position=el[0].start + 1)
-            key = el[0].value if el[0].kind == "str" else ident_value(el[0])
-            options[f"encode.{key.lower()}"] = el[2].value
-        k = end + 1
-    return k
-
-
-_URL_QUERY_PASSWORD = re.compile(r"([?&]password=)[^&]*", re.I)
-_URL_PASSWORD = re.compile(r"(://[^:/@]*:).*@(?=[^@]*$)")  # through the last '@': passwords may hold one
-
-
-def masked_secrets(options: dict[str, str]) -> dict[str, str]:
-    """Options as shown to clients (SHOW CREATE TABLE): a source's password, alone or inside its
-    url, is never shown (as PostgreSQL shows rolpassword as ********)."""
-    shown = dict(options)
-    if "password" in shown:
-        shown["password"] = "********"
-    if "url" in shown:
-        shown["url"] = _URL_QUERY_PASSWORD.sub(r"\1********", _URL_PASSWORD.sub(r"\1********@", shown["url"]))
-    return shown
-
-
-def split_format_clause(options: dict[str, str]) -> tuple[dict[str, str], str]:
-    """SHOW CREATE TABLE: the WITH options without the FORMAT clause, and that clause's text."""
-    if "encode" not in options:
-        return dict(options), ""
-    rest = {k: v for k, v in options.items() if k not in ("format", "encode") and not k.startswith("encode.")}
-    enc = {k[len("encode."):]: v for k, v in sorted(options.items()) if k.startswith("encode.")}
-    text = f"\nFORMAT {options.get('format', 'PLAIN')} ENCODE {options['encode']}"
-    if enc:
-        text += " (" + ", ".join(f"{k} = '" + v.replace("'", "''") + "'" for k, v in enc.items()) + ")"
-    return rest, text
-
-
-def validate_options(options: dict[str, str], primary_key: list[str]) -> None:
-    """Check (and normalise) the refresh options of a CREATE TABLE; errors say what is accepted."""
-    mode = options.get("refresh_mode")
-    if mode is not None:
-        if mode.upper() not in REFRESH_MODES:
-            raise SqlError("22023", f"invalid refresh_mode '{mode}': accepted values are 'FULL_RELOAD' and 'STREAMING'")
-        options["refresh_mode"] = mode = mode.upper()
-    interval = options.get("refresh_interval_sec")
-    if interval is not None:
-        if mode != "FULL_RELOAD":
-            raise SqlError("22023", "refresh_interval_sec is only allowed with refresh_mode = 'FULL_RELOAD'")
-        if not re.fullmatch(r"\s*\+?\d+\s*", interval) or int(interval) <= 0:
-            raise SqlError("22023", f"invalid refresh_interval_sec '{interval}': must be a positive integer")
-        options["refresh_interval_sec"] = str(int(interval))
-    connector = options.get("connector")
-    if mode == "FULL_RELOAD":
-        if not primary_key:
-            raise SqlError("42P16", "Refreshable tables must have a PRIMARY KEY")
-        if connector is None:
-            raise SqlError("22023", "refresh_mode = 'FULL_RELOAD' needs a connector: accepted connectors are 'file' and 'postgres'")
-    if connector is None:
-        return
-    if connector.lower() not in CONNECTORS:
-        raise SqlError("22023", f"unknown connector '{connector}': accepted connectors are 'file' and 'postgres'")
-    options["connector"] = connector = connector.lower()
-    if connector == "file":
-        if not options.get("path"):
-            raise SqlError("22023", "connector 'file' needs the option path (a folder or file) and optionally match_pattern")
-        if "encode" not in options:
-            raise SqlError("22023", "connector 'file' needs FORMAT PLAIN ENCODE CSV | PARQUET | JSON")
-        check_match_pattern(options.get("match_pattern", "*"))
-    else:
-        missing = [k for k in ("url", "source_table") if not options.get(k)]
-        if missing:
-            raise SqlError("22023", f"connector 'postgres' needs the option{'s' if len(missing) > 1 else ''} "
-                                    f"{' and '.join(missing)} (url = 'postgresql://user:password@host:port/db', "
-                                    "source_table = 'schema.table')")
-    tolerance = options.get("on_source_error")
-    if tolerance is not None and tolerance.lower() not in ("fail", "ignore"):
-        raise SqlError("22023", f"invalid on_source_error '{tolerance}': accepted values are 'fail' and 'ignore'")
-    for name in ("chunk_rows", "chunk_bytes"):
-        chunk = options.get(name)
-        if chunk is not None and (not chunk.strip().isdigit() or int(chunk) <= 0):
-            raise SqlError("22023", f"invalid {name} '{chunk}': must be a positive integer")
-
-
 # -- where the file connector may read -----------------------------------------------------------------
 
 ROOTS_SETTING = "file_connector_roots (TIDEGATE_FILE_CONNECTOR_ROOTS)"
 # Hadoop expands these in the paths handed to Spark: a file named '{..,x}' would read the parent.
 _GLOB_CHARS = set("*?[]{}\\")
-
-
-def check_match_pattern(pattern: str) -> None:
-    """``match_pattern`` is matched against the names in the ``path`` folder: a plain name pattern."""
-    if "/" in pattern or os.sep in pattern or ".." in pattern or "\0" in pattern:
-        raise SqlError("22023", f"invalid match_pattern '{pattern}': must be a file name pattern such as '*.csv' "
-                                "(no '/' and no '..'); put the folder in path")
 
 
 def check_create_connector(options: dict[str, str], superuser: bool, settings: Settings) -> None:
@@ -787,14 +672,7 @@ class RefreshManager:
         """CREATE TABLE WITH (connector = ...): superusers only; a file path the server may read."""
         check_create_connector(options, self.catalog.roles.is_superuser(info), self.engine.settings)
 
-    @staticmethod
-    def handles(words: list[str]) -> bool:
-        return (words[:2] == ["REFRESH", "TABLE"]) or (words[:3] == ["SHOW", "REFRESH", "STATUS"])
-
     def execute(self, sql: str, info: SessionInfo) -> RowStream | CommandResult:
-        from engine.ddl import ident_value
-        from tidegate.sqllex import scan
-
         toks = [t for t in scan(sql) if t.text != ";"]
         words = [t.upper for t in toks]
         if words[:3] == ["SHOW", "REFRESH", "STATUS"]:

@@ -45,7 +45,7 @@ import uuid as uuidlib
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from datetime import date, datetime, time, timedelta, timezone
 from decimal import Decimal
 from pathlib import Path
@@ -63,7 +63,7 @@ from tidegate.errors import SqlError
 from tidegate.pgtypes import ColumnType
 from engine import functions, txnlog
 from engine.locks import VisibilityGate
-from engine.txnlog import CommitHooks, DdlRecord, Journal
+from engine.txnlog import CommitHooks, DdlRecord, Journal, WriteOp
 
 log = logging.getLogger("tidegate.storage")
 
@@ -437,38 +437,6 @@ class Snapshot:
     location: str
     version: int
     files: list[str]
-
-
-@dataclass
-class WriteOp:
-    """A validated write, applied as one Delta commit.
-
-    ``kind``: "append" (rows), "upsert" (rows replace rows with equal ``keys``), "merge" (ON
-    CONFLICT DO UPDATE: ``updates`` are DataFusion SQL expressions over t./s.), "update" (``data``
-    holds every column's new value plus ``__tg_old_<k>`` for each match column ``keys``),
-    "delete" (``data`` holds the ``keys`` of the rows to remove), "overwrite" (the whole new
-    content, computed from ``base_version``), "add_columns" (the columns of ``table`` the stored
-    table lacks, added as nullable), "none".
-    """
-
-    table: TableDef
-    kind: str
-    data: pa.Table | pa.RecordBatchReader | None = None
-    keys: list[str] = field(default_factory=list)
-    updates: dict[str, str] = field(default_factory=dict)
-    base_version: int | None = None
-    app_id: str | None = None
-    app_version: int | None = None
-    schema_change: bool = False
-    null_safe: bool = False  # "update"/"delete" matched on nullable columns
-    # "append" into a PRIMARY KEY table: ``keys`` are re-checked against the table at commit, under
-    # its lock (23505), so concurrent statements and transactions cannot both store one key.
-    unique: bool = False
-    # "append" of INSERT ... ON CONFLICT DO NOTHING: rows whose ``keys`` exist at commit are dropped.
-    skip_existing: bool = False
-    # "append"/"update" of a table with UNIQUE constraints or unique indexes: (name, columns) each
-    # re-checked at commit under the table's lock (23505), NULLs distinct as in PostgreSQL.
-    unique_sets: list[tuple[str, list[str]]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

@@ -42,14 +42,46 @@ import pyarrow.parquet as pq
 from catalog.store import CatalogChanges, _table_from_json, _table_to_json
 
 if TYPE_CHECKING:
-    from catalog.store import Catalog
-    from engine.storage import TableStore, WriteOp
+    from catalog.store import Catalog, TableDef
+    from engine.storage import TableStore
 
 log = logging.getLogger("tidegate.txnlog")
 
 APP_ID = "tidegate-txn"
 _PER_TXN = 10_000  # app versions per transaction: id * _PER_TXN + position
 _ID_BLOCK = 1000  # transaction ids reserved per write of ``sequence``
+
+
+@dataclass
+class WriteOp:
+    """A validated write, applied as one Delta commit.
+
+    ``kind``: "append" (rows), "upsert" (rows replace rows with equal ``keys``), "merge" (ON
+    CONFLICT DO UPDATE: ``updates`` are DataFusion SQL expressions over t./s.), "update" (``data``
+    holds every column's new value plus ``__tg_old_<k>`` for each match column ``keys``),
+    "delete" (``data`` holds the ``keys`` of the rows to remove), "overwrite" (the whole new
+    content, computed from ``base_version``), "add_columns" (the columns of ``table`` the stored
+    table lacks, added as nullable), "none".
+    """
+
+    table: TableDef
+    kind: str
+    data: pa.Table | pa.RecordBatchReader | None = None
+    keys: list[str] = field(default_factory=list)
+    updates: dict[str, str] = field(default_factory=dict)
+    base_version: int | None = None
+    app_id: str | None = None
+    app_version: int | None = None
+    schema_change: bool = False
+    null_safe: bool = False  # "update"/"delete" matched on nullable columns
+    # "append" into a PRIMARY KEY table: ``keys`` are re-checked against the table at commit, under
+    # its lock (23505), so concurrent statements and transactions cannot both store one key.
+    unique: bool = False
+    # "append" of INSERT ... ON CONFLICT DO NOTHING: rows whose ``keys`` exist at commit are dropped.
+    skip_existing: bool = False
+    # "append"/"update" of a table with UNIQUE constraints or unique indexes: (name, columns) each
+    # re-checked at commit under the table's lock (23505), NULLs distinct as in PostgreSQL.
+    unique_sets: list[tuple[str, list[str]]] = field(default_factory=list)
 
 
 def app_version(txid: int, position: int) -> int:
@@ -126,8 +158,6 @@ class Journal:
 
     def pending(self) -> list[tuple[int, list[WriteOp], DdlRecord | None, dict | None]]:
         """Records of transactions whose writes may not all have landed, oldest first (with their notes)."""
-        from engine.storage import WriteOp
-
         out = []
         for record in sorted(self.root.glob("*.json"), key=lambda p: int(p.stem)):
             doc = json.loads(record.read_text())

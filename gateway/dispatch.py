@@ -20,13 +20,14 @@ from typing import Any, Protocol
 import pyarrow as pa
 
 from gateway import gucs
-from tidegate import sqllex
+from tidegate import sqllex, statements
 from tidegate.config import Settings
 from tidegate.errors import SqlError
 from tidegate.pgtypes import ColumnType
 from tidegate.results import CopyTarget, Result, ResultField
 from tidegate.session import SessionInfo
 from tidegate.sqllex import words
+from tidegate.statements import Kind as StatementKind
 
 
 class BackendSession(Protocol):
@@ -73,10 +74,6 @@ class Kind(Enum):
     BACKEND = "backend"
 
 
-_DML = {"insert", "update", "delete", "merge", "upsert"}
-_WRITES = _DML | {"create", "drop", "alter", "truncate", "comment", "grant", "revoke", "admin", "copy"}
-
-
 @dataclass(frozen=True)
 class Classified:
     kind: Kind
@@ -118,8 +115,8 @@ def classify(sql: str) -> Classified:
         return Classified(Kind.RELEASE, cmd)
     if head == "declare":
         return Classified(Kind.DECLARE, cmd)
-    if head == "fetch" and w[1:2] == ["job"] and len(w) > 2 and sqllex.leading(sql, 3)[2].kind in ("str", "param"):
-        # FETCH JOB 'id' / $1 (engine.jobs)
+    statement = statements.classify(sql)
+    if statement.kind is StatementKind.JOB:  # FETCH JOB 'id' / $1 is the engine's, not a cursor's
         return Classified(Kind.BACKEND, cmd)
     if head in ("fetch", "move"):
         return Classified(Kind.FETCH, cmd)
@@ -139,7 +136,7 @@ def classify(sql: str) -> Classified:
         opts = parse_copy(sql)
         return Classified(Kind.COPY_FROM if opts.direction == "from" else Kind.COPY_TO, "COPY",
                           is_dml=opts.direction == "from", is_write=opts.direction == "from")
-    return Classified(Kind.BACKEND, cmd, is_dml=head in _DML, is_write=head in _WRITES)
+    return Classified(Kind.BACKEND, cmd, is_dml=statement.is_dml, is_write=statement.is_write)
 
 
 # ----------------------------------------------------------------------------- cursors and savepoints

@@ -11,6 +11,7 @@ from catalog.flows import FlowDef, FlowProgress, FlowStats, FlowStore, informati
 from engine.flows import syntax
 from engine.flows.windows import US, WindowFn, merge_ranges, micros_text, times_to_micros
 from tidegate.errors import SqlError
+from tidegate.statements import Kind, classify
 
 
 def _us(*args: int) -> int:
@@ -50,8 +51,11 @@ def test_interval_and_option_errors() -> None:
 
 
 def test_statement_kinds() -> None:
-    assert syntax.is_flow_statement("show flow status") and syntax.is_flow_statement("ADMIN flush_flow('x')")
-    assert not syntax.is_flow_statement("SHOW TABLES") and not syntax.is_flow_statement("CREATE TABLE flow (x int)")
+    for text in ("show flow status", "ADMIN flush_flow('x')", "create or replace flow f sink to s as select 1",
+                 "SHOW CREATE FLOW f", "comment on flow f is null", "DROP FLOW IF EXISTS f"):
+        assert classify(text).kind is Kind.FLOW, text
+    for text in ("SHOW TABLES", "CREATE TABLE flow (x int)", "DROP TABLE flow", "COMMENT ON TABLE flow IS NULL"):
+        assert classify(text).kind is not Kind.FLOW, text
     assert syntax.parse("SHOW FLOWS FROM s LIKE 'a%'") == syntax.ShowFlows("s", "a%", None)
     assert syntax.parse("comment on flow f is null") == syntax.CommentOnFlow("f", None)
     assert syntax.parse("admin flush_flow('f')") == syntax.FlushFlow("f", "ADMIN FLUSH_FLOW('f')")

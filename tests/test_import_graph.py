@@ -6,6 +6,9 @@
   Imports inside functions count too: a lazy import is still a dependency.
 - No module-level import cycle inside a package (a module's top-level imports never lead back to
   it): the order in which modules are first imported cannot matter.
+- No import cycle at all, imports inside functions included (those under ``if TYPE_CHECKING:``
+  are annotations, not dependencies): each module can be understood and tested from the modules
+  below it, and a lazy import is never the way around a cycle.
 """
 
 from __future__ import annotations
@@ -35,12 +38,26 @@ def _modules() -> dict[str, Path]:
     return out
 
 
-def _imports(path: Path, top_level_only: bool, modules: dict[str, Path]) -> list[tuple[str, int]]:
-    """(imported module, line) of each import; ``from m import x`` is m.x when that is a module, else m."""
+def _type_checking_nodes(tree: ast.Module) -> set[int]:
+    """ids of the nodes inside ``if TYPE_CHECKING:`` blocks."""
+    inside: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.dump(node.test):
+            inside |= {id(n) for stmt in node.body for n in ast.walk(stmt)}
+    return inside
+
+
+def _imports(path: Path, top_level_only: bool, modules: dict[str, Path], *,
+             runtime_only: bool = False) -> list[tuple[str, int]]:
+    """(imported module, line) of each import; ``from m import x`` is m.x when that is a module, else m.
+    ``runtime_only``: without the imports under ``if TYPE_CHECKING:``."""
     tree = ast.parse(path.read_text(), filename=str(path))
     nodes = tree.body if top_level_only else list(ast.walk(tree))
+    skip = _type_checking_nodes(tree) if runtime_only else set()
     found = []
     for node in nodes:
+        if id(node) in skip:
+            continue
         if isinstance(node, ast.Import):
             found += [(alias.name, node.lineno) for alias in node.names]
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
@@ -108,6 +125,21 @@ def test_no_module_level_import_cycles() -> None:
             if target in modules and target != name:
                 graph[name].add(target)
     assert not _cycles(graph), _cycles(graph)
+
+
+def test_no_import_cycles_even_through_imports_inside_functions() -> None:
+    modules = _modules()
+    graph: dict[str, set[str]] = {name: set() for name in modules}
+    where: dict[tuple[str, str], int] = {}
+    for name, path in modules.items():
+        for target, line in _imports(path, False, modules, runtime_only=True):
+            if target in modules and target != name:
+                graph[name].add(target)
+                where.setdefault((name, target), line)
+    found = _cycles(graph)
+    detail = [f"{a} -> {b} (line {where[a, b]})" for cycle in found for a in cycle for b in sorted(graph[a])
+              if b in cycle]
+    assert not found, "\n".join(detail)
 
 
 def test_the_cycle_check_finds_a_cycle() -> None:

@@ -21,7 +21,8 @@ from types import SimpleNamespace
 import psycopg
 import pytest
 
-from engine.refresh import FileAccess, Source, check_create_connector, validate_options
+from engine.ddl import validate_options
+from engine.refresh import FileAccess, Source, check_create_connector
 from tests.tidegate_server import TidegateServer, start_tidegate
 from tidegate.config import Settings, load_settings
 from tidegate.errors import SqlError

@@ -33,7 +33,7 @@ from catalog.store import TableDef
 from engine import ttl
 from engine.flows.plan import (TS_PLACEHOLDER, UPDATE_AT, FlowPlan, sink_column_of, sink_columns, table_refs,
                                upsert_keys)
-from engine.flows.runtime import ActiveFlow, FlowExecutor, RunResult
+from engine.flows.seam import ActiveFlow, FlowExecutor, RunResult
 from engine.flows.windows import US, Range, delta_predicate, merge_ranges, spark_predicate, times_to_micros
 from engine.storage import (WRITER_PROPERTIES, Snapshot, TableStore, action_path, coerce_array, dedupe_last,
                             key_match, storage_schema, storage_to_result)
@@ -150,7 +150,7 @@ class BatchExecutor(FlowExecutor):
     def _evaluate(self, session: EngineSession, af: ActiveFlow, plan: FlowPlan, sink: TableDef,
                   snaps: dict[str, Snapshot], ranges: list[Range] | None) -> pa.Table:
         from engine import spark as sparkmod
-        from engine.executor import StatementResolver
+        from engine.resolver import StatementResolver
         from engine.translate import ResolvedRelation, translate_query
 
         rt = self.runtime

@@ -134,7 +134,7 @@ def find_sources(catalog: Catalog, tree: exp.Expression, info: SessionInfo, defa
 def analyze(session: EngineSession, tree: exp.Expression, info: SessionInfo, sources: list[TableDef]) -> FlowPlan:
     """Translate the query (output names and types) and find its time window."""
     from engine import spark as sparkmod
-    from engine.executor import StatementResolver
+    from engine.resolver import StatementResolver
     from engine.translate import translate_query
 
     session.engine.runtime.wait()

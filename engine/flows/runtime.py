@@ -21,10 +21,8 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from abc import ABC, abstractmethod
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
-from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
@@ -33,6 +31,9 @@ from catalog.store import TableDef
 from engine import events as ev
 from engine.flows.plan import (FlowPlan, analyze, check_sink, find_sources, parse_query, sink_column_of,
                               sink_definition)
+from engine.flows.batch import BatchExecutor
+from engine.flows.seam import ActiveFlow, FlowCancelled, FlowExecutor, RunResult
+from engine.flows.streaming import StreamingExecutor
 from engine.spark import background_jobs
 from tidegate.errors import SqlError
 from tidegate.session import SessionInfo
@@ -47,74 +48,11 @@ PENDING_POLL_S = 1.0
 TICK_S = 0.2
 
 
-@dataclass
-class RunResult:
-    rows_written: int
-    rows_deleted: int = 0
-    changed: bool = True  # False: no source moved, nothing was evaluated
-
-
-class FlowCancelled(Exception):
-    """The flow was dropped/replaced/stopped while a run was in flight."""
-
-
-@dataclass
-class ActiveFlow:
-    """A flow the runtime knows, with its in-process state."""
-
-    flow: FlowDef
-    plan: FlowPlan | None = None
-    plan_key: tuple = ()
-    sink: TableDef | None = None
-    lock: threading.Lock = field(default_factory=threading.Lock)
-    next_due: float = 0.0
-    running: bool = False
-    stopped: bool = False
-    failures: int = 0
-    force_full: bool = False
-    running_job: tuple[Any, str] | None = None
-    stats: FlowStats = field(default_factory=FlowStats)
-
-    def check_cancelled(self) -> None:
-        if self.stopped:
-            raise FlowCancelled(self.flow.name)
-
-
-class FlowExecutor(ABC):
-    """How flows of one ``flow_type`` evaluate. Streaming (part 2) plugs in here: ``start`` launches
-    its continuous query, ``run(flush=True)`` waits until everything committed before the call is
-    in the sink, ``stop`` stops the query, and ``periodic = False`` keeps the runtime's scheduler
-    out of its way."""
-
-    flow_type: str = ""
-    periodic: bool = True
-
-    def __init__(self, runtime: FlowRuntime) -> None:
-        self.runtime = runtime
-
-    @abstractmethod
-    def start(self, flow: ActiveFlow) -> None: ...
-
-    @abstractmethod
-    def run(self, flow: ActiveFlow, *, flush: bool) -> RunResult: ...
-
-    @abstractmethod
-    def stop(self, flow: ActiveFlow, *, dropped: bool) -> None: ...
-
-
-def _executors() -> dict[str, type[FlowExecutor]]:
-    from engine.flows.batch import BatchExecutor
-    from engine.flows.streaming import StreamingExecutor  # part 2: continuous flows
-
-    return {BatchExecutor.flow_type: BatchExecutor, StreamingExecutor.flow_type: StreamingExecutor}
-
-
-EXECUTORS: dict[str, type[FlowExecutor]] = {}
+EXECUTORS: dict[str, type[FlowExecutor]] = {
+    BatchExecutor.flow_type: BatchExecutor, StreamingExecutor.flow_type: StreamingExecutor}
 
 
 def available_flow_types() -> list[str]:
-    if not EXECUTORS:
-        EXECUTORS.update(_executors())
     return sorted(EXECUTORS)
 
 

@@ -11,7 +11,6 @@ from catalog.store import is_temp_schema
 from engine.events import FLOW_CREATED, FLOW_REPLACED
 from engine.flows import syntax
 from engine.flows.plan import analyze, check_sink, find_sources, parse_query, sink_definition
-from engine.flows.syntax import is_flow_statement
 from tidegate import pgvalues
 from tidegate.errors import SqlError
 from tidegate.pgtypes import INT8, TEXT, ColumnType
@@ -22,7 +21,7 @@ if TYPE_CHECKING:
     from engine.executor import EngineSession
     from engine.flows.runtime import FlowRuntime
 
-__all__ = ["dependent_flows", "describe", "drop_dependent_flows", "execute", "is_flow_statement"]
+__all__ = ["dependent_flows", "describe", "drop_dependent_flows", "execute"]
 
 _TEXT = ColumnType(TEXT)
 

@@ -56,7 +56,7 @@ from engine.events import FLOW_FAILED, FLOW_RECOVERED
 from engine.flows import cdf_source
 from engine.flows.batch import BatchExecutor, _to_sink_rows
 from engine.flows.plan import FlowPlan, check_sink, table_refs, upsert_keys
-from engine.flows.runtime import ActiveFlow, FlowRuntime, RunResult
+from engine.flows.seam import ActiveFlow, RunResult
 from engine.flows.windows import _FIXED_UNITS, _WEEK_ORIGIN, merge_ranges, times_to_micros
 from engine.spark import background_jobs
 from engine.storage import WRITER_PROPERTIES, all_new, dedupe_last, key_match
@@ -68,6 +68,7 @@ if TYPE_CHECKING:
     from pyspark.sql.streaming import StreamingQuery
 
     from engine.executor import EngineSession
+    from engine.flows.runtime import FlowRuntime
 
 log = logging.getLogger(__name__)
 
@@ -505,7 +506,7 @@ class StreamingExecutor(BatchExecutor):
     def _project_stream(self, st: _Stream, plan: FlowPlan, df: DataFrame) -> DataFrame:
         """The flow's query applied to the change stream itself (the source replaced by it), with
         each output row's change type appended as ``__tg_change``: one Spark job per batch."""
-        from engine.executor import StatementResolver
+        from engine.resolver import StatementResolver
         from engine.translate import ResolvedRelation, translate_query
 
         af = st.af

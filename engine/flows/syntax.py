@@ -86,24 +86,6 @@ class CommentOnFlow:
 FlowStatement = CreateFlow | DropFlow | ShowFlows | ShowCreateFlow | ShowFlowStatus | FlushFlow | CommentOnFlow
 
 
-def is_flow_statement(sql: str) -> bool:
-    """Whether ``sql`` is one of the FLOW statements (cheap: looks at the first words)."""
-    w = [t.upper for t in sqllex.leading(sql, 6)]
-    w += [""] * (6 - len(w))
-    if w[0] == "CREATE":
-        i = 3 if (w[1], w[2]) == ("OR", "REPLACE") else 1
-        return w[i] == "FLOW"
-    if w[0] == "DROP":
-        return w[1] == "FLOW"
-    if w[0] == "SHOW":
-        return w[1] in ("FLOWS", "FLOW") or (w[1] == "CREATE" and w[2] == "FLOW")
-    if w[0] == "ADMIN":
-        return w[1] == "FLUSH_FLOW"
-    if w[0] == "COMMENT":
-        return w[1] == "ON" and w[2] == "FLOW"
-    return False
-
-
 def _flow_name(r: TokenReader) -> str:
     parts = r.qualified()
     if len(parts) > 3:
