@@ -383,6 +383,13 @@ class DmlStatements:
         refuse_sequence_functions(source)
         if isinstance(source, exp.Values) and any(is_default(e) for tup in source.expressions for e in tup.expressions):
             raise SqlError("0A000", "DEFAULT mixed with non-constant expressions in VALUES is not supported")
+        unknown: set[int] = set()  # VALUES columns of string literals and NULLs only: PostgreSQL's unknown type
+        if isinstance(source, exp.Values):
+            rows = [row.expressions if isinstance(row, exp.Tuple) else [row] for row in source.expressions]
+            unknown = {k for k in range(len(target_cols))
+                       if all(k < len(r) and (isinstance(r[k], exp.Null) or (isinstance(r[k], exp.Literal)
+                                                                           and r[k].is_string)) for r in rows)}
+            source = _typed_values(source, target_cols)
         self.engine.runtime.wait()
 
         def work() -> tuple[pa.Table, list[ColumnType | None]]:
@@ -395,7 +402,7 @@ class DmlStatements:
             raise SqlError("42601", "INSERT has more expressions than target columns")
         values: dict[str, Any] = {}
         for i, c in enumerate(target_cols[:result.num_columns]):
-            src_type = types[i] if i < len(types) else None
+            src_type = types[i] if i < len(types) and i not in unknown else None
             if not (c.name == t.time_index and src_type is not None and _epoch_scale(c) is not None
                     and src_type.pg.name in ("int2", "int4", "int8")):  # epoch integers: _build_rows
                 _check_assignable(c, src_type)
@@ -973,6 +980,28 @@ def _scatter(values: pa.Array, mask: pa.Array, typ: pa.DataType) -> pa.Array:
         return pa.nulls(len(mask), typ)
     ordinal = pc.subtract(pc.cumulative_sum(pc.cast(mask, pa.int64())), 1)
     return pc.take(values, pc.if_else(mask, ordinal, pa.scalar(None, pa.int64())))
+
+
+# The types a VALUES row's string literal is read as before Spark unifies the rows (without a
+# scale: the assignment checks it). Text, intervals, times, json ... stay strings: their storage
+# form is read from the text by _build_rows.
+_VALUES_CASTS = {"int2": "smallint", "int4": "integer", "int8": "bigint", "float4": "real",
+                 "float8": "double precision", "numeric": "numeric", "bool": "boolean", "date": "date",
+                 "timestamp": "timestamp", "timestamptz": "timestamptz"}
+
+
+def _typed_values(values: exp.Values, columns: list[ColumnDef]) -> exp.Values:
+    """INSERT ... VALUES: each row's string literals take their target column's type, as
+    PostgreSQL assigns every row to the target columns (a row ``('2024-01-01 00:00+00')`` beside a
+    row ``(timestamptz '...' + interval '5 s')`` is two timestamptz values, not text and a timestamp)."""
+    values = values.copy()
+    for row in values.expressions:
+        items = row.expressions if isinstance(row, exp.Tuple) else [row]
+        for e, c in zip(items, columns):
+            name = _VALUES_CASTS.get(c.type.pg.name) if not c.type.is_array else None
+            if name is not None and isinstance(e, exp.Literal) and e.is_string:
+                e.replace(exp.Cast(this=e.copy(), to=exp.DataType.build(name, dialect="postgres")))
+    return values
 
 
 def convert_batches(batches: Iterator[pa.RecordBatch], fields: list[ResultField],

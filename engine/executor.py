@@ -21,6 +21,7 @@ DDL inside a block changes the session's view of the catalog (``catalog.txn.Cata
 
 from __future__ import annotations
 
+import functools
 import itertools
 import logging
 import re
@@ -711,13 +712,9 @@ class EngineSession(QueryStatements, SchemaStatements, DmlStatements, SequenceSt
         return self._dispatch(tree, sql, params, info)
 
     def _parse_one(self, sql: str) -> exp.Expression:
-        from engine.translate import parse_postgres
-
-        trees = parse_postgres(sql)
-        trees = [t for t in trees if t is not None]
-        if len(trees) != 1:
-            raise SqlError("42601", "cannot execute several statements at once" if trees else "empty statement")
-        return trees[0]
+        """The statement's tree: parsed once per text (drivers repeat their statements: Describe
+        then Execute, a prepared lookup per row), a copy each time as the callers rewrite it."""
+        return _parsed(sql).copy()
 
     def _dispatch(self, tree: exp.Expression, sql: str, params: list[Any], info: SessionInfo) -> RowStream | CommandResult:
         if not isinstance(tree, exp.Insert):
@@ -827,6 +824,16 @@ EngineSession._HANDLERS = {
 
 
 # -- helpers ------------------------------------------------------------------------------------
+
+@functools.lru_cache(maxsize=1024)
+def _parsed(sql: str) -> exp.Expression:
+    from engine.translate import parse_postgres
+
+    trees = [t for t in parse_postgres(sql) if t is not None]
+    if len(trees) != 1:
+        raise SqlError("42601", "cannot execute several statements at once" if trees else "empty statement")
+    return trees[0]
+
 
 
 def _relation_position(sql: str, message: str) -> int | None:

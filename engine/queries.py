@@ -11,10 +11,11 @@ import pyarrow as pa
 from sqlglot import exp
 
 from catalog.store import TableDef
-from engine import ddl, spark as sparkmod
+from engine import ddl, interactive, spark as sparkmod
 from engine.dml import convert_batches, fill_params, param_index
 from engine.flows import statements as flow_statements
 from engine.resolver import node_name
+from engine.translate import parse_postgres
 from tidegate import pgvalues, sqllex, statements
 from tidegate.errors import SqlError
 from tidegate.pgtypes import ColumnType, pg_type_for_arrow, TEXT
@@ -33,6 +34,10 @@ class QueryStatements:
     def _query(self, tree: exp.Expression, sql: str, params: list[Any], info: SessionInfo) -> RowStream:
         if tree.args.get("locks"):
             self._lock_rows(tree, info)
+        lookup = interactive.shape(self, tree, info)
+        plan = interactive.bind(self, lookup, params) if lookup is not None else None
+        if plan is not None:  # a small read of one table: its files, in the gateway
+            return interactive.run(plan)
         self.engine.runtime.wait()
 
         def work() -> RowStream:
@@ -141,6 +146,12 @@ class QueryStatements:
     def _explain(self, sql: str, params: list[Any], info: SessionInfo) -> RowStream:
         """EXPLAIN [(options)] query: Spark's plan, one line per row in column ``QUERY PLAN``."""
         tree = self._parse_one(sql)
+        query = _explained_select(tree)
+        lookup = interactive.shape(self, query, info) if query is not None else None
+        plan = interactive.bind(self, lookup, params) if lookup is not None else None
+        if plan is not None:
+            table = pa.table({"QUERY PLAN": pa.array(interactive.explain(plan), pa.string())})
+            return RowStream.from_table([ResultField("QUERY PLAN", ColumnType(TEXT))], table, command="EXPLAIN")
         self.engine.runtime.wait()
 
         def work() -> RowStream:
@@ -238,6 +249,10 @@ class QueryStatements:
                 else:
                     return types, self._describe_returning(t, target, returning, len(types), info)
             return types, fields
+        if isinstance(tree, exp.Select):
+            lookup = interactive.shape(self, tree, info)
+            if lookup is not None:  # the interactive path's columns; no Spark analysis
+                return types, lookup.fields
         if isinstance(tree, (exp.Query, exp.Values)):
             self.engine.runtime.wait()
 
@@ -358,6 +373,18 @@ def _reconcile(declared: ColumnType | None, actual: pa.DataType) -> ColumnType:
     if declared.pg.name == "float8" and pa.types.is_float32(actual):
         return pg_type_for_arrow(actual)
     return declared
+
+
+def _explained_select(tree: exp.Expression) -> exp.Select | None:
+    """The SELECT of ``EXPLAIN SELECT ...`` (no options: EXPLAIN ANALYZE / VERBOSE show Spark's plan)."""
+    if not isinstance(tree, exp.Command) or not isinstance(tree.expression, exp.Literal):
+        return None
+    text = tree.expression.name
+    first = sqllex.leading(text, 1)
+    if not first or first[0].upper != "SELECT":
+        return None
+    statements = parse_postgres(text)
+    return statements[0] if len(statements) == 1 and isinstance(statements[0], exp.Select) else None
 
 
 def _small_result(tree: exp.Expression) -> bool:

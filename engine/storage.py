@@ -491,7 +491,9 @@ class TableStore:
             dt = DeltaTable(location)
             with self._guard:
                 self._tables[location] = dt
-        else:
+        elif "://" in location or os.path.exists(os.path.join(location, "_delta_log", f"{dt.version() + 1:020d}.json")):
+            # Every commit writes the log entry of the next version: while it is absent the cached
+            # table is the current one (a stat, where update_incremental lists the log: ~1 ms).
             dt.update_incremental()
         return dt
 
@@ -556,6 +558,13 @@ class TableStore:
         with self.lock(location):
             dt = self._table(location)
             return Snapshot(location, dt.version(), local_files(dt))
+
+    def snapshot_with_stats(self, location: str) -> tuple[Snapshot, pa.Table]:
+        """The current version's snapshot and its files' log statistics
+        (``get_add_actions(flatten=True)``: path, num_records, min.<c>, max.<c>, ...), of one version."""
+        with self.lock(location):
+            dt = self._table(location)
+            return Snapshot(location, dt.version(), local_files(dt)), pa.table(dt.get_add_actions(flatten=True))
 
     def version(self, location: str) -> int:
         with self.lock(location):

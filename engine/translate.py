@@ -1824,6 +1824,12 @@ class _Translator:
             self._coerce_literal_operands(node)
             if isinstance(node, (exp.EQ, exp.NEQ, exp.NullSafeEQ, exp.NullSafeNEQ)):
                 self._interval_text_operands(node)
+        if isinstance(node, exp.Between):  # x BETWEEN 'a' AND 'b': the bounds take x's type
+            for bound in ("low", "high"):
+                self._coerce_literal(node.args.get(bound), node.this)
+        if isinstance(node, exp.In) and not node.args.get("query"):  # x IN ('a', 'b'): as x = 'a' OR ...
+            for item in node.expressions:
+                self._coerce_literal(item, node.this)
         if isinstance(node, (exp.Sum, exp.Avg)) and not isinstance(node.this, exp.Literal):
             if _dtype(node.this) in _STRING_TYPES:
                 fname = "sum" if isinstance(node, exp.Sum) else "avg"
@@ -2238,9 +2244,13 @@ class _Translator:
                     lit.replace(self._cast_node(exp.Cast(this=lit.copy(), to=element.copy())))
                 return
             if _dtype(other) in self._COERCIBLE:
-                target = other.type.copy()
-                lit.replace(self._cast_node(exp.Cast(this=lit.copy(), to=target)))
+                self._coerce_literal(lit, other)
                 return
+
+    def _coerce_literal(self, lit: exp.Expression | None, other: exp.Expression) -> None:
+        """An untyped string literal beside a value of a coercible type takes that type."""
+        if isinstance(lit, exp.Literal) and lit.is_string and _dtype(other) in self._COERCIBLE:
+            lit.replace(self._cast_node(exp.Cast(this=lit.copy(), to=other.type.copy())))
 
     @staticmethod
     def _interval_text_operands(node: exp.Binary) -> None:
@@ -3669,10 +3679,32 @@ def translate_query(
     hidden = [f"__tg_operand_{k}" for k in range(sum(len(slots) for slots in operands.values()))]
     tree = translator.rewrite(tree)
     translator.restore_generators(tree)
+    _evaluable_values(tree)
     _set_output_aliases(tree, names + hidden)
     spark_sql = tree.sql(dialect="spark", identify=True, comments=False)
     pgfunctions.check_spark_sql(tree, spark_sql)
     return TranslatedQuery(spark_sql, names, types, translator.tables, operands)
+
+
+def _evaluable_values(tree: exp.Expression) -> None:
+    """A VALUES list whose rows hold one of the translator's checks (``raise_error``: a date out of
+    range, a square root of a negative number ...) becomes ``SELECT ... UNION ALL SELECT ...``:
+    Spark evaluates an inline table while analysing it and refuses what may raise
+    (INVALID_INLINE_TABLE), so the statement failed with that refusal instead of the check's
+    answer or PostgreSQL's error."""
+    for values in list(tree.find_all(exp.Values)):
+        if not any(isinstance(f, exp.Anonymous) and f.name.lower() == "raise_error"
+                   for f in values.find_all(exp.Anonymous)):
+            continue
+        alias = values.args.get("alias")
+        rows = [row.expressions if isinstance(row, exp.Tuple) else [row] for row in values.expressions]
+        union: exp.Expression | None = None
+        for row in rows:
+            select = exp.Select(expressions=[e.copy() for e in row])
+            union = select if union is None else exp.Union(this=union, expression=select, distinct=False)
+        if union is None:
+            continue
+        values.replace(exp.Subquery(this=union, alias=alias.copy() if alias is not None else None))
 
 
 _NUMERIC_OPERAND_TYPES = _INTEGER_TYPES | {_T.DECIMAL}

@@ -215,6 +215,8 @@ _GUC_LIST: list[Guc] = [
     Guc("statement_timeout", "0", "Sets the maximum allowed duration of any statement.", _ms),
     Guc("synchronous_commit", "on", "Sets the current transaction's synchronization level.",
         _enum("local", "remote_write", "remote_apply", "on", "off")),
+    Guc("tidegate.interactive", "on", "Answers small reads of one table from its files in the gateway (off: on Spark).",
+        _bool),
     Guc("TimeZone", "UTC", "Sets the time zone for displaying and interpreting time stamps.", _timezone, reported=True),
     Guc("timezone_abbreviations", "Default", "Selects a file of time zone abbreviations."),
     Guc("transaction_deferrable", "off", "Whether to defer a read-only serializable transaction until it can be executed with no possible serialization failures.", _bool),

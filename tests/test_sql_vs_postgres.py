@@ -267,6 +267,25 @@ def test_query_matches_postgres(name: str, server_conn: psycopg.Connection, orac
 # ------------------------------------------------------------------------- DDL/DML transcripts
 
 SCENARIOS: dict[str, list[str]] = {
+    # Found by the interactive path's differential test (tests/test_interactive.py)
+    "unknown_literals_take_the_other_side_type": [
+        "CREATE TABLE sqc_unk (id int, d date, b boolean, ts timestamp, tz timestamptz, by bytea, iv interval,"
+        " vc varchar(3), n numeric(5,2))",
+        # VALUES rows mixing string literals with typed expressions (one row raises a check inside Spark)
+        "INSERT INTO sqc_unk VALUES (1, '20240115', 'off', '2024-01-01 10:00', '2024-01-01 00:00:00+00', '\\x00ff',"
+        " '1 day 02:00', 'ab', '1.005'),"
+        " (2, date '2024-01-01' + -37, true, timestamp '2024-01-01' + interval '1 hour',"
+        " timestamptz '2024-01-01 00:00+00' + interval '5 seconds', NULL, '-1 mon', 'abc', 2)",
+        "INSERT INTO sqc_unk VALUES (3, date '2024-01-01' + 1, true, NULL, NULL, NULL, NULL, 'abcd', 1)",
+        "SELECT * FROM sqc_unk ORDER BY id",
+        "SELECT id FROM sqc_unk WHERE d BETWEEN '20231101' AND '2024-01-31' ORDER BY id",
+        "SELECT id FROM sqc_unk WHERE b BETWEEN 'off' AND true ORDER BY id",
+        "SELECT id FROM sqc_unk WHERE d IN ('20240115', '2023-11-25') ORDER BY id",
+        "SELECT id FROM sqc_unk WHERE id IN ('1', 3) ORDER BY id",
+        "SELECT id FROM sqc_unk WHERE id IN ('x')",
+        "SELECT * FROM (VALUES (date '2024-01-01' + -37, 1), (date '2024-01-01', 2)) AS v(a, b) ORDER BY b",
+        "DROP TABLE sqc_unk",
+    ],
     # Each fails in PostgreSQL; Spark answered most of them (NULL, '', Infinity, a guess)
     "values_outside_their_domain": [
         "SELECT substr(name, 1, -1) FROM sq_emp",

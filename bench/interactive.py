@@ -1,0 +1,159 @@
+"""Interactive reads (issue 23): tidegate's interactive path vs its Spark path vs PostgreSQL 15.
+
+Measures, side by side in one run, on one N-row table ``kv (id bigint PRIMARY KEY, v text,
+ts timestamptz, n numeric(12,2))`` loaded with COPY in commits of 100,000 rows:
+  - primary-key point lookup ``SELECT v, ts, n FROM kv WHERE id = $1`` (random keys), p50 and p99,
+    through psycopg (text) and asyncpg (binary);
+  - ``SELECT * FROM kv WHERE id BETWEEN $1 AND $1 + 999 ORDER BY id`` (1,000 rows) p50;
+  - a read the statistics cannot narrow, ``SELECT id FROM kv WHERE v = 'none'`` over every row: the
+    interactive path's cost at its size limit (engine.interactive.MAX_ROWS) against Spark's;
+  - ``SELECT $1::bigint + 1`` p50 (not on the interactive path yet: shown for the issue's target).
+"tidegate" is ``SET tidegate.interactive = on`` (the default), "tidegate Spark" the same
+statements with it off.
+
+Usage: python bench/interactive.py [--rows N] [--only postgres|tidegate|all] [--lookups K]
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import random
+import statistics
+import time
+
+import _common as C  # noqa: N812  (run as a script from bench/)
+import asyncpg
+import psycopg
+
+from engine.interactive import MAX_ROWS
+
+TARGET_LOOKUP_P50_MS = 2.0
+TARGET_LOOKUP_P99_MS = 10.0
+TARGET_RANGE_P50_MS = 10.0
+TARGET_PARAM_P50_MS = 0.5
+CHUNK = 100_000
+
+
+def load(conn: C.Conn, rows: int) -> None:
+    with psycopg.connect(conn.dsn, autocommit=True) as c:
+        c.execute("DROP TABLE IF EXISTS kv")
+        c.execute("CREATE TABLE kv (id bigint PRIMARY KEY, v text, ts timestamptz, n numeric(12,2))")
+        for start in range(0, rows, CHUNK):
+            buf = io.StringIO()
+            for k in range(start, min(rows, start + CHUNK)):
+                buf.write(f"{k}\tvalue {k}\t2024-01-01 00:00:00+00\t{k % 100000 / 100:.2f}\n")
+            with c.cursor().copy("COPY kv FROM STDIN") as copy:
+                copy.write(buf.getvalue())
+        if conn.name == "postgres":
+            c.execute("ANALYZE kv")
+
+
+def percentiles(samples: list[float]) -> tuple[float, float]:
+    samples = sorted(samples)
+    return statistics.median(samples), samples[min(len(samples) - 1, int(len(samples) * 0.99))]
+
+
+def psycopg_ms(conn: C.Conn, sql: str, make_params, n: int, setting: str | None) -> tuple[float, float]:
+    with psycopg.connect(conn.dsn, autocommit=True) as c:
+        if setting is not None:
+            c.execute(f"SET tidegate.interactive = {setting}")
+        for _ in range(min(20, n)):
+            c.execute(sql, make_params()).fetchall()
+        samples = []
+        for _ in range(n):
+            params = make_params()
+            start = time.perf_counter()
+            c.execute(sql, params).fetchall()
+            samples.append((time.perf_counter() - start) * 1000)
+    return percentiles(samples)
+
+
+def asyncpg_ms(conn: C.Conn, sql: str, rows: int, n: int, setting: str | None) -> tuple[float, float]:
+    async def run() -> list[float]:
+        c = await asyncpg.connect(host=conn.host, port=conn.port, user=conn.user, database=conn.dbname)
+        try:
+            if setting is not None:
+                await c.execute(f"SET tidegate.interactive = {setting}")
+            rnd = random.Random(7)
+            for _ in range(min(20, n)):
+                await c.fetch(sql, rnd.randrange(rows))
+            samples = []
+            for _ in range(n):
+                key = rnd.randrange(rows)
+                start = time.perf_counter()
+                await c.fetch(sql, key)
+                samples.append((time.perf_counter() - start) * 1000)
+            return samples
+        finally:
+            await c.close()
+
+    return percentiles(asyncio.run(run()))
+
+
+def main() -> None:
+    args = C.parse_args(__doc__.splitlines()[0], default_rows=1_000_000, extra=lambda p: p.add_argument(
+        "--lookups", type=int, default=300, help="statements timed per figure on the fast paths (default 300)"))
+    rows, n = args.rows, args.lookups
+    slow_n = max(10, n // 10)  # the Spark path is timed on fewer statements
+    report = C.Report(f"bench/interactive.py — {rows:,} rows, {n} lookups per figure",
+                      ["tidegate", "tidegate Spark", "PostgreSQL 15"])
+    with C.servers(args.only) as started:
+        sides: list[tuple[str, C.Conn, str | None, int]] = []
+        if "tidegate" in started:
+            tg = C.tidegate_conn(started["tidegate"])
+            print("loading tidegate ...", flush=True)
+            load(tg, rows)
+            sides += [("tidegate", tg, "on", n), ("tidegate Spark", tg, "off", slow_n)]
+        if "postgres" in started:
+            pg = C.postgres_conn(started["postgres"])
+            print("loading PostgreSQL ...", flush=True)
+            load(pg, rows)
+            sides.append(("PostgreSQL 15", pg, None, n))
+
+        rnd = random.Random(11)
+        lookup = "SELECT v, ts, n FROM kv WHERE id = %s"
+        p50, p99 = {}, {}
+        for label, conn, setting, count in sides:
+            p50[label], p99[label] = psycopg_ms(conn, lookup, lambda: (rnd.randrange(rows),), count, setting)
+        report.add("PK lookup p50 ms (psycopg)", p50, f"<= {TARGET_LOOKUP_P50_MS}",
+                   None if "tidegate" not in p50 else p50["tidegate"] <= TARGET_LOOKUP_P50_MS)
+        report.add("PK lookup p99 ms (psycopg)", p99, f"<= {TARGET_LOOKUP_P99_MS}",
+                   None if "tidegate" not in p99 else p99["tidegate"] <= TARGET_LOOKUP_P99_MS)
+
+        p50, p99 = {}, {}
+        for label, conn, setting, count in sides:
+            p50[label], p99[label] = asyncpg_ms(conn, "SELECT v, ts, n FROM kv WHERE id = $1", rows, count, setting)
+        report.add("PK lookup p50 ms (asyncpg)", p50, f"<= {TARGET_LOOKUP_P50_MS}",
+                   None if "tidegate" not in p50 else p50["tidegate"] <= TARGET_LOOKUP_P50_MS)
+        report.add("PK lookup p99 ms (asyncpg)", p99, f"<= {TARGET_LOOKUP_P99_MS}",
+                   None if "tidegate" not in p99 else p99["tidegate"] <= TARGET_LOOKUP_P99_MS)
+
+        span = "SELECT * FROM kv WHERE id BETWEEN %s AND %s ORDER BY id"
+
+        def span_params() -> tuple[int, int]:
+            start = rnd.randrange(max(1, rows - 1000))
+            return start, start + 999
+
+        vals = {label: psycopg_ms(conn, span, span_params, max(10, count // 3), setting)[0]
+                for label, conn, setting, count in sides}
+        report.add("1,000-row key range p50 ms", vals, f"<= {TARGET_RANGE_P50_MS}",
+                   None if "tidegate" not in vals else vals["tidegate"] <= TARGET_RANGE_P50_MS)
+
+        full = "SELECT id FROM kv WHERE v = 'none'"
+        vals = {label: psycopg_ms(conn, full, lambda: None, 10, setting)[0] for label, conn, setting, _ in sides}
+        note = ""
+        if "tidegate" in vals and "tidegate Spark" in vals:
+            note = (f"every row read: interactive / Spark = {vals['tidegate'] / vals['tidegate Spark']:.2f} "
+                    f"(the interactive path takes reads up to {MAX_ROWS:,} candidate rows)")
+        report.add(f"filter of all {rows:,} rows p50 ms", vals, "", None, note)
+
+        vals = {label: psycopg_ms(conn, "SELECT %s::bigint + 1", lambda: (rnd.randrange(rows),), count, setting)[0]
+                for label, conn, setting, count in sides}
+        report.add("SELECT $1::bigint + 1 p50 ms", vals, f"<= {TARGET_PARAM_P50_MS}",
+                   None if "tidegate" not in vals else vals["tidegate"] <= TARGET_PARAM_P50_MS)
+    report.print()
+
+
+if __name__ == "__main__":
+    main()

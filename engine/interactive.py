@@ -1,0 +1,509 @@
+"""The interactive path: small reads of one table answered from its files, without Spark.
+
+A query qualifies when its answer is a filter, projection, order and limit of one base table's
+stored rows, which Arrow computes exactly as the Spark path does:
+
+* ``SELECT`` of plain columns (``*``, ``t.*``, ``c``, ``c AS x``) ``FROM`` one table (no join,
+  subquery, CTE, GROUP BY / HAVING / DISTINCT / window, FOR UPDATE);
+* ``WHERE``: a conjunction of ``c <op> v`` (``=``, ``<>``, ``<``, ``<=``, ``>``, ``>=``),
+  ``c BETWEEN v AND w``, ``c IN (v, ...)``, ``c IS [NOT] NULL``, where ``c`` is a column of type
+  smallint / integer / bigint, text / varchar, boolean, date, timestamp or timestamptz and ``v``
+  a literal or parameter PostgreSQL reads as a value of that type (an integer literal for an
+  integer column, a string literal read by the column type's input rules, a parameter of the
+  column's Python type); anything else goes to Spark, which gives PostgreSQL's answer or error;
+* ``ORDER BY`` columns of those types whose NULLs all sort the same way; ``LIMIT`` / ``OFFSET``
+  integer literals;
+* the table: a base table (not a view or sequence) with no ttl, no write of this session's open
+  transaction pending on it, and at most :data:`MAX_ROWS` rows in the files its statistics cannot
+  exclude.
+
+The files are those of the Delta version the Spark path would read at this moment (a newer commit
+visible to the session is always read). Integer and date statistics of the log exclude files
+(timestamps' statistics are milliseconds, strings' are prefixes: never used to exclude), the
+Parquet row-group statistics then exclude row groups, and the filter is applied to the rows read.
+Decoded columns of the files read are kept (:data:`CACHE_BYTES`, least recently used out): a data
+file never changes, so a key looked up again is a filter in memory. Results go through the same
+conversion as Spark's (:func:`engine.dml.convert_batches`).
+``SET tidegate.interactive = off`` sends every query to Spark; EXPLAIN says which path runs.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as pads
+from sqlglot import exp
+
+from catalog.store import ColumnDef, TableDef
+from engine import ttl
+from engine.dml import convert_batches, param_index
+from engine.resolver import node_name
+from engine.storage import Snapshot, action_path, python_value, storage_schema
+from tidegate.errors import SqlError
+from tidegate.results import ResultField, RowStream
+from tidegate.session import SessionInfo
+
+if TYPE_CHECKING:
+    from engine.executor import EngineSession
+
+SETTING = "tidegate.interactive"
+# Rows (in the files statistics cannot exclude) up to which Arrow in the gateway answers: bench/
+# interactive.py measures the crossover with Spark (docs/DESIGN.md, "Interactive path").
+MAX_ROWS = 1_000_000
+
+_INTS = {"int2": (-2**15, 2**15 - 1), "int4": (-2**31, 2**31 - 1), "int8": (-2**63, 2**63 - 1)}
+_TEXTS = ("text", "varchar")
+_FAMILIES = (*_INTS, *_TEXTS, "bool", "date", "timestamp", "timestamptz")
+_PRUNED_BY_STATS = (*_INTS, "date")  # exact statistics in the Delta log
+_OPS = {exp.EQ: "=", exp.NEQ: "<>", exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp.GTE: ">="}
+_FLIPPED = {"=": "=", "<>": "<>", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
+_ALLOWED_ARGS = {"expressions", "from_", "where", "order", "limit", "offset"}
+
+
+class _NotHere(Exception):
+    """The query is not one the interactive path answers: Spark runs it."""
+
+
+@dataclass
+class _Term:
+    column: ColumnDef
+    op: str  # = <> < <= > >= between in null notnull
+    values: list[Any] = field(default_factory=list)  # unbound: (literal value) or ("param", n)
+
+
+@dataclass
+class Lookup:
+    """A query the interactive path answers, with its values not yet bound."""
+
+    table: TableDef
+    columns: list[ColumnDef]
+    names: list[str]
+    terms: list[_Term]
+    order: list[tuple[str, bool]]  # (column, descending)
+    nulls_first: bool
+    limit: int | None
+    offset: int
+
+    @property
+    def fields(self) -> list[ResultField]:
+        return [ResultField(n, c.type) for n, c in zip(self.names, self.columns)]
+
+
+def enabled(info: SessionInfo) -> bool:
+    return info.settings.get(SETTING, "on") != "off"
+
+
+def shape(session: EngineSession, tree: exp.Expression, info: SessionInfo) -> Lookup | None:
+    """The lookup ``tree`` is, or None when Spark must run it. Resolution errors (42P01, 42501)
+    are raised as the Spark path raises them."""
+    if not enabled(info) or not isinstance(tree, exp.Select):
+        return None
+    if any(v for k, v in tree.args.items() if k not in _ALLOWED_ARGS) or any(
+            n is not tree for n in tree.find_all(exp.Select, exp.Subquery, exp.Window, exp.AggFunc)):
+        return None
+    source = tree.args.get("from_")
+    table_node = source.this if source is not None else None
+    if not isinstance(table_node, exp.Table) or any(
+            v for k, v in table_node.args.items() if k not in ("this", "db", "alias")):
+        return None
+    alias = table_node.args.get("alias")
+    if alias is not None and alias.args.get("columns"):
+        return None
+    schema, name = session._table_name(table_node)
+    if schema in ("pg_catalog", "information_schema"):
+        return None
+    t = session.catalog.resolve_table(name, schema, info.search_path)
+    if t.kind != "table" or not ttl.of(t).forever or session._pending_ops(t):
+        return None
+    session.catalog.roles.check_table(info, t, "SELECT")
+    qualifiers = {node_name(alias.this)} if alias is not None else {t.name, f"{t.schema}.{t.name}"}
+    try:
+        columns, names = _projection(tree.expressions, t, qualifiers)
+        terms = _terms(tree.args.get("where"), t, qualifiers)
+        order, nulls_first = _order(tree.args.get("order"), t, qualifiers, names, columns)
+        limit = _count(tree.args.get("limit"))
+        offset = _count(tree.args.get("offset")) or 0
+    except _NotHere:
+        return None
+    return Lookup(t, columns, names, terms, order, nulls_first, limit, offset)
+
+
+def _column(node: exp.Expression, t: TableDef, qualifiers: set[str]) -> ColumnDef:
+    if not isinstance(node, exp.Column) or isinstance(node.this, exp.Star):
+        raise _NotHere
+    table = node.args.get("table")
+    if node.args.get("catalog") is not None or node.args.get("db") is not None:
+        raise _NotHere
+    if table is not None and node_name(table) not in qualifiers:
+        raise _NotHere
+    c = t.column(node_name(node.this))
+    if c is None:
+        raise _NotHere  # Spark's translation raises 42703 with its position
+    return c
+
+
+def _projection(items: list[exp.Expression], t: TableDef, qualifiers: set[str]) -> tuple[list[ColumnDef], list[str]]:
+    columns: list[ColumnDef] = []
+    names: list[str] = []
+    for item in items:
+        star = item if isinstance(item, exp.Star) else (
+            item.this if isinstance(item, exp.Column) and isinstance(item.this, exp.Star) else None)
+        if star is not None:
+            if star.args.get("except_") or star.args.get("replace") or star.args.get("rename"):
+                raise _NotHere
+            if isinstance(item, exp.Column) and (item.args.get("table") is None
+                                                 or node_name(item.args["table"]) not in qualifiers):
+                raise _NotHere
+            columns += t.columns
+            names += [c.name for c in t.columns]
+            continue
+        node, label = (item.this, node_name(item.args["alias"])) if isinstance(item, exp.Alias) else (item, None)
+        c = _column(node, t, qualifiers)
+        columns.append(c)
+        names.append(label if label is not None else c.name)
+    if not columns:
+        raise _NotHere
+    return columns, names
+
+
+def _family(c: ColumnDef) -> str:
+    name = c.type.pg.name
+    if c.type.is_array or name not in _FAMILIES:
+        raise _NotHere
+    return name
+
+
+def _value(node: exp.Expression, c: ColumnDef) -> Any:
+    """A literal's value as PostgreSQL compares it with column ``c``, or ("param", n)."""
+    family = _family(c)
+    n = param_index(node)
+    if n is not None:
+        return ("param", n)
+    if isinstance(node, exp.Neg) and isinstance(node.this, exp.Literal) and not node.this.is_string:
+        value = _value(node.this, c)
+        return -value
+    if isinstance(node, exp.Boolean):
+        if family != "bool":
+            raise _NotHere
+        return bool(node.this)
+    if not isinstance(node, exp.Literal):
+        raise _NotHere
+    text = node.this
+    if not node.is_string:  # a number: integer columns against integer literals only
+        if family not in _INTS or not text.isdigit():
+            raise _NotHere
+        return int(text)
+    if family in _TEXTS:
+        return text
+    try:  # an unknown-typed literal takes the column's type (its input rules, the session zone)
+        return python_value(text, c.type, c.name)
+    except SqlError:
+        raise _NotHere from None  # Spark's path gives the error
+
+
+def _terms(where: exp.Where | None, t: TableDef, qualifiers: set[str]) -> list[_Term]:
+    if where is None:
+        return []
+    out: list[_Term] = []
+    stack = [where.this]
+    while stack:
+        node = stack.pop()
+        while isinstance(node, exp.Paren):
+            node = node.this
+        if isinstance(node, exp.And):
+            stack += [node.this, node.expression]
+            continue
+        negated = isinstance(node, exp.Not)
+        if negated:
+            node = node.this
+            while isinstance(node, exp.Paren):
+                node = node.this
+        if isinstance(node, exp.Is) and isinstance(node.expression, exp.Null):
+            c = _column(node.this, t, qualifiers)
+            _family(c)
+            out.append(_Term(c, "notnull" if negated != bool(node.args.get("negate")) else "null"))
+            continue
+        if negated:
+            raise _NotHere
+        if type(node) in _OPS:
+            op = _OPS[type(node)]
+            left, right = node.this, node.expression
+            if not isinstance(left, exp.Column):
+                left, right, op = right, left, _FLIPPED[op]
+            c = _column(left, t, qualifiers)
+            out.append(_Term(c, op, [_value(right, c)]))
+        elif isinstance(node, exp.Between) and not node.args.get("symmetric"):
+            c = _column(node.this, t, qualifiers)
+            out.append(_Term(c, "between", [_value(node.args["low"], c), _value(node.args["high"], c)]))
+        elif isinstance(node, exp.In) and node.expressions and not node.args.get("query") \
+                and not node.args.get("unnest") and not node.args.get("field"):
+            c = _column(node.this, t, qualifiers)
+            out.append(_Term(c, "in", [_value(e, c) for e in node.expressions]))
+        else:
+            raise _NotHere
+    return out
+
+
+def _order(order: exp.Order | None, t: TableDef, qualifiers: set[str], names: list[str],
+           columns: list[ColumnDef]) -> tuple[list[tuple[str, bool]], bool]:
+    if order is None:
+        return [], False
+    keys: list[tuple[str, bool]] = []
+    placements = set()
+    for o in order.expressions:
+        if not isinstance(o, exp.Ordered) or not isinstance(o.this, exp.Column):
+            raise _NotHere
+        name = node_name(o.this.this)
+        if o.this.args.get("table") is None and name in names and columns[names.index(name)].name != name:
+            raise _NotHere  # an output label, not the table's column of that name
+        c = _column(o.this, t, qualifiers)
+        _family(c)
+        desc = bool(o.args.get("desc"))
+        keys.append((c.name, desc))
+        if not c.not_null:
+            placements.add(bool(o.args.get("nulls_first")))
+    if len(placements) > 1:
+        raise _NotHere  # Arrow places the NULLs of every key alike
+    return keys, placements.pop() if placements else False
+
+
+def _count(node: exp.Expression | None) -> int | None:
+    if node is None:
+        return None
+    value = node.args.get("expression")
+    if isinstance(value, exp.Literal) and not value.is_string and value.this.isdigit():
+        return int(value.this)
+    raise _NotHere
+
+
+# -- binding and reading ------------------------------------------------------------------------
+
+def _bind(term: _Term, params: list[Any]) -> list[Any]:
+    out = []
+    family = term.column.type.pg.name
+    for v in term.values:
+        if isinstance(v, tuple):
+            n = v[1]
+            if not 1 <= n <= len(params):
+                raise _NotHere  # Spark's path raises 42P02
+            v = params[n - 1]
+            if v is None:
+                pass
+            elif family in _INTS:
+                if type(v) is not int:
+                    raise _NotHere
+            elif family in _TEXTS:
+                if not isinstance(v, str):
+                    raise _NotHere
+            elif family == "bool":
+                if not isinstance(v, bool):
+                    raise _NotHere
+            elif family == "date":
+                if type(v) is not dt.date:
+                    raise _NotHere
+            elif family == "timestamp":
+                if not isinstance(v, dt.datetime) or v.tzinfo is not None:
+                    raise _NotHere
+            elif not isinstance(v, dt.datetime) or v.tzinfo is None:  # timestamptz
+                raise _NotHere
+        if family in _INTS and v is not None and not _INTS[family][0] <= v <= _INTS[family][1]:
+            raise _NotHere  # PostgreSQL compares across integer widths; Spark's path does it
+        out.append(v)
+    return out
+
+
+_KERNELS = {"=": pc.equal, "<>": pc.not_equal, "<": pc.less, "<=": pc.less_equal, ">": pc.greater,
+            ">=": pc.greater_equal}
+
+
+def _mask(term: _Term, values: list[Any], column: pa.ChunkedArray) -> pa.ChunkedArray | pa.Array | None:
+    """Where ``term`` holds in ``column`` (NULL: it does not); None: nowhere."""
+    if term.op == "null":
+        return pc.is_null(column)
+    if term.op == "notnull":
+        return pc.is_valid(column)
+    if term.op == "in":
+        values = [v for v in values if v is not None]
+        if not values:
+            return None
+        return pc.is_in(column, value_set=pa.array(values, type=column.type))
+    if any(v is None for v in values):
+        return None  # a comparison with NULL is never true
+    scalars = [pa.scalar(v, type=column.type) for v in values]
+    if term.op == "between":
+        return pc.and_(pc.greater_equal(column, scalars[0]), pc.less_equal(column, scalars[1]))
+    return _KERNELS[term.op](column, scalars[0])
+
+
+def _text(term: _Term, values: list[Any]) -> str:
+    """The term as EXPLAIN shows it."""
+    name = term.column.name
+    if term.op in ("null", "notnull"):
+        return f"{name} IS {'NOT ' if term.op == 'notnull' else ''}NULL"
+    shown = [repr(v) if v is not None else "NULL" for v in values]
+    if term.op == "between":
+        return f"{name} BETWEEN {shown[0]} AND {shown[1]}"
+    if term.op == "in":
+        return f"{name} IN ({', '.join(shown)})"
+    return f"{name} {term.op} {shown[0]}"
+
+
+def _excluded(term: _Term, values: list[Any], lo: Any, hi: Any) -> bool:
+    """Whether a file whose ``term`` column lies in [lo, hi] (statistics) can hold no match."""
+    if lo is None or hi is None or any(v is None for v in values):
+        return False
+    op = term.op
+    if op == "=":
+        return values[0] < lo or values[0] > hi
+    if op == "<":
+        return lo >= values[0]
+    if op == "<=":
+        return lo > values[0]
+    if op == ">":
+        return hi <= values[0]
+    if op == ">=":
+        return hi < values[0]
+    if op == "between":
+        return values[0] > hi or values[1] < lo
+    if op == "in":
+        return all(v < lo or v > hi for v in values)
+    return False
+
+
+@dataclass
+class Plan:
+    """A bound lookup and the files it reads."""
+
+    lookup: Lookup
+    snapshot: Snapshot
+    files: list[str]
+    rows: int  # rows in ``files`` (statistics)
+    total_files: int
+    terms: list[tuple[_Term, list[Any]]]  # the WHERE terms with their values
+
+
+def bind(session: EngineSession, lookup: Lookup, params: list[Any]) -> Plan | None:
+    """The files and filter of ``lookup`` with ``params``; None: too big here, or a parameter
+    this path does not compare as PostgreSQL would (Spark runs the query)."""
+    try:
+        bound = [(term, _bind(term, params)) for term in lookup.terms]
+    except _NotHere:
+        return None
+    snap, actions = session.store.snapshot_with_stats(lookup.table.location)
+    paths = actions.column("path").to_pylist() if actions.num_rows else []
+    counts = actions.column("num_records").to_pylist() if actions.num_rows else []
+    keep = [True] * len(paths)
+    for term, values in bound:
+        if term.column.type.pg.name not in _PRUNED_BY_STATS:
+            continue
+        lo_name, hi_name = f"min.{term.column.name}", f"max.{term.column.name}"
+        if lo_name not in actions.column_names or hi_name not in actions.column_names:
+            continue
+        for i, (lo, hi) in enumerate(zip(actions.column(lo_name).to_pylist(), actions.column(hi_name).to_pylist())):
+            if keep[i] and _excluded(term, values, lo, hi):
+                keep[i] = False
+    files = [action_path(lookup.table.location, p) for p, k in zip(paths, keep) if k]
+    rows = sum(n or 0 for n, k in zip(counts, keep) if k)
+    if any(n is None for n, k in zip(counts, keep) if k) or rows > MAX_ROWS:
+        return None
+    return Plan(lookup, snap, files, rows, len(paths), bound)
+
+
+class _ColumnCache:
+    """Decoded columns of data files, least recently used out past ``limit`` bytes. A Delta data
+    file never changes once written, so an entry is valid as long as a version lists its file."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.size = 0
+        self._entries: OrderedDict[tuple[str, str], pa.ChunkedArray] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple[str, str]) -> pa.ChunkedArray | None:
+        with self._lock:
+            value = self._entries.get(key)
+            if value is not None:
+                self._entries.move_to_end(key)
+            return value
+
+    def put(self, key: tuple[str, str], value: pa.ChunkedArray) -> None:
+        with self._lock:
+            if key in self._entries:
+                return
+            self._entries[key] = value
+            self.size += value.nbytes
+            while self.size > self.limit and self._entries:
+                _, old = self._entries.popitem(last=False)
+                self.size -= old.nbytes
+
+
+CACHE_BYTES = 256 * 1024 * 1024
+_CACHE = _ColumnCache(CACHE_BYTES)
+
+
+def _file_columns(path: str, schema: pa.Schema, names: list[str]) -> pa.Table:
+    """``names`` of one data file (a column the file predates is NULLs, as Spark reads it)."""
+    cached = {n: _CACHE.get((path, n)) for n in names}
+    missing = [n for n, v in cached.items() if v is None]
+    if missing:
+        read = pads.dataset(path, schema=schema, format="parquet").to_table(columns=missing)
+        for n in missing:
+            cached[n] = read.column(n)
+            _CACHE.put((path, n), read.column(n))
+    return pa.table({n: cached[n] for n in names})
+
+
+def run(plan: Plan) -> RowStream:
+    """Read, filter, order and cut ``plan``'s rows; the result as the Spark path shapes it."""
+    lk = plan.lookup
+    schema = storage_schema(lk.table.columns)
+    wanted = list(dict.fromkeys([c.name for c in lk.columns] + [k for k, _ in lk.order]))
+    needed = list(dict.fromkeys(wanted + [t.column.name for t in lk.terms]))
+    parts = []
+    for path in plan.files:
+        part = _file_columns(path, schema, needed)
+        keep = None
+        for term, values in plan.terms:
+            mask = _mask(term, values, part.column(term.column.name))
+            if mask is None:
+                keep = None
+                part = part.slice(0, 0)
+                break
+            keep = mask if keep is None else pc.and_(keep, mask)
+        if keep is not None:
+            part = part.filter(keep)  # NULL: not kept
+        parts.append(part.select(wanted))
+    table = pa.concat_tables(parts) if parts else schema.empty_table().select(wanted)
+    if lk.order:
+        table = table.sort_by([(k, "descending" if d else "ascending") for k, d in lk.order],
+                              null_placement="at_start" if lk.nulls_first else "at_end")
+    if lk.offset or lk.limit is not None:
+        table = table.slice(lk.offset, lk.limit)
+    out = pa.Table.from_arrays([table.column(c.name) for c in lk.columns], names=lk.names)
+    fields = lk.fields
+    return RowStream(fields, convert_batches(iter(out.to_batches()), fields), command="SELECT")
+
+
+def explain(plan: Plan) -> list[str]:
+    lk = plan.lookup
+    lines = [f"Interactive read of {lk.table.schema}.{lk.table.name} (Delta version {plan.snapshot.version}, "
+             f"in the gateway with Arrow)",
+             f"  Files: {len(plan.files)} of {plan.total_files} after statistics, {plan.rows} rows"]
+    if plan.terms:
+        lines.append("  Filter: " + " AND ".join(_text(term, values) for term, values in plan.terms))
+    if lk.order:
+        lines.append("  Sort: " + ", ".join(f"{k}{' DESC' if d else ''}" for k, d in lk.order)
+                     + (" NULLS FIRST" if lk.nulls_first else ""))
+    if lk.limit is not None or lk.offset:
+        lines.append(f"  Limit: {lk.limit if lk.limit is not None else 'ALL'} offset {lk.offset}")
+    lines += [f"    {f}" for f in plan.files]
+    return lines
+
+
+__all__ = ["Lookup", "MAX_ROWS", "Plan", "SETTING", "bind", "enabled", "explain", "run", "shape"]
