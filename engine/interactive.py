@@ -109,9 +109,11 @@ def shape(session: EngineSession, tree: exp.Expression, info: SessionInfo) -> Lo
         return None
     source = tree.args.get("from_")
     table_node = source.this if source is not None else None
-    if not isinstance(table_node, exp.Table) or any(
+    if not isinstance(table_node, exp.Table) or not isinstance(table_node.this, exp.Identifier) or any(
             v for k, v in table_node.args.items() if k not in ("this", "db", "alias")):
-        return None
+        return None  # a function in FROM (generate_series ...), a sample, a catalog-qualified name
+    if session.in_block and session.catalog_in_block is not None:
+        return None  # the block ran DDL: its tables are read through Spark, as the block sees them
     alias = table_node.args.get("alias")
     if alias is not None and alias.args.get("columns"):
         return None

@@ -198,6 +198,11 @@ def test_a_transaction_reads_its_own_writes_through_spark(gw: TidegateServer) ->
             assert rows(c, "SELECT v FROM it_block WHERE id = 2") == [("b",)]
         assert _path(c, "SELECT v FROM it_block WHERE id = 2", ()) == "interactive"
         assert rows(c, "SELECT v FROM it_block WHERE id = 2") == [("b",)]
+        with c.transaction():  # a block that ran DDL reads as it sees the catalog: through Spark
+            c.execute("ALTER TABLE it_block ADD COLUMN w int")
+            assert _path(c, "SELECT * FROM it_block WHERE id = 2", ()) == "spark"
+            assert rows(c, "SELECT * FROM it_block WHERE id = 2") == [(2, "b", None)]
+        assert rows(c, "SELECT * FROM it_block WHERE id = 2") == [(2, "b", None)]
 
 
 def test_what_the_path_leaves_to_spark(gw: TidegateServer, table: str) -> None:
@@ -209,7 +214,8 @@ def test_what_the_path_leaves_to_spark(gw: TidegateServer, table: str) -> None:
                     "SELECT count(*) FROM it_all", "SELECT DISTINCT t FROM it_all",
                     "SELECT * FROM it_all a JOIN it_all b USING (id) WHERE a.id = 1",
                     "SELECT * FROM it_all WHERE id = (SELECT 1)", "SELECT * FROM it_all WHERE t LIKE 'a%'",
-                    "SELECT * FROM it_all WHERE id = 1.5", "SELECT * FROM it_all ORDER BY i4, t DESC"]:
+                    "SELECT * FROM it_all WHERE id = 1.5", "SELECT * FROM it_all ORDER BY i4, t DESC",
+                    "SELECT * FROM generate_series(1, 3) g"]:
             assert _path(c, sql, ()) == "spark", sql
         c.execute("SET tidegate.interactive = off")
         assert _path(c, "SELECT * FROM it_all WHERE id = 1", ()) == "spark"
