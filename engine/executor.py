@@ -216,6 +216,7 @@ class EngineSession(QueryStatements, SchemaStatements, DmlStatements, SequenceSt
         self._spark: SparkSession | None = None
         self._views: dict[str, _ViewEntry] = {}
         self._analyzed: Analyzed | None = None
+        self._lookups: dict[tuple, Any] = {}  # interactive.shape's lookups per (text, catalog version, ...)
         self._tag_seq = itertools.count(1)
         self._lock = threading.Lock()
         self._current_tag: str | None = None

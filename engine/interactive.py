@@ -99,11 +99,31 @@ def enabled(info: SessionInfo) -> bool:
     return info.settings.get(SETTING, "on") != "off"
 
 
-def shape(session: EngineSession, tree: exp.Expression, info: SessionInfo) -> Lookup | None:
+def shape(session: EngineSession, tree: exp.Expression, info: SessionInfo, sql: str | None = None) -> Lookup | None:
     """The lookup ``tree`` is, or None when Spark must run it. Resolution errors (42P01, 42501)
-    are raised as the Spark path raises them."""
+    are raised as the Spark path raises them. With ``sql``, the lookup of that text is kept for
+    the session's next statements while the catalog is unchanged (Describe then Execute, a
+    prepared statement's every Execute)."""
     if not enabled(info) or not isinstance(tree, exp.Select):
         return None
+    key = None
+    if sql is not None and not session.in_block:
+        key = (sql, session.catalog.version, info.user, tuple(info.search_path), info.timezone)
+        kept = session._lookups.get(key)
+        if kept is not None:
+            if session._pending_ops(kept.table):
+                return None
+            session.catalog.roles.check_table(info, kept.table, "SELECT")
+            return kept
+    lookup = _shape(session, tree, info)
+    if key is not None and lookup is not None:
+        if len(session._lookups) >= 64:
+            session._lookups.pop(next(iter(session._lookups)))
+        session._lookups[key] = lookup
+    return lookup
+
+
+def _shape(session: EngineSession, tree: exp.Select, info: SessionInfo) -> Lookup | None:
     if any(v for k, v in tree.args.items() if k not in _ALLOWED_ARGS) or any(
             n is not tree for n in tree.find_all(exp.Select, exp.Subquery, exp.Window, exp.AggFunc)):
         return None
@@ -398,16 +418,15 @@ def bind(session: EngineSession, lookup: Lookup, params: list[Any]) -> Plan | No
     except _NotHere:
         return None
     snap, actions = session.store.snapshot_with_stats(lookup.table.location)
-    paths = actions.column("path").to_pylist() if actions.num_rows else []
-    counts = actions.column("num_records").to_pylist() if actions.num_rows else []
+    paths, counts = actions["path"], actions["num_records"]
     keep = [True] * len(paths)
     for term, values in bound:
         if term.column.type.pg.name not in _PRUNED_BY_STATS:
             continue
         lo_name, hi_name = f"min.{term.column.name}", f"max.{term.column.name}"
-        if lo_name not in actions.column_names or hi_name not in actions.column_names:
+        if lo_name not in actions or hi_name not in actions:
             continue
-        for i, (lo, hi) in enumerate(zip(actions.column(lo_name).to_pylist(), actions.column(hi_name).to_pylist())):
+        for i, (lo, hi) in enumerate(zip(actions[lo_name], actions[hi_name])):
             if keep[i] and _excluded(term, values, lo, hi):
                 keep[i] = False
     files = [action_path(lookup.table.location, p) for p, k in zip(paths, keep) if k]
@@ -508,4 +527,9 @@ def explain(plan: Plan) -> list[str]:
     return lines
 
 
-__all__ = ["Lookup", "MAX_ROWS", "Plan", "SETTING", "bind", "enabled", "explain", "run", "shape"]
+def param_types(lookup: Lookup) -> dict[int, Any]:
+    """$n -> the type of the column it is compared with (Describe's parameter types)."""
+    return {v[1]: term.column.type for term in lookup.terms for v in term.values if isinstance(v, tuple)}
+
+
+__all__ = ["Lookup", "MAX_ROWS", "Plan", "SETTING", "bind", "enabled", "explain", "param_types", "run", "shape"]

@@ -34,7 +34,7 @@ class QueryStatements:
     def _query(self, tree: exp.Expression, sql: str, params: list[Any], info: SessionInfo) -> RowStream:
         if tree.args.get("locks"):
             self._lock_rows(tree, info)
-        lookup = interactive.shape(self, tree, info)
+        lookup = interactive.shape(self, tree, info, sql)
         plan = interactive.bind(self, lookup, params) if lookup is not None else None
         if plan is not None:  # a small read of one table: its files, in the gateway
             return interactive.run(plan)
@@ -231,6 +231,9 @@ class QueryStatements:
         if fast is not None:
             return fast, None
         tree = self._parse_one(sql)
+        lookup = interactive.shape(self, tree, info, sql) if isinstance(tree, exp.Select) else None
+        if lookup is not None:  # the interactive path's parameters and columns; no Spark analysis
+            return fill_params(param_types, interactive.param_types(lookup), _max_param(tree)), lookup.fields
         inferred = self._infer_params(tree, info)
         types = fill_params(param_types, inferred, _max_param(tree))
         if isinstance(tree, (exp.Insert, exp.Update, exp.Delete)):
@@ -249,10 +252,6 @@ class QueryStatements:
                 else:
                     return types, self._describe_returning(t, target, returning, len(types), info)
             return types, fields
-        if isinstance(tree, exp.Select):
-            lookup = interactive.shape(self, tree, info)
-            if lookup is not None:  # the interactive path's columns; no Spark analysis
-                return types, lookup.fields
         if isinstance(tree, (exp.Query, exp.Values)):
             self.engine.runtime.wait()
 

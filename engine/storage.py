@@ -463,6 +463,7 @@ class TableStore:
     def __init__(self, warehouse: Path) -> None:
         self.warehouse = Path(warehouse)
         self._tables: dict[str, DeltaTable] = {}
+        self._stats: dict[str, tuple[Snapshot, dict[str, list[Any]]]] = {}  # snapshot_with_stats
         self._locks: dict[str, threading.RLock] = {}
         self._guard = threading.Lock()
         self.gate = VisibilityGate()  # a multi-commit transaction becomes visible at once
@@ -559,12 +560,21 @@ class TableStore:
             dt = self._table(location)
             return Snapshot(location, dt.version(), local_files(dt))
 
-    def snapshot_with_stats(self, location: str) -> tuple[Snapshot, pa.Table]:
-        """The current version's snapshot and its files' log statistics
-        (``get_add_actions(flatten=True)``: path, num_records, min.<c>, max.<c>, ...), of one version."""
+    def snapshot_with_stats(self, location: str) -> tuple[Snapshot, dict[str, list[Any]]]:
+        """The current version's snapshot and its files' log statistics, of one version: a dict of
+        ``get_add_actions(flatten=True)``'s columns (path, num_records, min.<c>, max.<c>, ...) as
+        lists, kept until the next version."""
         with self.lock(location):
             dt = self._table(location)
-            return Snapshot(location, dt.version(), local_files(dt)), pa.table(dt.get_add_actions(flatten=True))
+            version = dt.version()
+            kept = self._stats.get(location)
+            if kept is None or kept[0].version != version:
+                actions = pa.table(dt.get_add_actions(flatten=True))
+                kept = (Snapshot(location, version, local_files(dt)),
+                        {name: actions.column(name).to_pylist() for name in actions.column_names})
+                with self._guard:
+                    self._stats[location] = kept
+            return kept
 
     def version(self, location: str) -> int:
         with self.lock(location):
