@@ -268,3 +268,41 @@ def test_binary_results_and_parameters_through_asyncpg(gw: TidegateServer, table
     assert on == off
     assert all(len(rs) == 1 for rs in on[:4]) and on[4] == [] and len(on[5]) == 5
     assert on[5][0][1].startswith("Decimal(") or on[5][0][1] == "None"
+
+
+# -- the engine alone, its Spark never started: the interactive path must not need it ------------
+
+@pytest.fixture()
+def engine_session(tmp_path: Path):
+    from catalog.store import Catalog
+    from engine import Engine
+    from tidegate.config import Settings
+
+    settings = Settings(data_dir=tmp_path, spark_master="local[2]", maintenance_interval_s=0)
+    catalog = Catalog(settings.catalog_path)
+    engine = Engine(settings, catalog)
+    session = engine.open_session()
+    yield engine, session
+    session.close()
+    engine.shutdown()
+    catalog.close()
+
+
+def _values(result) -> list[tuple]:
+    return [tuple(r.values()) for b in result.batches for r in b.to_pylist()]
+
+
+def test_lookups_run_without_spark_and_see_commits_made_behind_the_store(engine_session) -> None:
+    import pyarrow as pa
+    from deltalake import write_deltalake
+
+    engine, s = engine_session
+    s.execute("CREATE TABLE kv (id bigint PRIMARY KEY, v text)")
+    s.execute("INSERT INTO kv VALUES (1, 'a'), (2, 'b')")
+    assert _values(s.execute("SELECT v FROM kv WHERE id = $1", [2])) == [("b",)]
+    assert _values(s.execute("SELECT id, v FROM kv WHERE id >= 1 ORDER BY id DESC LIMIT 1")) == [(2, "b")]
+    # a commit the store did not make (another writer of the table): the next read has it
+    location = engine.catalog.get_table("public", "kv").location
+    write_deltalake(location, pa.table({"id": pa.array([3], pa.int64()), "v": ["c"]}), mode="append")
+    assert _values(s.execute("SELECT v FROM kv WHERE id = $1", [3])) == [("c",)]
+    assert not engine.ready()  # Spark was never started: none of these needed it
