@@ -22,3 +22,21 @@ def tidegate(tmp_path_factory) -> TidegateServer:
     server.wait_for_spark()
     yield server
     server.stop()
+
+
+@pytest.fixture()
+def spark_free_engine(tmp_path):
+    """(engine, session) of an engine whose Spark is never started: what runs on it must not need
+    Spark (DDL, INSERT VALUES, storage, the interactive path)."""
+    from catalog.store import Catalog
+    from engine import Engine
+    from tidegate.config import Settings
+
+    settings = Settings(data_dir=tmp_path, spark_master="local[2]", maintenance_interval_s=0)
+    catalog = Catalog(settings.catalog_path)
+    engine = Engine(settings, catalog)
+    session = engine.open_session()
+    yield engine, session
+    session.close()
+    engine.shutdown()
+    catalog.close()

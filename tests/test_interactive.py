@@ -273,31 +273,15 @@ def test_binary_results_and_parameters_through_asyncpg(gw: TidegateServer, table
 
 # -- the engine alone, its Spark never started: the interactive path must not need it ------------
 
-@pytest.fixture()
-def engine_session(tmp_path: Path):
-    from catalog.store import Catalog
-    from engine import Engine
-    from tidegate.config import Settings
-
-    settings = Settings(data_dir=tmp_path, spark_master="local[2]", maintenance_interval_s=0)
-    catalog = Catalog(settings.catalog_path)
-    engine = Engine(settings, catalog)
-    session = engine.open_session()
-    yield engine, session
-    session.close()
-    engine.shutdown()
-    catalog.close()
-
-
 def _values(result) -> list[tuple]:
     return [tuple(r.values()) for b in result.batches for r in b.to_pylist()]
 
 
-def test_lookups_run_without_spark_and_see_commits_made_behind_the_store(engine_session) -> None:
+def test_lookups_run_without_spark_and_see_commits_made_behind_the_store(spark_free_engine) -> None:
     import pyarrow as pa
     from deltalake import write_deltalake
 
-    engine, s = engine_session
+    engine, s = spark_free_engine
     s.execute("CREATE TABLE kv (id bigint PRIMARY KEY, v text)")
     s.execute("INSERT INTO kv VALUES (1, 'a'), (2, 'b')")
     assert _values(s.execute("SELECT v FROM kv WHERE id = $1", [2])) == [("b",)]

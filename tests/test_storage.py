@@ -27,16 +27,9 @@ def _settings(data_dir: Path, **kw) -> Settings:
 
 
 @pytest.fixture()
-def env(tmp_path):
+def env(spark_free_engine):
     """An engine whose Spark is never started: these statements must not need it."""
-    settings = _settings(tmp_path)
-    catalog = Catalog(settings.catalog_path)
-    engine = Engine(settings, catalog)
-    session = engine.open_session()
-    yield engine, session
-    session.close()
-    engine.shutdown()
-    catalog.close()
+    return spark_free_engine
 
 
 def _delta(engine: Engine, name: str, schema: str = "public") -> DeltaTable:

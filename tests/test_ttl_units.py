@@ -10,7 +10,6 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable
 
-from catalog.store import Catalog
 from engine import Engine, ttl
 from engine.maintenance import Maintenance
 from tidegate.config import Settings
@@ -44,15 +43,8 @@ def test_bad_durations(text: str) -> None:
 
 
 @pytest.fixture()
-def env(tmp_path):
-    settings = Settings(data_dir=tmp_path, spark_master="local[2]", maintenance_interval_s=0)
-    catalog = Catalog(settings.catalog_path)
-    engine = Engine(settings, catalog)
-    session = engine.open_session()
-    yield engine, session
-    session.close()
-    engine.shutdown()
-    catalog.close()
+def env(spark_free_engine):
+    return spark_free_engine
 
 
 def _delta(engine: Engine, name: str) -> DeltaTable:
