@@ -52,7 +52,7 @@ from catalog import pg_keywords
 from catalog.store import DATABASE_NAME
 from engine import pgfunctions, pgoperators
 from engine.errors import RAISED_QUOTE
-from tidegate import pgvalues
+from tidegate import pgvalues, sqllex
 from tidegate.errors import SqlError
 from tidegate.pgtypes import (
     BOOL,
@@ -3610,32 +3610,55 @@ def _set_output_aliases(tree: exp.Expression, names: list[str]) -> None:
                 col.set("this", exp.to_identifier(renames[col.name], quoted=True))
 
 
-def _explain(expression: exp.Command, resolver: TableResolver, params: Sequence[Any]) -> TranslatedQuery:
-    text = expression.expression.name if isinstance(expression.expression, exp.Expression) else str(expression.expression)
-    rest = text.strip()
-    verbose = False
-    analyze = False
-    paren = re.match(r"\(([^)]*)\)\s*", rest)
-    if paren:
-        for option in paren.group(1).split(","):
-            words = option.strip().lower().split()
-            if not words:
-                continue
-            enabled = len(words) < 2 or words[1] not in ("false", "off", "0")
-            if words[0] == "analyze":
-                analyze = enabled
-            elif words[0] == "verbose":
-                verbose = enabled
-        rest = rest[paren.end():]
-    while True:
-        match = re.match(r"(analyze|analyse|verbose)\b\s*", rest, re.I)
-        if not match:
-            break
-        if match.group(1).lower().startswith("analy"):
+# PostgreSQL's options that choose how much of its own executor's detail EXPLAIN prints; the plan
+# shown is Spark's, which has none of it.
+_EXPLAIN_DETAIL_OPTIONS = frozenset({"costs", "buffers", "timing", "summary", "settings", "wal", "generic_plan"})
+
+
+def explain_options(text: str) -> tuple[bool, bool, str]:
+    """(analyze, verbose, the statement) of the text after EXPLAIN: ``(ANALYZE [bool], VERBOSE
+    [bool], ...)`` or the old ``ANALYZE`` / ``VERBOSE`` words, read from the one lexer's tokens."""
+    toks = sqllex.scan(text)
+    analyze = verbose = False
+    i = 0
+    if toks and toks[0].text == "(":
+        close = sqllex.closing(toks, 0)
+        if close is None:
+            raise SqlError("42601", "syntax error at end of input")
+        options: list[list[sqllex.Token]] = [[]]
+        for t in toks[1:close]:
+            if t.text == ",":
+                options.append([])
+            else:
+                options[-1].append(t)
+        for option in options:
+            if not option:
+                raise SqlError("42601", "syntax error in EXPLAIN options")
+            word = option[0].lower
+            on = len(option) < 2 or option[1].lower not in ("false", "off", "0")
+            if word in ("analyze", "analyse"):
+                analyze = on
+            elif word == "verbose":
+                verbose = on
+            elif word == "format":
+                if len(option) < 2 or option[1].lower != "text":
+                    raise SqlError("0A000", "EXPLAIN output formats other than TEXT are not supported",
+                                   hint="Leave out the FORMAT option: the plan is Spark's, as text.")
+            elif word not in _EXPLAIN_DETAIL_OPTIONS:
+                raise SqlError("42601", f'unrecognized EXPLAIN option "{word}"')
+        i = close + 1
+    while i < len(toks) and toks[i].kind == "word" and toks[i].lower in ("analyze", "analyse", "verbose"):
+        if toks[i].lower.startswith("analy"):
             analyze = True
         else:
             verbose = True
-        rest = rest[match.end():]
+        i += 1
+    return analyze, verbose, text[toks[i].start:] if i < len(toks) else ""
+
+
+def _explain(expression: exp.Command, resolver: TableResolver, params: Sequence[Any]) -> TranslatedQuery:
+    text = expression.expression.name if isinstance(expression.expression, exp.Expression) else str(expression.expression)
+    analyze, verbose, rest = explain_options(text)
     statements = parse_postgres(rest)
     if len(statements) != 1:
         raise SqlError("42601", "EXPLAIN needs exactly one statement")

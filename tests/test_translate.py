@@ -24,6 +24,7 @@ from engine.errors import map_spark_error
 from engine.translate import (
     ResolvedRelation,
     TranslatedQuery,
+    explain_options,
     parse_postgres,
     translate_expression,
     translate_query,
@@ -645,3 +646,25 @@ def test_with_ordinality_is_reported_unsupported() -> None:
     with pytest.raises(SqlError) as info:
         _translate("select * from generate_series(1, 3) with ordinality")
     assert (info.value.sqlstate, info.value.message) == ("0A000", "WITH ORDINALITY is not supported")
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("SELECT 1", (False, False, "SELECT 1")),
+    ("analyze verbose select 1", (True, True, "select 1")),
+    ("(ANALYZE, VERBOSE false) SELECT 1", (True, False, "SELECT 1")),
+    ("(analyse on, costs off, buffers) SELECT 1", (True, False, "SELECT 1")),
+    ("/* c */ ( VERBOSE ) SELECT 'analyze'", (False, True, "SELECT 'analyze'")),
+    ("(FORMAT text) SELECT $$a)$$", (False, False, "SELECT $$a)$$")),
+])
+def test_explain_options_text_in_options_out(text: str, expected: tuple) -> None:
+    assert explain_options(text) == expected
+
+
+@pytest.mark.parametrize(("text", "sqlstate"), [
+    ("(FORMAT JSON) SELECT 1", "0A000"), ("(foo) SELECT 1", "42601"), ("(analyze,) SELECT 1", "42601"),
+    ("(analyze SELECT 1", "42601"),
+])
+def test_explain_options_refused(text: str, sqlstate: str) -> None:
+    with pytest.raises(SqlError) as info:
+        explain_options(text)
+    assert info.value.sqlstate == sqlstate
