@@ -70,6 +70,14 @@ class _NotHere(Exception):
     """The query is not one the interactive path answers: Spark runs it."""
 
 
+@dataclass(frozen=True)
+class _Read:
+    """A date or time read from a string literal: 'today', 'now', 'epoch' ... are read again at
+    every statement, so a lookup holding one is not kept for the next."""
+
+    value: Any
+
+
 @dataclass
 class _Term:
     column: ColumnDef
@@ -116,7 +124,8 @@ def shape(session: EngineSession, tree: exp.Expression, info: SessionInfo, sql: 
             session.catalog.roles.check_table(info, kept.table, "SELECT")
             return kept
     lookup = _shape(session, tree, info)
-    if key is not None and lookup is not None:
+    if key is not None and lookup is not None and not any(
+            isinstance(v, _Read) for term in lookup.terms for v in term.values):
         if len(session._lookups) >= 64:
             session._lookups.pop(next(iter(session._lookups)))
         session._lookups[key] = lookup
@@ -218,15 +227,16 @@ def _value(node: exp.Expression, c: ColumnDef) -> Any:
         raise _NotHere
     text = node.this
     if not node.is_string:  # a number: integer columns against integer literals only
-        if family not in _INTS or not text.isdigit():
+        if family not in _INTS or not (text.isascii() and text.isdigit()):
             raise _NotHere
         return int(text)
     if family in _TEXTS:
         return text
     try:  # an unknown-typed literal takes the column's type (its input rules, the session zone)
-        return python_value(text, c.type, c.name)
+        value = python_value(text, c.type, c.name)
     except SqlError:
         raise _NotHere from None  # Spark's path gives the error
+    return _Read(value) if family in ("date", "timestamp", "timestamptz") else value
 
 
 def _terms(where: exp.Where | None, t: TableDef, qualifiers: set[str]) -> list[_Term]:
@@ -299,7 +309,7 @@ def _count(node: exp.Expression | None) -> int | None:
     if node is None:
         return None
     value = node.args.get("expression")
-    if isinstance(value, exp.Literal) and not value.is_string and value.this.isdigit():
+    if isinstance(value, exp.Literal) and not value.is_string and value.this.isascii() and value.this.isdigit():
         return int(value.this)
     raise _NotHere
 
@@ -310,7 +320,9 @@ def _bind(term: _Term, params: list[Any]) -> list[Any]:
     out = []
     family = term.column.type.pg.name
     for v in term.values:
-        if isinstance(v, tuple):
+        if isinstance(v, _Read):
+            v = v.value
+        elif isinstance(v, tuple):
             n = v[1]
             if not 1 <= n <= len(params):
                 raise _NotHere  # Spark's path raises 42P02
