@@ -125,22 +125,7 @@ class DmlStatements:
         if t.kind == "sequence":
             raise SqlError("42809", f'cannot change sequence "{t.name}"')
         self.catalog.roles.check_table(info, t, "INSERT")
-        return t, self._target_columns(t, cols)
-
-    def _target_columns(self, t: TableDef, cols: list[str] | None) -> list[ColumnDef]:
-        if cols is None:
-            return list(t.columns)
-        out = []
-        seen = set()
-        for name in cols:
-            c = t.column(name)
-            if c is None:
-                raise SqlError("42703", f'column "{name}" of relation "{t.name}" does not exist')
-            if name in seen:
-                raise SqlError("42701", f'column "{name}" specified more than once')
-            seen.add(name)
-            out.append(c)
-        return out
+        return t, target_columns(t, cols)
 
     def _build_rows(self, t: TableDef, values: dict[str, list[Any] | pa.Array], n: int, ctx: dict[str, Any],
                     info: SessionInfo) -> pa.Table:
@@ -328,7 +313,7 @@ class DmlStatements:
         self.catalog.roles.check_table(info, t, "INSERT", *(
             ["UPDATE"] if conflict is not None and "UPDATE" in str(conflict.args.get("action") or "").upper() else []),
             *(["SELECT"] if tree.args.get("returning") is not None else []))
-        target_cols = self._target_columns(t, cols)
+        target_cols = target_columns(t, cols)
         source = tree.expression
         ctx = self._eval_context(info)
         data: pa.Table | None = None
@@ -690,7 +675,7 @@ class DmlStatements:
         if t.kind == "sequence":
             raise SqlError("42809", f'cannot copy to sequence "{t.name}"')
         self.catalog.roles.check_table(info, t, "INSERT")
-        target_cols = self._target_columns(t, cols)
+        target_cols = target_columns(t, cols)
         return CopyTarget(t.schema, t.name, [ResultField(c.name, c.type, t.oid, t.columns.index(c) + 1) for c in target_cols])
 
     def copy_from(self, target: CopyTarget, batches: Iterator[pa.RecordBatch], info: SessionInfo | None = None) -> int:
@@ -988,6 +973,23 @@ def _scatter(values: pa.Array, mask: pa.Array, typ: pa.DataType) -> pa.Array:
 _VALUES_CASTS = {"int2": "smallint", "int4": "integer", "int8": "bigint", "float4": "real",
                  "float8": "double precision", "numeric": "numeric", "bool": "boolean", "date": "date",
                  "timestamp": "timestamp", "timestamptz": "timestamptz"}
+
+
+def target_columns(t: TableDef, cols: list[str] | None) -> list[ColumnDef]:
+    """The columns an INSERT names (all of ``t``'s when none): 42703 for an unknown one, 42701 twice."""
+    if cols is None:
+        return list(t.columns)
+    out = []
+    seen = set()
+    for name in cols:
+        c = t.column(name)
+        if c is None:
+            raise SqlError("42703", f'column "{name}" of relation "{t.name}" does not exist')
+        if name in seen:
+            raise SqlError("42701", f'column "{name}" specified more than once')
+        seen.add(name)
+        out.append(c)
+    return out
 
 
 def _typed_values(values: exp.Values, columns: list[ColumnDef]) -> exp.Values:

@@ -745,7 +745,7 @@ class EngineSession(QueryStatements, SchemaStatements, DmlStatements, SequenceSt
         word = sql.strip().split(None, 1)[0].upper() if sql.strip() else ""
         raise SqlError("0A000", f"statement {word} is not supported")
 
-    # -- queries -----------------------------------------------------------------------------
+    # -- shared by the statements ------------------------------------------------------------
 
     def _translate(self, tree: exp.Expression, params: Sequence[Any], info: SessionInfo,
                    resolver: StatementResolver | None = None, client: bool = False) -> tuple[Any, StatementResolver]:
@@ -796,8 +796,6 @@ class EngineSession(QueryStatements, SchemaStatements, DmlStatements, SequenceSt
         if (t.kind == "view" and not allow_view) or t.kind == "sequence":
             raise SqlError("42809", f'"{t.name}" is not a table')
         return t
-
-    # -- DDL ---------------------------------------------------------------------------------
 
     def _eval_context(self, info: SessionInfo) -> dict[str, Any]:
         """What const_eval needs for one statement: its now(), and nextval/currval/setval/lastval."""

@@ -30,6 +30,7 @@ conversion as Spark's (:func:`engine.dml.convert_batches`).
 from __future__ import annotations
 
 import datetime as dt
+import os
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -535,7 +536,8 @@ def explain(plan: Plan) -> list[str]:
                      + (" NULLS FIRST" if lk.nulls_first else ""))
     if lk.limit is not None or lk.offset:
         lines.append(f"  Limit: {lk.limit if lk.limit is not None else 'ALL'} offset {lk.offset}")
-    lines += [f"    {f}" for f in plan.files]
+    # the files by their names inside the table's folder: a client learns no server path
+    lines += [f"    {os.path.relpath(f, lk.table.location)}" for f in plan.files]
     return lines
 
 

@@ -23,7 +23,7 @@ import pyarrow.compute as pc
 from sqlglot import exp
 
 from engine import spark as sparkmod
-from engine.dml import fast_array, is_default, name_target_columns, row_id_column, set_targets
+from engine.dml import fast_array, is_default, name_target_columns, row_id_column, set_targets, target_columns
 from engine.resolver import node_name
 from engine.storage import (WriteOp, coerce_array, dedupe_last, duplicate_keys, storage_schema,
                             storage_to_result)
@@ -115,14 +115,7 @@ def _insert_clause(then: exp.Insert, cond: exp.Expression | None, t: TableDef) -
     if values_node is None:
         raise SqlError("42601", "syntax error in MERGE: INSERT needs VALUES (...) or DEFAULT VALUES")
     values = values_node.expressions if isinstance(values_node, exp.Tuple) else [values_node]
-    columns = list(t.columns) if names is None else []
-    for name in names or []:
-        c = t.column(name)
-        if c is None:
-            raise SqlError("42703", f'column "{name}" of relation "{t.name}" does not exist')
-        if c in columns:
-            raise SqlError("42701", f'column "{name}" specified more than once')
-        columns.append(c)
+    columns = target_columns(t, names)
     if len(values) > len(columns):
         raise SqlError("42601", "INSERT has more expressions than target columns")
     if names is not None and len(values) < len(columns):

@@ -12,7 +12,7 @@ from sqlglot import exp
 
 from catalog.store import TableDef
 from engine import ddl, interactive, spark as sparkmod
-from engine.dml import convert_batches, fill_params, param_index
+from engine.dml import convert_batches, fill_params, param_index, target_columns
 from engine.flows import statements as flow_statements
 from engine.resolver import node_name
 from engine.translate import parse_postgres
@@ -310,7 +310,7 @@ class QueryStatements:
             try:
                 schema, name = self._table_name(tnode)
                 t = self.catalog.resolve_table(name, schema, info.search_path)
-                tcols = self._target_columns(t, cols)
+                tcols = target_columns(t, cols)
             except SqlError:
                 tcols = []
             for tup in tree.expression.expressions:

@@ -43,14 +43,9 @@ class SchemaStatements:
             refuse_other_temp_schema(schema)
         if ct.as_query_sql is not None:
             return self._create_table_as(ct, schema, params, info)
-        if self.catalog.get_schema(schema) is None:
-            raise SqlError("3F000", f'schema "{schema}" does not exist')
-        if not ct.temp:
-            self.catalog.roles.check_schema(info, schema, "CREATE")
-        if self.catalog.get_table(schema, ct.name) is not None:
-            if ct.if_not_exists:
-                return CommandResult("CREATE TABLE", notices=[f'relation "{ct.name}" already exists, skipping'])
-            raise SqlError("42P07", f'relation "{ct.name}" already exists')
+        exists = self._existing_target(ct, schema, info, "CREATE TABLE")
+        if exists is not None:
+            return exists
         for c in ct.columns:
             if c.default is not None:
                 self._check_default(c, info)
@@ -89,17 +84,23 @@ class SchemaStatements:
             self._create_storage_and_entry(table, ct.if_not_exists)
         return CommandResult("CREATE TABLE", notices=ct.notices)
 
-    # -- sequences ---------------------------------------------------------------------------
-
-    def _create_table_as(self, ct: ddl.CreateTable, schema: str, params: list[Any], info: SessionInfo) -> CommandResult:
+    def _existing_target(self, ct: ddl.CreateTable, schema: str, info: SessionInfo, tag: str) -> CommandResult | None:
+        """A CREATE TABLE [AS]'s checks of its target: the schema exists and the role may create in
+        it (3F000, 42501); an existing relation is 42P07, or with IF NOT EXISTS the result to return."""
         if self.catalog.get_schema(schema) is None:
             raise SqlError("3F000", f'schema "{schema}" does not exist')
         if not ct.temp:
             self.catalog.roles.check_schema(info, schema, "CREATE")
         if self.catalog.get_table(schema, ct.name) is not None:
             if ct.if_not_exists:
-                return CommandResult("CREATE TABLE AS", notices=[f'relation "{ct.name}" already exists, skipping'])
+                return CommandResult(tag, notices=[f'relation "{ct.name}" already exists, skipping'])
             raise SqlError("42P07", f'relation "{ct.name}" already exists')
+        return None
+
+    def _create_table_as(self, ct: ddl.CreateTable, schema: str, params: list[Any], info: SessionInfo) -> CommandResult:
+        exists = self._existing_target(ct, schema, info, "CREATE TABLE AS")
+        if exists is not None:
+            return exists
         tree = self._parse_one(ct.as_query_sql or "")
         self.engine.runtime.wait()
 
@@ -641,7 +642,7 @@ class SchemaStatements:
             raise SqlError("0A000", f"COMMENT ON {kind} is not supported")
         return CommandResult("COMMENT")
 
-    # -- defaults and constants ---------------------------------------------------------------
+    # -- new tables --------------------------------------------------------------------------
 
     def new_table(self, table: TableDef, info: SessionInfo) -> TableDef:
         """``table`` with its oid, owner and storage location: ``<warehouse>/<schema oid>/<oid>``,
