@@ -34,8 +34,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from deltalake import DeltaTable
 
-from engine.storage import ROW_GROUP_ROWS, FileEntry
 
+ROW_GROUP_ROWS = 128 * 1024  # rows per Parquet row group of every data file tidegate writes
 CHANGE_TYPE = "_change_type"
 CDC_DIR = "_change_data"
 # Writer features this module honours: timestampNtz needs nothing of a writer beyond the type,
@@ -47,6 +47,15 @@ DEFAULT_CHECKPOINT_INTERVAL = 100  # the Delta protocol's default for delta.chec
 
 class CommitConflict(Exception):
     """Another writer committed the version this commit was meant to be."""
+
+
+@dataclass(frozen=True)
+class FileEntry:
+    """A data file of a table version, as its log lists it."""
+
+    path: str
+    size: int
+    rows: int
 
 
 @dataclass(frozen=True)
@@ -73,10 +82,30 @@ def supports(dt: DeltaTable) -> bool:
 
 
 def write_parquet(table: pa.Table, path: str) -> None:
-    """Write ``table`` as the table's data files are written (Snappy, 128Ki-row groups)."""
+    """Write ``table`` as the table's data files are written (Snappy, 128Ki-row groups), with a
+    dictionary for the columns whose values repeat (:func:`_repeating`)."""
     tmp = f"{path}.{uuid.uuid4().hex}.tmp"
-    pq.write_table(table, tmp, row_group_size=ROW_GROUP_ROWS, compression="snappy")
+    pq.write_table(table, tmp, row_group_size=ROW_GROUP_ROWS, compression="snappy",
+                   use_dictionary=_repeating(table))
     os.replace(tmp, path)
+
+
+_SAMPLE = 10_000
+
+
+def _repeating(table: pa.Table) -> list[str]:
+    """The columns whose first values are less than half distinct. A dictionary pays for those; for
+    the others (keys, free text) Parquet builds one and gives it up at its size limit, which made
+    writing 100,000 distinct strings three times slower (16 ms instead of 6) and the file larger."""
+    out = []
+    for name in table.column_names:
+        column = table.column(name)
+        if pa.types.is_nested(column.type):
+            continue
+        sample = column.slice(0, _SAMPLE)
+        if len(sample) and pc.count_distinct(sample, mode="all").as_py() * 2 < len(sample):
+            out.append(name)
+    return out
 
 
 def add_data_file(location: str, table: pa.Table, source: str | None = None) -> DataFile:

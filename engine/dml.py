@@ -22,9 +22,10 @@ from sqlglot import exp
 
 from catalog.store import ColumnDef, TableDef
 from engine import constraints, ddl, spark as sparkmod, ttl
-from engine.resolver import node_name, StatementResolver
-from engine.storage import (coerce_array, dedupe_last, duplicate_keys, key_text, python_value, round_to_precision,
-                            storage_schema, storage_to_result, storage_type, WriteOp)
+from engine.resolver import node_name, param_index, StatementResolver
+from engine import interactive
+from engine.storage import (coerce_array, convert_batches, dedupe_last, duplicate_keys, key_text, python_value,
+                            round_to_precision, storage_schema, storage_to_result, storage_type, WriteOp)
 from tidegate import pgvalues, sqllex
 from tidegate.errors import SqlError
 from tidegate.pgtypes import ColumnType, lookup_type_name, TEXT
@@ -501,6 +502,33 @@ class DmlStatements:
 
         return self._run(work)
 
+    def _scan_by_lookup(self, t: TableDef, target: exp.Expression, where: exp.Where | None,
+                        sets: list[tuple[ColumnDef, exp.Expression]], params: list[Any],
+                        info: SessionInfo) -> tuple[pa.Table, int] | None:
+        """:meth:`_scan_with_flag`'s matched rows (``matched_only``) read by the interactive path
+        (engine/interactive.py) instead of Spark, when the WHERE is one that path answers and
+        every SET value is a constant or a parameter (stored by the column's assignment rules,
+        as INSERT stores it); None: Spark scans."""
+        if where is None or not interactive.enabled(info):
+            return None
+        values: list[Any] = []
+        for c, e in sets:
+            value = _constant_value(e, params)
+            if value is _NOT_CONSTANT:
+                return None
+            values.append(fast_array([value], c))  # the value's errors, matched rows or not
+        select = exp.Select(expressions=[exp.Star()]).from_(target.copy()).where(where.this.copy())
+        lookup = interactive.shape(self, select, info)
+        plan = interactive.bind(self, lookup, params) if lookup is not None else None
+        if plan is None:
+            return None
+        found = interactive.rows(plan)
+        count = found.num_rows
+        columns = [found.column(c.name) for c in t.columns] + [pa.repeat(True, count)]
+        columns += [pa.repeat(v[0], count) for v in values]
+        names = [c.name for c in t.columns] + ["__tg_m"] + [f"__tg_new_{k}" for k in range(len(values))]
+        return pa.Table.from_arrays(columns, names=names), plan.snapshot.version
+
     def _match_columns(self, t: TableDef) -> list[str] | None:
         """Columns identifying a row for a merge: the key, else every column (None: not hashable)."""
         keys = self._keys(t)
@@ -536,9 +564,12 @@ class DmlStatements:
             raise SqlError("0A000", f'UPDATE ... FROM on "{t.name}" is not supported: it has no primary key and '
                            "array columns, so its rows cannot be told apart",
                            hint="Add a PRIMARY KEY, or update with a WHERE ... IN (subquery) instead of FROM.")
-        table, version = self._scan_with_flag(t, alias, where.this if where is not None else None,
-                                              [exp.null() if is_default(e) else e for _, e in sets],
-                                              params, info, matched_only, joined)
+        scanned = None
+        if matched_only and not joined and tree.args.get("returning") is None:
+            scanned = self._scan_by_lookup(t, target, where, sets, params, info)
+        table, version = scanned or self._scan_with_flag(t, alias, where.this if where is not None else None,
+                                                         [exp.null() if is_default(e) else e for _, e in sets],
+                                                         params, info, matched_only, joined)
         n = len(t.columns)
         mask = (pc.fill_null(table.column(n).combine_chunks(), False) if table.num_rows
                 else pa.array([], pa.bool_()))
@@ -632,8 +663,11 @@ class DmlStatements:
             raise SqlError("0A000", f'DELETE ... USING on "{t.name}" is not supported: it has no primary key and '
                            "array columns, so its rows cannot be told apart",
                            hint="Add a PRIMARY KEY, or delete with a WHERE ... IN (subquery) instead of USING.")
-        table, version = self._scan_with_flag(t, alias, where.this if where is not None else None, [], params, info,
-                                              matched_only, joined)
+        scanned = None
+        if matched_only and not joined and returning is None:
+            scanned = self._scan_by_lookup(t, target, where, [], params, info)
+        table, version = scanned or self._scan_with_flag(t, alias, where.this if where is not None else None, [],
+                                                         params, info, matched_only, joined)
         n = len(t.columns)
         rows_all = table.select(list(range(n))).combine_chunks()
         mask = (pc.fill_null(table.column(n).combine_chunks(), False) if table.num_rows
@@ -866,23 +900,6 @@ def is_default(e: exp.Expression) -> bool:
         and not e.this.quoted and e.this.this.upper() == "DEFAULT")
 
 
-def param_index(e: exp.Expression) -> int | None:
-    if isinstance(e, exp.Parameter):
-        inner = e.this
-        try:
-            return int(inner.name if isinstance(inner, exp.Expression) else inner)
-        except (TypeError, ValueError):
-            return None
-    if isinstance(e, exp.Placeholder):
-        try:
-            return int(e.name)
-        except (TypeError, ValueError):
-            return None
-    if isinstance(e, exp.Cast):
-        return None
-    return None
-
-
 def fill_params(given: Sequence[ColumnType | None], inferred: dict[int, ColumnType], count: int = 0) -> list[ColumnType]:
     size = max(len(given), count)
     out = []
@@ -1006,33 +1023,6 @@ def _typed_values(values: exp.Values, columns: list[ColumnDef]) -> exp.Values:
     return values
 
 
-def convert_batches(batches: Iterator[pa.RecordBatch], fields: list[ResultField],
-                     operands: dict[int, tuple[int, ...]] | None = None) -> Iterator[pa.RecordBatch]:
-    """Spark/storage Arrow -> the pgtypes Arrow form, with the result's column names; a column with
-    exact operands (ColumnType.exact_op) becomes the struct of its value and operands."""
-    names = [f.name for f in fields]
-    for batch in batches:
-        arrays = []
-        for i, (arr, f) in enumerate(zip(batch.columns, fields)):
-            if operands and i in operands:
-                parts = [arr] + [batch.column(k) for k in operands[i]]
-                arrays.append(pa.StructArray.from_arrays(parts, names=["q", "a", "b"][:len(parts)]))
-                continue
-            arr = storage_to_result(arr, f.type)
-            want = f.type.arrow() if f.type.pg.name not in ("unknown", "record", "void") else None
-            if (want is not None and arr.type != want and not pa.types.is_null(arr.type)
-                    and not (pa.types.is_decimal(arr.type) and pa.types.is_decimal(want))):
-                try:
-                    if pa.types.is_timestamp(arr.type) and pa.types.is_timestamp(want):
-                        arr = arr.cast(pa.timestamp("us", tz=arr.type.tz)).cast(want) if (arr.type.tz is None) == (want.tz is None) else arr
-                    elif not (pa.types.is_interval(want) and pa.types.is_duration(arr.type)):
-                        arr = pc.cast(arr, want)
-                except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
-                    pass
-            arrays.append(arr)
-        yield pa.RecordBatch.from_arrays(arrays, names=names)
-
-
 def fast_array(values: list[Any], c: ColumnDef) -> pa.Array:
     """Literal texts/Python values -> the storage array of ``c`` (vectorised for the common types)."""
     t = c.type
@@ -1041,7 +1031,10 @@ def fast_array(values: list[Any], c: ColumnDef) -> pa.Array:
         arr = pgvalues.cast_number_texts(pa.array(values, pa.string()),
                                          pa.int64() if name.startswith("int") else pa.float64())
         if arr is not None:
-            return coerce_array(arr, t, c.name)
+            try:
+                return coerce_array(arr, t, c.name)
+            except SqlError:
+                pass  # out of the column's range: the value's own input error, below
     if not t.is_array and name in ("int2", "int4", "int8") and all(type(v) is int or v is None for v in values):
         try:
             return coerce_array(pa.array(values, pa.int64()), t, c.name)
@@ -1204,6 +1197,26 @@ class _ParamMarker:
 
     def __init__(self, number: int) -> None:
         self.number = number
+
+
+_NOT_CONSTANT = object()
+
+
+def _constant_value(node: exp.Expression, params: list[Any]) -> Any:
+    """A SET value that is a constant or a parameter, as :func:`fast_array` stores it (the form a
+    fast INSERT reads); _NOT_CONSTANT for anything else (an expression, DEFAULT, a cast)."""
+    n = param_index(node)
+    if n is not None:
+        return params[n - 1] if 1 <= n <= len(params) else _NOT_CONSTANT
+    if isinstance(node, exp.Literal):
+        return node.this if node.is_string else _number(node.this)
+    if isinstance(node, exp.Neg) and isinstance(node.this, exp.Literal) and not node.this.is_string:
+        return _number("-" + node.this.this)
+    if isinstance(node, exp.Boolean):
+        return bool(node.this)
+    if isinstance(node, exp.Null):
+        return None
+    return _NOT_CONSTANT
 
 
 def _number(text: str) -> int | Decimal:

@@ -40,7 +40,7 @@ from sqlglot import exp
 from catalog.roles import DATABASE_OID
 from catalog.store import Catalog, TableDef, is_temp_schema
 from catalog.txn import CatalogTxn
-from engine import constraints, ddl, privileges, ttl, txnlog
+from engine import constraints, ddl, interactive, privileges, scalar, ttl, txnlog
 from engine import spark as sparkmod
 from engine.blockddl import BlockDdl
 from engine.dml import DmlStatements, refuse_sequence_functions, view_ids
@@ -709,6 +709,11 @@ class EngineSession(QueryStatements, SchemaStatements, DmlStatements, SequenceSt
 
     def _sql(self, sql: str, params: list[Any], info: SessionInfo) -> RowStream | CommandResult:
         """A statement the dialect parses: routed by the type of its tree."""
+        const = scalar.cached(sql) if interactive.enabled(info) else None
+        if const:  # a relation-free query computed in the gateway (known text: no parse)
+            stream = scalar.run(const, params)
+            if stream is not None:
+                return stream
         tree = self._parse_one(sql)
         return self._dispatch(tree, sql, params, info)
 

@@ -21,9 +21,9 @@ The files are those of the Delta version the Spark path would read at this momen
 visible to the session is always read). Integer and date statistics of the log exclude files
 (timestamps' statistics are milliseconds, strings' are prefixes: never used to exclude), the
 Parquet row-group statistics then exclude row groups, and the filter is applied to the rows read.
-Decoded columns of the files read are kept (:data:`CACHE_BYTES`, least recently used out): a data
+Decoded columns of the files read are kept (:func:`engine.storage.file_columns`): a data
 file never changes, so a key looked up again is a filter in memory. Results go through the same
-conversion as Spark's (:func:`engine.dml.convert_batches`).
+conversion as Spark's (:func:`engine.storage.convert_batches`).
 ``SET tidegate.interactive = off`` sends every query to Spark; EXPLAIN says which path runs.
 """
 
@@ -31,21 +31,17 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.dataset as pads
 from sqlglot import exp
 
 from catalog.store import ColumnDef, TableDef
 from engine import ttl
-from engine.dml import convert_batches, param_index
-from engine.resolver import node_name
-from engine.storage import Snapshot, action_path, python_value, storage_schema
+from engine.resolver import node_name, param_index
+from engine.storage import Snapshot, action_path, convert_batches, file_columns, python_value, storage_schema
 from tidegate.errors import SqlError
 from tidegate.results import ResultField, RowStream
 from tidegate.session import SessionInfo
@@ -449,59 +445,27 @@ def bind(session: EngineSession, lookup: Lookup, params: list[Any]) -> Plan | No
     return Plan(lookup, snap, files, rows, len(paths), bound)
 
 
-class _ColumnCache:
-    """Decoded columns of data files, least recently used out past ``limit`` bytes. A Delta data
-    file never changes once written, so an entry is valid as long as a version lists its file."""
-
-    def __init__(self, limit: int) -> None:
-        self.limit = limit
-        self.size = 0
-        self._entries: OrderedDict[tuple[str, str], pa.ChunkedArray] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, key: tuple[str, str]) -> pa.ChunkedArray | None:
-        with self._lock:
-            value = self._entries.get(key)
-            if value is not None:
-                self._entries.move_to_end(key)
-            return value
-
-    def put(self, key: tuple[str, str], value: pa.ChunkedArray) -> None:
-        with self._lock:
-            if key in self._entries:
-                return
-            self._entries[key] = value
-            self.size += value.nbytes
-            while self.size > self.limit and self._entries:
-                _, old = self._entries.popitem(last=False)
-                self.size -= old.nbytes
-
-
-CACHE_BYTES = 256 * 1024 * 1024
-_CACHE = _ColumnCache(CACHE_BYTES)
-
-
-def _file_columns(path: str, schema: pa.Schema, names: list[str]) -> pa.Table:
-    """``names`` of one data file (a column the file predates is NULLs, as Spark reads it)."""
-    cached = {n: _CACHE.get((path, n)) for n in names}
-    missing = [n for n, v in cached.items() if v is None]
-    if missing:
-        read = pads.dataset(path, schema=schema, format="parquet").to_table(columns=missing)
-        for n in missing:
-            cached[n] = read.column(n)
-            _CACHE.put((path, n), read.column(n))
-    return pa.table({n: cached[n] for n in names})
+def rows(plan: Plan) -> pa.Table:
+    """``plan``'s rows in storage form, every column of the table (an UPDATE / DELETE's rows)."""
+    return _read(plan, [c.name for c in plan.lookup.table.columns])
 
 
 def run(plan: Plan) -> RowStream:
     """Read, filter, order and cut ``plan``'s rows; the result as the Spark path shapes it."""
     lk = plan.lookup
+    table = _read(plan, list(dict.fromkeys([c.name for c in lk.columns] + [k for k, _ in lk.order])))
+    out = pa.Table.from_arrays([table.column(c.name) for c in lk.columns], names=lk.names)
+    fields = lk.fields
+    return RowStream(fields, convert_batches(iter(out.to_batches()), fields), command="SELECT")
+
+
+def _read(plan: Plan, wanted: list[str]) -> pa.Table:
+    lk = plan.lookup
     schema = storage_schema(lk.table.columns)
-    wanted = list(dict.fromkeys([c.name for c in lk.columns] + [k for k, _ in lk.order]))
     needed = list(dict.fromkeys(wanted + [t.column.name for t in lk.terms]))
     parts = []
     for path in plan.files:
-        part = _file_columns(path, schema, needed)
+        part = file_columns(path, schema, needed)
         keep = None
         for term, values in plan.terms:
             mask = _mask(term, values, part.column(term.column.name))
@@ -519,9 +483,7 @@ def run(plan: Plan) -> RowStream:
                               null_placement="at_start" if lk.nulls_first else "at_end")
     if lk.offset or lk.limit is not None:
         table = table.slice(lk.offset, lk.limit)
-    out = pa.Table.from_arrays([table.column(c.name) for c in lk.columns], names=lk.names)
-    fields = lk.fields
-    return RowStream(fields, convert_batches(iter(out.to_batches()), fields), command="SELECT")
+    return table
 
 
 def explain(plan: Plan) -> list[str]:
@@ -546,4 +508,4 @@ def param_types(lookup: Lookup) -> dict[int, Any]:
     return {v[1]: term.column.type for term in lookup.terms for v in term.values if isinstance(v, tuple)}
 
 
-__all__ = ["Lookup", "MAX_ROWS", "Plan", "SETTING", "bind", "enabled", "explain", "param_types", "run", "shape"]
+__all__ = ["Lookup", "MAX_ROWS", "Plan", "SETTING", "bind", "enabled", "explain", "param_types", "rows", "run", "shape"]

@@ -11,10 +11,11 @@ import pyarrow as pa
 from sqlglot import exp
 
 from catalog.store import TableDef
-from engine import ddl, interactive, spark as sparkmod
-from engine.dml import convert_batches, fill_params, param_index, target_columns
+from engine import ddl, interactive, scalar, spark as sparkmod
+from engine.dml import fill_params, target_columns
 from engine.flows import statements as flow_statements
-from engine.resolver import node_name
+from engine.resolver import node_name, param_index
+from engine.storage import convert_batches
 from engine.translate import parse_postgres
 from tidegate import pgvalues, sqllex, statements
 from tidegate.errors import SqlError
@@ -34,6 +35,11 @@ class QueryStatements:
     def _query(self, tree: exp.Expression, sql: str, params: list[Any], info: SessionInfo) -> RowStream:
         if tree.args.get("locks"):
             self._lock_rows(tree, info)
+        const = scalar.shape(tree, sql) if interactive.enabled(info) else None
+        if const is not None:  # no table: computed in the gateway
+            stream = scalar.run(const, params)
+            if stream is not None:
+                return stream
         lookup = interactive.shape(self, tree, info, sql)
         plan = interactive.bind(self, lookup, params) if lookup is not None else None
         if plan is not None:  # a small read of one table: its files, in the gateway
@@ -51,6 +57,22 @@ class QueryStatements:
                                    operands=tq.operands)
 
         return self._run(work, sql)
+
+    def computes_in_gateway(self, sql: str, params: Sequence[Any] | None, info: SessionInfo) -> bool:
+        """Whether ``sql`` is a relation-free query :mod:`engine.scalar` evaluates (executed with
+        ``params``, or described when None): microseconds, no lock, no I/O (the gateway may run
+        it on its event loop)."""
+        if not interactive.enabled(info):
+            return False
+        const = scalar.cached(sql)
+        if const is False:
+            if statements.classify(sql).kind is not Kind.SQL:
+                return False
+            try:
+                const = scalar.shape(self._parse_one(sql), sql)
+            except SqlError:
+                return False
+        return const is not None and (params is None or scalar.accepts(const, list(params)))
 
     def _lock_rows(self, tree: exp.Expression, info: SessionInfo) -> None:
         """SELECT ... FOR UPDATE / NO KEY UPDATE / SHARE / KEY SHARE: the write lock of each table
@@ -147,6 +169,10 @@ class QueryStatements:
         """EXPLAIN [(options)] query: Spark's plan, one line per row in column ``QUERY PLAN``."""
         tree = self._parse_one(sql)
         query = _explained_select(tree)
+        const = scalar.shape(query) if query is not None and interactive.enabled(info) else None
+        if const is not None and scalar.run(const, params) is not None:
+            table = pa.table({"QUERY PLAN": pa.array(scalar.explain(const), pa.string())})
+            return RowStream.from_table([ResultField("QUERY PLAN", ColumnType(TEXT))], table, command="EXPLAIN")
         lookup = interactive.shape(self, query, info) if query is not None else None
         plan = interactive.bind(self, lookup, params) if lookup is not None else None
         if plan is not None:
@@ -230,7 +256,13 @@ class QueryStatements:
         fast = self._describe_insert_fast(sql, param_types, info)
         if fast is not None:
             return fast, None
-        tree = self._parse_one(sql)
+        const = scalar.cached(sql) if interactive.enabled(info) else None
+        tree = self._parse_one(sql) if const is False else None
+        if const is False:
+            const = scalar.shape(tree, sql)
+        if const:  # computed in the gateway: its parameters (each one cast) and columns
+            return fill_params(param_types, const.params, max(const.params, default=0)), const.fields
+        tree = tree if tree is not None else self._parse_one(sql)
         lookup = interactive.shape(self, tree, info, sql) if isinstance(tree, exp.Select) else None
         if lookup is not None:  # the interactive path's parameters and columns; no Spark analysis
             return fill_params(param_types, interactive.param_types(lookup), _max_param(tree)), lookup.fields

@@ -93,3 +93,20 @@ def node_name(node: Any) -> str:
     if isinstance(node, exp.Expression) and isinstance(node.this, (exp.Identifier, str)):
         return node_name(node.this)
     return node.name.lower()
+
+
+def param_index(e: exp.Expression) -> int | None:
+    if isinstance(e, exp.Parameter):
+        inner = e.this
+        try:
+            return int(inner.name if isinstance(inner, exp.Expression) else inner)
+        except (TypeError, ValueError):
+            return None
+    if isinstance(e, exp.Placeholder):
+        try:
+            return int(e.name)
+        except (TypeError, ValueError):
+            return None
+    if isinstance(e, exp.Cast):
+        return None
+    return None

@@ -42,6 +42,7 @@ import re
 import shutil
 import threading
 import uuid as uuidlib
+from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
@@ -52,6 +53,7 @@ from pathlib import Path
 from urllib.parse import unquote
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as pads
@@ -61,7 +63,9 @@ from catalog.store import Catalog, ColumnDef, TableDef
 from tidegate import pgvalues
 from tidegate.errors import SqlError
 from tidegate.pgtypes import ColumnType
-from engine import functions, txnlog
+from tidegate.results import ResultField
+from engine import deltalog, functions, txnlog
+from engine.deltalog import ROW_GROUP_ROWS, FileEntry
 from engine.locks import VisibilityGate
 from engine.txnlog import CommitHooks, DdlRecord, Journal, WriteOp
 
@@ -72,7 +76,6 @@ CDF_CONFIG = {"delta.enableChangeDataFeed": "true"}
 # Spark splits a Parquet file only at row-group boundaries. delta-rs's default of 1Mi-row groups
 # made a 1M-row table a single Spark task: one core, and no row handed on before all were read.
 # 128Ki rows (a few MB for a narrow table) lets a scan use both cores and stream in pieces.
-ROW_GROUP_ROWS = 128 * 1024
 WRITER_PROPERTIES = WriterProperties(max_row_group_size=ROW_GROUP_ROWS, compression="SNAPPY")  # delta-rs' default codec
 
 
@@ -439,15 +442,6 @@ class Snapshot:
     files: list[str]
 
 
-@dataclass(frozen=True)
-class FileEntry:
-    """A data file of a table version, as its log lists it."""
-
-    path: str
-    size: int
-    rows: int
-
-
 @dataclass
 class CurrentRows:
     """A table version's rows, each tagged with the data file that holds it."""
@@ -717,6 +711,9 @@ class TableStore:
                 data = op.data if isinstance(op.data, pa.Table) else op.data.read_all()
                 if data.num_rows == 0:
                     return dt.version(), op
+                version = rewrite_by_keys(dt, location, op, data)
+                if version is not None:
+                    return version, op
                 pred = key_match(op.keys, null_safe=op.null_safe,
                                  source_prefix="__tg_old_" if op.kind == "update" else "")
                 merger = dt.merge(data, predicate=pred, source_alias="s", target_alias="t",
@@ -939,20 +936,169 @@ def excluded_field(excluded: Sequence[pa.Table], name: str) -> pa.Field:
     raise KeyError(name)
 
 
+class _ColumnCache:
+    """Decoded columns of data files, least recently used out past ``limit`` bytes. A Delta data
+    file never changes once written, so an entry is valid as long as a version lists its file."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.size = 0
+        self._entries: OrderedDict[tuple[str, str], pa.ChunkedArray] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple[str, str]) -> pa.ChunkedArray | None:
+        with self._lock:
+            value = self._entries.get(key)
+            if value is not None:
+                self._entries.move_to_end(key)
+            return value
+
+    def put(self, key: tuple[str, str], value: pa.ChunkedArray) -> None:
+        with self._lock:
+            if key in self._entries:
+                return
+            self._entries[key] = value
+            self.size += value.nbytes
+            while self.size > self.limit and self._entries:
+                _, old = self._entries.popitem(last=False)
+                self.size -= old.nbytes
+
+
+CACHE_BYTES = 256 * 1024 * 1024
+_CACHE = _ColumnCache(CACHE_BYTES)
+
+
+def file_columns(path: str, schema: pa.Schema, names: list[str]) -> pa.Table:
+    """``names`` of one data file (a column the file predates is NULLs, as Spark reads it), decoded
+    once: the interactive path's reads and the rewrites by key (:func:`rewrite_by_keys`) keep them
+    (:data:`CACHE_BYTES`, least recently used out)."""
+    cached = {n: _CACHE.get((path, n)) for n in names}
+    missing = [n for n, v in cached.items() if v is None]
+    if missing:
+        read = pads.dataset(path, schema=schema, format="parquet").to_table(columns=missing)
+        for n in missing:
+            cached[n] = read.column(n)
+            _CACHE.put((path, n), read.column(n))
+    return pa.table({n: cached[n] for n in names})
+
+
+def remember_file(path: str, table: pa.Table) -> None:
+    """Keep the columns of a data file just written from ``table`` (its next reads are hits)."""
+    for n in table.column_names:
+        _CACHE.put((path, n), table.column(n))
+
+
 def key_files(dt: DeltaTable, location: str, keys: list[str], candidates: pa.Table) -> list[str]:
     """The data files of ``dt`` that may hold a key tuple of ``candidates``: files whose log
     statistics (min/max per column) rule out every candidate are skipped without being opened,
     which makes the usual case, new keys past everything stored, cost no scan at all."""
+    paths = _key_actions(dt, keys, candidates).column("path").to_pylist()
+    return [action_path(location, p) for p in paths]
+
+
+def _key_actions(dt: DeltaTable, keys: Sequence[str], candidates: pa.Table) -> pa.Table:
+    """The add actions (path, size_bytes, num_records, ...) of :func:`key_files`."""
     actions = pa.table(dt.get_add_actions(flatten=True))
     if actions.num_rows == 0:
-        return []
+        return actions
     keep = pa.repeat(True, actions.num_rows)
     for k in keys:
         overlap = _stats_overlap(actions, k, candidates.column(k))
         if overlap is not None:
             keep = pc.and_(keep, overlap)
-    paths = actions.filter(keep).column("path").to_pylist()
-    return [action_path(location, p) for p in paths]
+    return actions.filter(keep)
+
+
+# Rows an UPDATE / DELETE by key may read to rewrite the files holding its keys; more: a merge.
+REWRITE_MAX_ROWS = 2_000_000
+
+
+def rewrite_by_keys(dt: DeltaTable, location: str, op: WriteOp, data: pa.Table) -> int | None:
+    """An UPDATE / DELETE of rows found by their key, committed as a rewrite of the data files
+    holding them (:mod:`engine.deltalog`): each such file is replaced by one without the rows
+    (DELETE) or with their new values (UPDATE), and the change data feed gets the rows' delete /
+    update pre- and post-images, as a delta-rs merge writes them. The files are those the log
+    statistics of the key columns cannot rule out; only the ones holding a key are rewritten.
+
+    A merge reads every file of the table and costs about half a second on a million rows; this
+    reads the candidate files. Returns the version committed (or the current one when no row
+    matched), or None when it does not apply and the merge runs: keys matched NULL-safely (a
+    time-series table's tags, key-less tables), a table :func:`engine.deltalog.supports` does not
+    write, or more than :data:`REWRITE_MAX_ROWS` rows to read."""
+    keys = list(op.keys)
+    if op.null_safe or not keys or not deltalog.supports(dt):
+        return None
+    schema = storage_schema(op.table.columns)
+    if [f.name for f in dt.schema().fields] != schema.names:
+        return None
+    prefix = "__tg_old_" if op.kind == "update" else ""
+    wanted = data.select([prefix + k for k in keys]).rename_columns(keys)
+    if any(wanted.column(k).null_count for k in keys):
+        return None
+    actions = _key_actions(dt, keys, wanted)
+    if actions.num_rows == 0:
+        return dt.version()
+    if any(n is None for n in actions.column("num_records").to_pylist()) \
+            or pc.sum(actions.column("num_records")).as_py() > REWRITE_MAX_ROWS:
+        return None
+    key_schema = pa.schema([schema.field(k) for k in keys])
+    wanted = wanted.cast(key_schema)
+    changes = None
+    if op.kind == "update":
+        changes = data.select([prefix + k for k in keys] + schema.names)
+        changes = changes.rename_columns(keys + [f"__tg_new_{c}" for c in schema.names]).cast(
+            pa.schema(list(key_schema) + [schema.field(c).with_name(f"__tg_new_{c}") for c in schema.names]))
+        if changes.group_by(keys).aggregate([]).num_rows != changes.num_rows:
+            return None  # a key with two new rows: the merge reports it
+    distinct = wanted.group_by(keys).aggregate([])
+    marker = distinct.append_column("__tg_hit", pa.array([True] * distinct.num_rows, pa.bool_()))
+    removes: list[FileEntry] = []
+    adds: list[deltalog.DataFile] = []
+    before: list[pa.Table] = []
+    after: list[pa.Table] = []
+    for path, size, rows in zip(actions.column("path").to_pylist(), actions.column("size_bytes").to_pylist(),
+                                actions.column("num_records").to_pylist()):
+        part = file_columns(action_path(location, path), schema, schema.names)
+        numbered = part.select(keys).append_column("__tg_i", pa.array(np.arange(part.num_rows, dtype=np.int64)))
+        hits = numbered.join(marker, keys=keys, join_type="inner").column("__tg_i").to_numpy()
+        if len(hits) == 0:
+            continue
+        hit_mask = np.zeros(part.num_rows, dtype=bool)
+        hit_mask[hits] = True
+        old = part.filter(pa.array(hit_mask))
+        kept = part.filter(pa.array(~hit_mask))
+        if changes is not None:
+            paired = old.select(keys).join(changes, keys=keys, join_type="inner")
+            new = pa.Table.from_arrays([paired.column(f"__tg_new_{c}") for c in schema.names], schema=schema)
+            kept = pa.concat_tables([kept, new])
+            after.append(new)
+        before.append(old)
+        removes.append(FileEntry(path, int(size), int(rows)))
+        if kept.num_rows:
+            added = deltalog.add_data_file(location, kept)
+            remember_file(action_path(location, added.path), kept)
+            adds.append(added)
+    if not removes:
+        return dt.version()
+    cdc = []
+    if dt.metadata().configuration.get("delta.enableChangeDataFeed") == "true":
+        images = [(t, "delete" if op.kind == "delete" else "update_preimage") for t in before] + \
+                 [(t, "update_postimage") for t in after]
+        feed = pa.concat_tables([t.append_column(deltalog.CHANGE_TYPE, pa.array([kind] * t.num_rows, pa.string()))
+                                 for t, kind in images])
+        cdc = [deltalog.add_cdc_file(location, feed)]
+    count = sum(t.num_rows for t in before)
+    app = (op.app_id, int(op.app_version or 0)) if op.app_id is not None else None
+    try:
+        return deltalog.commit(dt, location, adds=adds, removes=removes, cdc=cdc, app_transaction=app,
+                               operation=op.kind.upper(),
+                               parameters={"predicate": "rows by key"},
+                               metrics={"numTargetRowsUpdated" if op.kind == "update" else "numTargetRowsDeleted": count,
+                                        "numTargetFilesRemoved": len(removes), "numTargetFilesAdded": len(adds)})
+    except deltalog.CommitConflict:
+        raise SqlError("40001", "could not serialize access due to concurrent update",
+                       detail=f'table "{op.table.name}" was committed by another writer meanwhile',
+                       hint="Run the transaction again.") from None
 
 
 def _stats_overlap(actions: pa.Table, key: str, values: pa.ChunkedArray) -> pa.Array | None:
@@ -1083,3 +1229,30 @@ def key_text(row: dict[str, Any]) -> str:
     vals = ", ".join("null" if v is None else (v.isoformat(sep=" ") if isinstance(v, datetime) else str(v))
                      for v in row.values())
     return f"Key ({cols})=({vals})"
+
+
+def convert_batches(batches: Iterator[pa.RecordBatch], fields: list[ResultField],
+                     operands: dict[int, tuple[int, ...]] | None = None) -> Iterator[pa.RecordBatch]:
+    """Spark/storage Arrow -> the pgtypes Arrow form, with the result's column names; a column with
+    exact operands (ColumnType.exact_op) becomes the struct of its value and operands."""
+    names = [f.name for f in fields]
+    for batch in batches:
+        arrays = []
+        for i, (arr, f) in enumerate(zip(batch.columns, fields)):
+            if operands and i in operands:
+                parts = [arr] + [batch.column(k) for k in operands[i]]
+                arrays.append(pa.StructArray.from_arrays(parts, names=["q", "a", "b"][:len(parts)]))
+                continue
+            arr = storage_to_result(arr, f.type)
+            want = f.type.arrow() if f.type.pg.name not in ("unknown", "record", "void") else None
+            if (want is not None and arr.type != want and not pa.types.is_null(arr.type)
+                    and not (pa.types.is_decimal(arr.type) and pa.types.is_decimal(want))):
+                try:
+                    if pa.types.is_timestamp(arr.type) and pa.types.is_timestamp(want):
+                        arr = arr.cast(pa.timestamp("us", tz=arr.type.tz)).cast(want) if (arr.type.tz is None) == (want.tz is None) else arr
+                    elif not (pa.types.is_interval(want) and pa.types.is_duration(arr.type)):
+                        arr = pc.cast(arr, want)
+                except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+                    pass
+            arrays.append(arr)
+        yield pa.RecordBatch.from_arrays(arrays, names=names)

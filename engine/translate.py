@@ -239,6 +239,33 @@ def _annotate_literal(annotator: Any, literal: exp.Literal) -> exp.Literal:
     return literal
 
 
+def negated_literal(node: exp.Expression) -> int | None:
+    """The value of minus signs before an integer literal (parentheses between them allowed), which
+    PostgreSQL's grammar folds into the constant: ``-2147483648`` and ``-(2147483648)`` are
+    integers, ``-(-2147483648)`` a bigint. None: ``node`` is not one."""
+    sign = 1
+    seen = False
+    while isinstance(node, (exp.Neg, exp.Paren)):
+        if isinstance(node, exp.Neg):
+            sign, seen = -sign, True
+        node = node.this
+    if not seen or not isinstance(node, exp.Literal) or node.is_string:
+        return None
+    text = node.name
+    return sign * int(text) if text.isascii() and text.isdigit() else None
+
+
+def _annotate_neg(annotator: Any, node: exp.Neg) -> exp.Neg:
+    """A negated integer literal is typed by its value, as PostgreSQL folds it (:func:`negated_literal`):
+    ``-2147483648 / -1`` overflows integer as in PostgreSQL."""
+    annotator._annotate_by_args(node, "this")
+    value = negated_literal(node)
+    if value is not None:
+        kind = "INT" if -(2**31) <= value < 2**31 else ("BIGINT" if -(2**63) <= value < 2**63 else "DECIMAL")
+        annotator._set_type(node, exp.DataType.build(kind))
+    return node
+
+
 def _annotate_sum(annotator: Any, node: exp.Sum) -> exp.Sum:
     """PostgreSQL's sum() result types: smallint and integer sum to bigint, bigint and numeric to
     numeric (sqlglot keeps the argument's type, which made ``x / sum(x)`` an integer division)."""
@@ -302,7 +329,8 @@ class TidegatePostgres(Postgres):
     ORIGINAL_NAME_META_KEY = "pg_name"
     Parser = _TidegateParser
     EXPRESSION_METADATA = {**Postgres.EXPRESSION_METADATA, **_TEXT_RESULTS,
-                           exp.Literal: {"annotator": _annotate_literal}, exp.Sum: {"annotator": _annotate_sum},
+                           exp.Literal: {"annotator": _annotate_literal}, exp.Neg: {"annotator": _annotate_neg},
+                           exp.Sum: {"annotator": _annotate_sum},
                            **{kind: {"annotator": _float_arithmetic(kind)}
                               for kind in (*_ARITHMETIC, exp.Coalesce, exp.Greatest, exp.Least)},
                            exp.TimestampTrunc: {"annotator": _annotate_trunc}}
@@ -364,7 +392,9 @@ def _schema_key(column: str) -> str:
 def parse_postgres(sql: str) -> list[exp.Expression]:
     """Parse PostgreSQL text into statements; syntax errors become 42601 with a position."""
     try:
-        statements = sqlglot.parse(sql, read=TidegatePostgres)
+        # sqlglot 30 reads a text holding "$" (a $n parameter is scanned as a possible dollar
+        # quote) and ending in '' as an unterminated string: a trailing newline changes nothing else
+        statements = sqlglot.parse(sql + "\n" if "$" in sql and sql.endswith("''") else sql, read=TidegatePostgres)
     except ParseError as err:
         info = err.errors[0] if err.errors else {}
         token = (info.get("highlight") or "").strip()
@@ -748,6 +778,9 @@ _PG_ARG_TYPE: dict[exp.DataType.Type, str] = {
 }
 
 
+_NOT_FROM_BOOLEAN = frozenset({_T.SMALLINT, _T.BIGINT, _T.FLOAT, _T.DOUBLE, _T.DECIMAL})
+
+
 def _spark_dt(text: str) -> exp.DataType:
     return exp.DataType.build(text, dialect="spark")
 
@@ -1099,6 +1132,11 @@ def pg_column_name(node: exp.Expression) -> str:
     return _name_strength(node)[0]
 
 
+def pg_output_name(projection: exp.Expression) -> str:
+    """The name PostgreSQL gives an output column: its label, else FigureColname's."""
+    return _label(projection) if isinstance(projection, exp.Alias) else pg_column_name(projection)
+
+
 # --------------------------------------------------------------------------------------------
 # Translation
 
@@ -1361,6 +1399,11 @@ class _Translator:
         """Rewrite relations: VALUES, set-returning functions in FROM, table -> view."""
         if depth > 32:
             raise SqlError("42P17", "infinite recursion detected in rules for relation")
+        for neg in list(tree.find_all(exp.Neg)):  # outermost first
+            value = negated_literal(neg) if neg.parent is not None else None
+            if value is not None:  # one constant, as PostgreSQL reads it: -(-9223372036854775808) is numeric
+                literal = exp.Literal.number(abs(value))
+                neg.replace(exp.Neg(this=literal) if value < 0 else literal)
         if isinstance(tree, exp.Values) and not isinstance(tree.parent, (exp.From, exp.Join)):
             tree = self._values_statement(tree)
         cte_names = {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}
@@ -1568,10 +1611,8 @@ class _Translator:
     def mark_names(tree: exp.Expression) -> None:
         select = _Translator.output_select(tree)
         for proj in select.expressions:
-            if isinstance(proj, exp.Alias):
-                proj.meta["pg_output"] = _label(proj)
-            elif not isinstance(proj, exp.Star) and not (isinstance(proj, exp.Column) and isinstance(proj.this, exp.Star)):
-                proj.meta["pg_output"] = pg_column_name(proj)
+            if not isinstance(proj, exp.Star) and not (isinstance(proj, exp.Column) and isinstance(proj.this, exp.Star)):
+                proj.meta["pg_output"] = pg_output_name(proj)
 
     def name_inner_columns(self, tree: exp.Expression) -> None:
         """Alias the unnamed projections of subqueries and CTEs with PostgreSQL's names.
@@ -2535,6 +2576,9 @@ class _Translator:
         arg = node.this
         src = _dtype(arg)
         params = _type_params(to)
+        if (src == _T.BOOLEAN and t in _NOT_FROM_BOOLEAN) or (t == _T.BOOLEAN and src in _NOT_FROM_BOOLEAN):
+            # PostgreSQL casts boolean to and from integer (int4) only among the numbers
+            raise SqlError("42846", f"cannot cast type {_PG_ARG_TYPE[src]} to {_PG_ARG_TYPE[t]}")
         if isinstance(arg, exp.Literal) and t == _T.DECIMAL and not params:
             _check_numeric_constant(arg.name)
             if arg.is_string:

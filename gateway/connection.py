@@ -548,7 +548,10 @@ class Connection:
             del self.portals[name]
             c = p.close()
             if c is not None:
-                closers.append(c)
+                if p.inline:  # an answer computed on the loop closes on it
+                    c()
+                else:
+                    closers.append(c)
         if closers:
             await self.blocking(lambda: [c() for c in closers])
 
@@ -660,7 +663,7 @@ class Connection:
         stmt.described = True
 
     async def _call(self, sql: str, fn: Callable[..., Any], *args: Any) -> Any:
-        if self.session.inline(sql):
+        if self.session.inline(sql, self.info):
             return fn(*args)
         return await self.blocking(fn, *args)
 
@@ -1123,7 +1126,7 @@ class Connection:
 
     async def _backend_execute(self, portal: Portal) -> None:
         stmt = portal.stmt
-        inline = self.session.inline(stmt.sql)
+        inline = self.session.inline(stmt.sql, self.info, portal.params)
         result = await self._run_statement(inline, self.session.execute, stmt.sql, portal.params, self.info)
         self._adopt_result(portal, result, inline)
 
@@ -1350,7 +1353,7 @@ class Connection:
     async def _copy_to(self, portal: Portal) -> None:
         opts = parse_copy(portal.stmt.sql)
         select = opts.select_sql()
-        inline = self.session.inline(select)
+        inline = self.session.inline(select, self.info, ())
         result = await self._run_statement(inline, self.session.execute, select, (), self.info)
         stream = result.rows if isinstance(result, CommandResult) else result
         if not isinstance(stream, RowStream):

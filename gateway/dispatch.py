@@ -43,7 +43,8 @@ class BackendSession(Protocol):
     def rollback(self) -> None: ...
     def cancel(self) -> None: ...
     def close(self) -> None: ...
-    def inline(self, sql: str) -> bool: ...  # cheap enough to run on the event loop
+    # cheap enough to run on the event loop, in this session (executed with ``params``, or described)
+    def inline(self, sql: str, info: SessionInfo | None = None, params: Sequence[Any] | None = None) -> bool: ...
 
 
 class Backend(Protocol):
@@ -616,8 +617,12 @@ class RoutedSession:
             self._tx_open = True
         return eng
 
-    def inline(self, sql: str) -> bool:
-        return self._backend.is_constant(sql)
+    def inline(self, sql: str, info: SessionInfo | None = None, params: Sequence[Any] | None = None) -> bool:
+        if self._backend.is_constant(sql):
+            return True
+        # a query the engine computes in the gateway (engine.scalar), once the session is open
+        eng = self._engine_session
+        return eng is not None and info is not None and eng.computes_in_gateway(sql, params, info)
 
     @property
     def reads_own_writes(self) -> bool:

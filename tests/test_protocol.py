@@ -53,7 +53,7 @@ class ProtoSession:
         self.pending: list[tuple[int, str]] = []
         self.calls: list[str] = []
 
-    def inline(self, sql: str) -> bool:
+    def inline(self, sql: str, info: Any = None, params: Sequence[Any] | None = None) -> bool:
         return bool(re.fullmatch(r"(?i)select\s+[0-9]+", sql.strip()))
 
     def _rows(self, sql: str, params: Sequence[Any]) -> Any:

@@ -646,6 +646,36 @@ def parse_int(text: str, type_name: str = "int8") -> int:
     return value
 
 
+def int_in_range(value: int, type_name: str) -> int:
+    """An integer result or cast of type int2 / int4 / int8: 22003 past its range."""
+    lo, hi = INT_RANGES[type_name]
+    if not lo <= value <= hi:
+        raise SqlError("22003", f"{INT_TYPE_WORDS[type_name]} out of range")
+    return value
+
+
+def int_arith(op: str, a: int, b: int, type_name: str) -> int:
+    """PostgreSQL's integer operators (+ - * / %) of result type ``type_name``: division truncates
+    toward zero, the remainder takes the dividend's sign, x % -1 is 0 for every x, a zero divisor
+    is 22012 and a result past the type's range 22003."""
+    if op in ("/", "%"):
+        if b == 0:
+            raise SqlError("22012", "division by zero")
+        if op == "%":
+            return abs(a) % abs(b) * (1 if a >= 0 else -1)
+        q = abs(a) // abs(b)
+        value = q if (a >= 0) == (b >= 0) else -q
+    elif op == "+":
+        value = a + b
+    elif op == "-":
+        value = a - b
+    elif op == "*":
+        value = a * b
+    else:
+        raise ValueError(op)
+    return int_in_range(value, type_name)
+
+
 def parse_bool(text: str) -> bool:
     """boolean input: any unique prefix of true / false / yes / no, on / off, 1 / 0, any case,
     within white space."""
