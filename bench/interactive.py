@@ -7,7 +7,11 @@ ts timestamptz, n numeric(12,2))`` loaded with COPY in commits of 100,000 rows:
   - ``SELECT * FROM kv WHERE id BETWEEN $1 AND $1 + 999 ORDER BY id`` (1,000 rows) p50;
   - a read the statistics cannot narrow, ``SELECT id FROM kv WHERE v = 'none'`` over every row: the
     interactive path's cost at its size limit (engine.interactive.MAX_ROWS) against Spark's;
-  - ``SELECT $1::bigint + 1`` p50 through psycopg and asyncpg (computed in the gateway, engine/scalar.py).
+  - ``SELECT $1::bigint + 1`` p50 through psycopg and asyncpg (computed in the gateway, engine/scalar.py);
+  - ``SELECT * FROM kv`` of every row, rows per second through psycopg and asyncpg (best of 3);
+  - primary-key lookups per second by 50 asyncpg clients at once (5 s);
+  - one-row ``UPDATE kv SET v = $1 WHERE id = $2`` and ``DELETE FROM kv WHERE id = $1`` p50 (random
+    keys; the rows found by the interactive path, the files holding them rewritten).
 "tidegate" is ``SET tidegate.interactive = on`` (the default), "tidegate Spark" the same
 statements with it off.
 
@@ -32,6 +36,9 @@ TARGET_LOOKUP_P50_MS = 2.0
 TARGET_LOOKUP_P99_MS = 10.0
 TARGET_RANGE_P50_MS = 10.0
 TARGET_PARAM_P50_MS = 0.5
+TARGET_WRITE_P50_MS = 20.0
+TARGET_CLIENTS_QPS = 2_000
+CLIENTS = 50
 CHUNK = 100_000
 
 
@@ -54,17 +61,22 @@ def percentiles(samples: list[float]) -> tuple[float, float]:
     return statistics.median(samples), samples[min(len(samples) - 1, int(len(samples) * 0.99))]
 
 
+def _drain(cur: psycopg.Cursor) -> None:
+    if cur.description is not None:  # a query (UPDATE / DELETE return no rows)
+        cur.fetchall()
+
+
 def psycopg_ms(conn: C.Conn, sql: str, make_params, n: int, setting: str | None) -> tuple[float, float]:
     with psycopg.connect(conn.dsn, autocommit=True) as c:
         if setting is not None:
             c.execute(f"SET tidegate.interactive = {setting}")
         for _ in range(min(20, n)):
-            c.execute(sql, make_params()).fetchall()
+            _drain(c.execute(sql, make_params()))
         samples = []
         for _ in range(n):
             params = make_params()
             start = time.perf_counter()
-            c.execute(sql, params).fetchall()
+            _drain(c.execute(sql, params))
             samples.append((time.perf_counter() - start) * 1000)
     return percentiles(samples)
 
@@ -89,6 +101,80 @@ def asyncpg_ms(conn: C.Conn, sql: str, rows: int, n: int, setting: str | None) -
             await c.close()
 
     return percentiles(asyncio.run(run()))
+
+
+def _ratio_ok(vals: dict[str, float], at_least: float) -> bool | None:
+    if "tidegate" not in vals or "PostgreSQL 15" not in vals:
+        return None
+    return vals["tidegate"] >= at_least * vals["PostgreSQL 15"]
+
+
+def _ratio_note(vals: dict[str, float]) -> str:
+    if "tidegate" not in vals or "PostgreSQL 15" not in vals:
+        return ""
+    return f"tidegate / PostgreSQL = {vals['tidegate'] / vals['PostgreSQL 15']:.2f}"
+
+
+def full_scan_rows_per_s(conn: C.Conn, setting: str | None) -> float:
+    with psycopg.connect(conn.dsn, autocommit=True) as c:
+        if setting is not None:
+            c.execute(f"SET tidegate.interactive = {setting}")
+        best = 0.0
+        for _ in range(3):
+            start = time.perf_counter()
+            n = sum(1 for _ in c.execute("SELECT * FROM kv"))
+            best = max(best, n / (time.perf_counter() - start))
+    return best
+
+
+def full_scan_rows_per_s_asyncpg(conn: C.Conn, setting: str | None) -> float:
+    async def run() -> float:
+        c = await asyncpg.connect(host=conn.host, port=conn.port, user=conn.user, database=conn.dbname)
+        try:
+            if setting is not None:
+                await c.execute(f"SET tidegate.interactive = {setting}")
+            best = 0.0
+            for _ in range(3):
+                start = time.perf_counter()
+                n = len(await c.fetch("SELECT * FROM kv"))
+                best = max(best, n / (time.perf_counter() - start))
+            return best
+        finally:
+            await c.close()
+
+    return asyncio.run(run())
+
+
+def lookups_per_s(conn: C.Conn, setting: str | None, rows: int, clients: int, seconds: float) -> float:
+    """Primary-key lookups per second by ``clients`` asyncpg connections (all connected first),
+    each looking up random keys one after another for ``seconds``."""
+    sql = "SELECT v FROM kv WHERE id = $1"
+
+    async def run() -> float:
+        conns = [await asyncpg.connect(host=conn.host, port=conn.port, user=conn.user, database=conn.dbname)
+                 for _ in range(clients)]
+        try:
+            for c in conns:
+                if setting is not None:
+                    await c.execute(f"SET tidegate.interactive = {setting}")
+                await c.fetch(sql, 0)
+            stop = time.perf_counter() + seconds
+
+            async def client(c: asyncpg.Connection, rnd: random.Random) -> int:
+                done = 0
+                while time.perf_counter() < stop:
+                    await c.fetch(sql, rnd.randrange(rows))
+                    done += 1
+                return done
+
+            start = time.perf_counter()
+            counts = await asyncio.gather(*[client(c, random.Random(k)) for k, c in enumerate(conns)])
+            return sum(counts) / (time.perf_counter() - start)
+        finally:
+            for c in conns:
+                await c.close()
+
+    return asyncio.run(run())
 
 
 def main() -> None:
@@ -156,6 +242,30 @@ def main() -> None:
                 for label, conn, setting, count in sides}
         report.add("SELECT $1::bigint + 1 p50 ms (asyncpg)", vals, f"<= {TARGET_PARAM_P50_MS}",
                    None if "tidegate" not in vals else vals["tidegate"] <= TARGET_PARAM_P50_MS)
+
+        fast_sides = [(label, conn, setting) for label, conn, setting, _ in sides if setting != "off"]
+        vals = {}
+        for label, conn, setting in fast_sides:
+            vals[label] = full_scan_rows_per_s(conn, setting)
+        report.add("SELECT * of all rows, psycopg (text) rows/s", vals, ">= 0.9x PostgreSQL",
+                   _ratio_ok(vals, 0.9), _ratio_note(vals))
+        vals = {label: full_scan_rows_per_s_asyncpg(conn, setting) for label, conn, setting in fast_sides}
+        report.add("SELECT * of all rows, asyncpg (binary) rows/s", vals, ">= 0.9x PostgreSQL",
+                   _ratio_ok(vals, 0.9), _ratio_note(vals))
+        vals = {label: lookups_per_s(conn, setting, rows, CLIENTS, seconds=5.0) for label, conn, setting in fast_sides}
+        report.add(f"PK lookups/s, {CLIENTS} asyncpg clients", vals, f">= {TARGET_CLIENTS_QPS:,}",
+                   None if "tidegate" not in vals else vals["tidegate"] >= TARGET_CLIENTS_QPS)
+
+        # writes last: they change the rows the reads above looked up
+        writes = max(10, n // 10)
+        for label_sql, sql, make in (
+                ("one-row UPDATE by key p50 ms", "UPDATE kv SET v = %s WHERE id = %s",
+                 lambda: ("updated", rnd.randrange(rows))),
+                ("one-row DELETE by key p50 ms", "DELETE FROM kv WHERE id = %s", lambda: (rnd.randrange(rows),))):
+            vals = {label: psycopg_ms(conn, sql, make, writes if setting != "off" else max(5, writes // 4), setting)[0]
+                    for label, conn, setting, _ in sides}
+            report.add(label_sql, vals, f"<= {TARGET_WRITE_P50_MS}",
+                       None if "tidegate" not in vals else vals["tidegate"] <= TARGET_WRITE_P50_MS)
     report.print()
 
 
