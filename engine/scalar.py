@@ -161,7 +161,7 @@ def _compile(node: exp.Expression, params: dict[int, ColumnType]) -> tuple[str, 
     if type(node) in _ARITH:
         op = _ARITH[type(node)]
         (lt, lf), (rt, rf) = _compile(node.this, params), _compile(node.expression, params)
-        typ = _operand_type(lt, rt, _INTS)
+        typ = _operand_type(lt, rt, _INTS, node)
         if typ not in _INTS:
             raise _NotHere
 
@@ -173,7 +173,7 @@ def _compile(node: exp.Expression, params: dict[int, ColumnType]) -> tuple[str, 
     if type(node) in _COMPARE:
         compare = _COMPARE[type(node)]
         (lt, lf), (rt, rf) = _compile(node.this, params), _compile(node.expression, params)
-        typ = _operand_type(lt, rt, (*_INTS, "bool", "text", "varchar"))
+        typ = _operand_type(lt, rt, (*_INTS, "bool", "text", "varchar"), node)
         if typ in ("text", "varchar") and type(node) not in (exp.EQ, exp.NEQ):
             raise _NotHere  # ordering of text follows a collation: Spark's path
         if typ == "unknown" and not (_is_null(node.this) or _is_null(node.expression)):
@@ -237,9 +237,14 @@ def _is_null(node: exp.Expression) -> bool:
     return isinstance(node, exp.Null)
 
 
-def _operand_type(lt: str, rt: str, allowed: tuple[str, ...]) -> str:
+def _operand_type(lt: str, rt: str, allowed: tuple[str, ...], node: exp.Binary | None = None) -> str:
     """The type both operands are compared or computed in: the wider integer; an unknown NULL
-    takes the other operand's type."""
+    takes the other operand's type. A string literal operand of another type than text (``1 +
+    '5'``, ``n = '7'``) is left to Spark's path, which resolves the operator as PostgreSQL does."""
+    texts = ("text", "varchar")
+    if node is not None and ((lt == "unknown" and rt not in texts and not _is_null(node.this))
+                             or (rt == "unknown" and lt not in texts and not _is_null(node.expression))):
+        raise _NotHere  # (against text, a string literal is that text)
     if lt == "unknown":
         lt = rt
     if rt == "unknown":

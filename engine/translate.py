@@ -297,6 +297,14 @@ def _float_arithmetic(kind: type[exp.Expression]) -> Callable[[Any, exp.Expressi
 
     def annotate(annotator: Any, node: exp.Expression) -> exp.Expression:
         node = base(annotator, node)
+        if isinstance(node, exp.Binary):
+            # an untyped string literal takes the integer operand's type (PostgreSQL's unknown):
+            # 1 + '5' is an integer
+            for lit, other in ((node.left, node.right), (node.right, node.left)):
+                if isinstance(lit, exp.Literal) and lit.is_string and isinstance(other.type, exp.DataType) \
+                        and other.type.this in _INTEGER_TYPES:
+                    annotator._set_type(node, other.type.copy())
+                    return node
         operands = (node.left, node.right) if isinstance(node, exp.Binary) else \
             [a for a in [node.this, *node.expressions] if not isinstance(a, exp.Null)]
         kinds = [o.type.this if isinstance(o.type, exp.DataType) else None for o in operands]
@@ -1838,6 +1846,9 @@ class _Translator:
             return self._frameless_window(node)
         if isinstance(node, (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod)):
             self._check_text_arithmetic(node)
+            for lit, other in ((node.this, node.expression), (node.expression, node.this)):
+                if _dtype(other) in _INTEGER_TYPES:
+                    self._coerce_literal(lit, other)  # 1 + '5': the literal read as an integer
         if isinstance(node, (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Neg, exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT,
                              exp.LTE)):
             self._check_stored_interval(node)

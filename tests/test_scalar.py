@@ -167,7 +167,7 @@ def test_what_is_computed_in_the_gateway(conns) -> None:
     gateway = ["SELECT 1 + 1", "SELECT %s::bigint + 1", "SELECT 'a' || %s::text", "SELECT NOT %s::boolean",
                "SELECT -2147483648 / 2 IS NULL"]
     spark = ["SELECT 1.5 + 1", "SELECT %s + 1", "SELECT 'a' < 'b'", "SELECT abs(-1)", "SELECT 1::numeric",
-             "SELECT true::int"]
+             "SELECT true::int", "SELECT 1 + '5'", "SELECT 7 = '7'", "SELECT true AND 't'"]
     for sql in gateway:
         assert _in_gateway(tg, Question(sql, [True if "boolean" in sql else 5] * sql.count("%s"))), sql
     for sql in spark:
@@ -193,7 +193,10 @@ def test_errors_come_in_postgres_order(conns) -> None:
              Question("SELECT 'y'::int, %s::int", ["x"]), Question("SELECT false AND 1/0 = 1", []),
              Question("SELECT 1/0 = 1 AND false", []), Question("SELECT true OR %s::int2 = 1", [70000]),
              Question("SELECT %s::int2", [70000]), Question("SELECT %s::int2", ["70000"]),
-             Question("SELECT %s::int, %s::int", ["a", "b"])]
+             Question("SELECT %s::int, %s::int", ["a", "b"]),
+             # a string literal operand takes the other operand's type (here on Spark's path)
+             Question("SELECT 1 + '5', 7 = '7', 'x' = 'x'::text, true AND 't'", []),
+             Question("SELECT 1 + 'a'", [])]
     for q in cases:
         assert answer(tg, q) == answer(pg, q), q.sql
 
