@@ -184,6 +184,13 @@ class QueryStatements:
             tq, _ = self._translate(tree, params, info)
             rows = sparkmod.collect_arrow(self.spark.sql(tq.spark_sql))
             text = "\n".join(str(v) for v in rows.column(0).to_pylist()) if rows.num_columns else ""
+            if text.startswith("Error occurred during query planning"):
+                # Spark prints a planning failure as the plan; PostgreSQL's EXPLAIN fails with it
+                # (constant folding: EXPLAIN SELECT 9223372036854775807::int8 + 1 is 22003).
+                # Planning the query again raises it, mapped as the query's own error.
+                inner = tq.spark_sql.split(" ", 2)[2]  # EXPLAIN <mode> <query>
+                self.spark.sql(inner)._jdf.queryExecution().executedPlan()
+                raise SqlError("XX000", text.split("\n", 2)[1].strip() if "\n" in text else text)
             lines = [line for line in text.rstrip("\n").split("\n")]
             table = pa.table({"QUERY PLAN": pa.array(lines, pa.string())})
             return RowStream.from_table([ResultField("QUERY PLAN", ColumnType(TEXT))], table, command="EXPLAIN")

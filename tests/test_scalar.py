@@ -226,3 +226,15 @@ def test_asyncpg_and_prepared_statements(conns, request: pytest.FixtureRequest) 
     got = asyncio.run(run())
     assert [tuple(r) for r in got[:3]] == [(2, "v1!"), (3, "v2!"), (9223372036854775807, "v9223372036854775806!")]
     assert got[3] == ("22003", "bigint out of range")
+
+
+def test_explain_fails_as_postgres_when_planning_fails(conns) -> None:
+    """PostgreSQL folds constants while it plans, so EXPLAIN of a query whose constants fail
+    fails too; on both paths (Spark printed its failure as the plan)."""
+    pg, tg, spark = conns
+    for sql, state in (("EXPLAIN SELECT 1/0", "22012"), ("EXPLAIN VERBOSE SELECT 1/0", "22012"),
+                       ("EXPLAIN SELECT 32767::int2 + 1::int2", "22003")):
+        for conn in (pg, tg, spark):
+            got = answer(conn, Question(sql, []))
+            assert got[:2] == ("error", state), (sql, got)
+    assert rows(spark, "EXPLAIN SELECT 1 + 1")[0][0].startswith("== Physical Plan ==")
