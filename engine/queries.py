@@ -263,13 +263,14 @@ class QueryStatements:
         fast = self._describe_insert_fast(sql, param_types, info)
         if fast is not None:
             return fast, None
+        # computed in the gateway: its parameters (each one cast) and columns, a known text unparsed
         const = scalar.cached(sql) if interactive.enabled(info) else None
-        tree = self._parse_one(sql) if const is False else None
-        if const is False:
-            const = scalar.shape(tree, sql)
-        if const:  # computed in the gateway: its parameters (each one cast) and columns
+        if const:
             return fill_params(param_types, const.params, max(const.params, default=0)), const.fields
-        tree = tree if tree is not None else self._parse_one(sql)
+        tree = self._parse_one(sql)
+        const = scalar.shape(tree, sql) if const is False else None
+        if const is not None:
+            return fill_params(param_types, const.params, max(const.params, default=0)), const.fields
         lookup = interactive.shape(self, tree, info, sql) if isinstance(tree, exp.Select) else None
         if lookup is not None:  # the interactive path's parameters and columns; no Spark analysis
             return fill_params(param_types, interactive.param_types(lookup), _max_param(tree)), lookup.fields
