@@ -50,7 +50,7 @@ from tidegate.errors import SqlError
 from tidegate.pgvalues import (BOOL_FALSE, BOOL_TRUE, cast_number_texts, check_json, datetime_input_error, infinity_refused,
                                numeric_at_scale, numeric_exact, own_scale, parse_bool, parse_bytea, parse_date,
                                parse_flat_array, parse_float, parse_int, parse_interval_fields, parse_numeric,
-                               parse_timestamp, spark_zone, zone_info)
+                               parse_timestamp, spark_zone, zone_info, zone_offset_at)
 from tidegate.pgtypes import ColumnType
 from tidegate.results import ResultField
 
@@ -745,6 +745,35 @@ def _arrow_zone(name: str) -> str:
     return spark_zone(name)
 
 
+# Arrow's time zone kernels read only a zone's listed transitions, which end in 2037: later
+# instants get the last listed offset (no summer time), where PostgreSQL (and zoneinfo) extend
+# the zone's rule. From this instant on, offsets are zoneinfo's.
+_ARROW_ZONES_END_US = (_dt.datetime(2037, 1, 1) - _dt.datetime(1970, 1, 1)) // _dt.timedelta(microseconds=1)
+
+
+def _zone_local(utc_us: np.ndarray, zone: _dt.tzinfo, timezone: str) -> tuple[np.ndarray, np.ndarray]:
+    """(local wall-clock µs, UTC offset in seconds) of UTC instants in the session zone; Arrow
+    computes the years it knows the zone's rules for, zoneinfo the others (each value once)."""
+    in_range = (utc_us >= _MIN_US + _US_PER_DAY) & (utc_us < _ARROW_ZONES_END_US)
+    try:
+        safe = pa.array(np.where(in_range, utc_us, 0)).cast(pa.timestamp("us", tz="UTC"))
+        local = pc.local_timestamp(safe.cast(pa.timestamp("us", tz=_arrow_zone(timezone))))
+        local_us = np.where(in_range, local.cast(pa.int64()).to_numpy(), utc_us)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        # A zone name Arrow's tz database lacks: let zoneinfo resolve each row below.
+        in_range = np.zeros(len(utc_us), bool)
+        local_us = utc_us.copy()
+    offsets = ((local_us - utc_us) // 1_000_000).astype(np.int64)
+    for i in np.flatnonzero(~in_range):
+        u = int(utc_us[i])
+        if u in (_TS_INF, _TS_NINF):
+            continue
+        off = zone_offset_at(u, zone)
+        offsets[i] = off
+        local_us[i] = u + off * 1_000_000
+    return local_us, offsets
+
+
 def _text_timestamp(arr: pa.Array, with_tz: bool, timezone: str) -> pa.Array:
     t = arr.type
     if pa.types.is_date(t):
@@ -762,25 +791,7 @@ def _text_timestamp(arr: pa.Array, with_tz: bool, timezone: str) -> pa.Array:
         local_us = utc_us
         offsets = None
     else:
-        in_range = (utc_us >= _MIN_US + _US_PER_DAY) & (utc_us < _MAX_US - _US_PER_DAY)
-        try:
-            safe = pa.array(np.where(in_range, utc_us, 0)).cast(pa.timestamp("us", tz="UTC"))
-            local = pc.local_timestamp(safe.cast(pa.timestamp("us", tz=_arrow_zone(timezone))))
-            local_us = np.where(in_range, local.cast(pa.int64()).to_numpy(), utc_us)
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-            # A zone name Arrow's tz database lacks: let zoneinfo resolve each row below.
-            in_range = np.zeros(len(utc_us), bool)
-            local_us = utc_us.copy()
-        offsets = ((local_us - utc_us) // 1_000_000).astype(np.int64)
-        for i in np.flatnonzero(~in_range):
-            u = int(utc_us[i])
-            if u in (_TS_INF, _TS_NINF):
-                continue
-            clamped = min(max(u, _MIN_US + _US_PER_DAY), _MAX_US - _US_PER_DAY)
-            probe = _EPOCH_TZ + _dt.timedelta(microseconds=clamped)
-            off = int(probe.astimezone(zone).utcoffset().total_seconds())
-            offsets[i] = off
-            local_us[i] = u + off * 1_000_000
+        local_us, offsets = _zone_local(utc_us, zone, timezone)
     valid = pc.is_valid(arr).to_numpy(zero_copy_only=False) if arr.null_count else None
     odd = (local_us < _MIN_US) | (local_us >= _MAX_US)
     naive = pa.Array.from_buffers(pa.timestamp("us"), len(arr),
@@ -961,8 +972,7 @@ def encode_binary_column(arr: pa.Array | pa.ChunkedArray, ctype: ColumnType, *, 
         if name == "timestamp" and arr.type.tz is not None:
             zone = _zone(timezone)
             if zone is not None:
-                local = pc.local_timestamp(arr.cast(pa.timestamp("us", tz=_arrow_zone(timezone))))
-                us = _to_np(local.cast(pa.int64()))
+                us = np.where(np.isin(us, (_TS_INF, _TS_NINF)), us, _zone_local(us, zone, timezone)[0])
         special = (us == _TS_INF) | (us == _TS_NINF)
         out = np.where(special, us, us - PG_EPOCH_US)
         return _fixed_to_binary(out.astype(">i8"), 8, arr)
@@ -1220,8 +1230,15 @@ _NULL_FIELD = struct.pack(">i", -1)
 
 
 def _assemble_few(columns: list[pa.Array], n: int, datarow: bool) -> bytes:
-    count = struct.pack(">h", len(columns))
-    values = [[v.encode() if isinstance(v, str) else v for v in c.to_pylist()] for c in columns]
+    return _frame_few([_pylist_bytes(c) for c in columns], n, datarow)
+
+
+def _pylist_bytes(col: pa.Array) -> list[bytes | None]:
+    return [v.encode() if isinstance(v, str) else v for v in col.to_pylist()]
+
+
+def _frame_few(values: list[list[bytes | None]], n: int, datarow: bool) -> bytes:
+    count = struct.pack(">h", len(values))
     out: list[bytes] = []
     for r in range(n):
         fields = [count]
@@ -1231,6 +1248,77 @@ def _assemble_few(columns: list[pa.Array], n: int, datarow: bool) -> bytes:
         body = b"".join(fields)
         out.append(b"D" + struct.pack(">i", len(body) + 4) + body if datarow else body)
     return b"".join(out)
+
+
+# -- a few rows, value by value ----------------------------------------------------------------
+# Up to _FEW_ROWS rows, the common (Arrow type, column type) pairs are encoded value by value in
+# Python: the column encoders above cost tens of Arrow calls per column whatever the row count
+# (a one-row numeric: about 100 us; here 5). Each rule gives the column encoder's bytes exactly
+# (tests/test_codec.py compares them on generated values); any other pair uses the column encoder.
+
+_PACK_INT = {"int2": struct.Struct(">h").pack, "int4": struct.Struct(">i").pack, "int8": struct.Struct(">q").pack}
+_PACK_FLOAT = {"float4": (pa.float32(), struct.Struct(">f").pack), "float8": (pa.float64(), struct.Struct(">d").pack)}
+_PACK_I4 = struct.Struct(">i").pack
+_PACK_I8 = struct.Struct(">q").pack
+
+
+def _few_values(arr: pa.Array, ctype: ColumnType, binary: bool, timezone: str) -> list[bytes | None] | None:
+    """The encoded values of a short column computed one by one, or None: not a pair this knows."""
+    t = arr.type
+    name = ctype.pg.name
+    if ctype.is_array or isinstance(arr, pa.ChunkedArray):
+        return None
+    if name in _PACK_INT and pa.types.is_integer(t):
+        if not binary:
+            return [None if v is None else str(v).encode() for v in arr.to_pylist()]
+        if t != _INT_TYPES[name]:
+            return None
+        pack = _PACK_INT[name]
+        return [None if v is None else pack(v) for v in arr.to_pylist()]
+    if name == "bool" and pa.types.is_boolean(t):
+        yes, no = (b"\x01", b"\x00") if binary else (b"t", b"f")
+        return [None if v is None else (yes if v else no) for v in arr.to_pylist()]
+    if name in _TEXT_LIKE and name != "uuid" and (pa.types.is_string(t) or pa.types.is_large_string(t)):
+        prefix = b"\x01" if binary and name == "jsonb" else b""
+        return [None if v is None else prefix + v.encode() for v in arr.to_pylist()]
+    if binary and name in _PACK_FLOAT and _PACK_FLOAT[name][0] == t:
+        pack = _PACK_FLOAT[name][1]
+        return [None if v is None else pack(v) for v in arr.to_pylist()]
+    if name == "numeric" and pa.types.is_decimal128(t) and t.scale >= 0 and ctype.exact_op is None \
+            and ctype.div_min_scale is None and ctype.scale in (None, t.scale):
+        return [None if d is None else _few_numeric(d, ctype.scale, binary) for d in arr.to_pylist()]
+    if name == "date" and pa.types.is_date32(t):
+        days = arr.cast(pa.int32()).to_pylist()
+        if binary:
+            return [None if d is None else _PACK_I4(d if d in (_DATE_INF, _DATE_NINF) else d - PG_EPOCH_DAYS) for d in days]
+        return [None if d is None else _fmt_date_days(d).encode() for d in days]
+    if name in ("timestamp", "timestamptz") and pa.types.is_timestamp(t) and t.unit == "us" \
+            and (t.tz is None or name == "timestamptz"):
+        utc = arr.cast(pa.int64()).to_pylist()
+        if binary:
+            return [None if u is None else _PACK_I8(u if u in (_TS_INF, _TS_NINF) else u - PG_EPOCH_US) for u in utc]
+        if name == "timestamp":
+            return [None if u is None else _fmt_timestamp_us(u, None).encode() for u in utc]
+        zone = _zone(timezone)
+        return [None if u is None else _few_timestamptz_text(u, zone) for u in utc]
+    return None
+
+
+def _few_numeric(d: decimal.Decimal, scale: int | None, binary: bool) -> bytes:
+    """``d`` carries the column's scale (the caller checked that the Arrow type has it)."""
+    text = format(d, "f")  # fixed point at d's own exponent: no rounding, no context precision
+    if scale is None and "." in text:  # unconstrained: only the significant fractional digits
+        text = text.rstrip("0").rstrip(".")
+    if not binary:
+        return text.encode()
+    return numeric_send(d, len(text) - text.index(".") - 1 if "." in text else 0)
+
+
+def _few_timestamptz_text(us: int, zone: _dt.tzinfo | None) -> bytes:
+    if us in (_TS_INF, _TS_NINF) or zone is None:
+        return _fmt_timestamp_us(us, 0 if us not in (_TS_INF, _TS_NINF) else None).encode()
+    offset = zone_offset_at(us, zone)
+    return _fmt_timestamp_us(us + offset * 1_000_000, offset).encode()
 
 
 def _assemble_chunk(columns: list[pa.Array], n: int, datarow: bool) -> bytes:
@@ -1277,8 +1365,19 @@ def encode_data_rows(batch: pa.RecordBatch, fields: list[ResultField], formats: 
     ``formats[i]`` is 0 (text) or 1 (binary) for column i; ``fields[i].type`` is the type the
     RowDescription announced, and the Arrow column is converted to it when the two differ.
     """
-    if batch.num_rows == 0:
+    n = batch.num_rows
+    if n == 0:
         return b""
+    if n <= _FEW_ROWS and fields:
+        values = []
+        for i, f in enumerate(fields):
+            col = batch.column(i)
+            few = _few_values(col, f.type, formats[i] == 1, timezone)
+            if few is None:
+                enc = encode_binary_column if formats[i] == 1 else encode_text_column
+                few = _pylist_bytes(enc(col, f.type, timezone=timezone))
+            values.append(few)
+        return _frame_few(values, n, True)
     cols: list[pa.Array] = []
     for i, f in enumerate(fields):
         col = batch.column(i)

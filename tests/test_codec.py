@@ -8,6 +8,7 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 import math
+import random
 import struct
 import uuid
 
@@ -18,6 +19,7 @@ import pytest
 
 from gateway.codec import (
     Interval,
+    assemble_rows,
     decode_param,
     parse_text_value,
     encode_binary_column,
@@ -865,3 +867,77 @@ def test_binary_of_values_carried_as_text(pg):
     ]
     for arr, type_sql, exprs in cases:
         assert _bin(arr, type_sql) == pg_binary(pg, exprs), type_sql
+
+
+# -- a few rows, value by value ---------------------------------------------------------------------
+# encode_data_rows computes up to 16 rows value by value in Python; the bytes must be the column
+# encoders' (which the tests above hold to PostgreSQL's) for every value, format and time zone.
+
+_FEW_ZONES = ["UTC", "America/New_York", "Asia/Kolkata", "Australia/Lord_Howe", "Europe/Amsterdam"]
+
+
+def _few_case(rnd: random.Random, kind: str) -> tuple[pa.Array, str]:
+    def pick(make, edges):
+        vals = [rnd.choice(edges) if rnd.random() < 0.3 else make() for _ in range(rnd.randint(1, 16))]
+        return [None if rnd.random() < 0.15 else v for v in vals]
+
+    if kind in ("int2", "int4", "int8"):
+        bits = {"int2": 16, "int4": 32, "int8": 64}[kind]
+        lo, hi = -2 ** (bits - 1), 2 ** (bits - 1) - 1
+        arrow = {"int2": pa.int16(), "int4": pa.int32(), "int8": pa.int64()}[kind]
+        carried = rnd.choice([arrow, pa.int64()]) if kind != "int8" else arrow
+        return pa.array(pick(lambda: rnd.randint(lo, hi), [lo, hi, 0, -1, 1]), carried), kind
+    if kind == "bool":
+        return pa.array(pick(lambda: rnd.random() < 0.5, [True, False]), pa.bool_()), kind
+    if kind in ("text", "varchar(20)", "jsonb", "char(4)"):
+        alphabet = "ab é€😀\t\\\"'{}"
+        make = (lambda: '{"k": %d}' % rnd.randint(-9, 9)) if kind == "jsonb" else \
+            (lambda: "".join(rnd.choice(alphabet) for _ in range(rnd.randint(0, 6))))
+        return pa.array(pick(make, [""]), pa.string()), kind
+    if kind in ("float4", "float8"):
+        arrow = pa.float32() if kind == "float4" else pa.float64()
+        edges = [0.0, -0.0, math.inf, -math.inf, math.nan, 1e-310, 3.4e38]
+        return pa.array(pick(lambda: rnd.uniform(-1e6, 1e6), edges), arrow), kind
+    if kind.startswith("numeric"):
+        p, sc = (38, rnd.choice([0, 2, 10])) if kind == "numeric" else (12, 2)
+        q = D(1).scaleb(-sc)
+
+        def make():
+            digits = rnd.randint(0, p - sc)
+            v = D(rnd.randint(1 - 10 ** digits, 10 ** digits - 1)) / (10 ** rnd.randint(0, sc) or 1)
+            return v.quantize(q, context=decimal.Context(prec=100))
+        big = decimal.Context(prec=100)
+        edges = [D(0).quantize(q), big.subtract(big.power(10, p - sc), q),
+                 (-D(1) / 10 ** sc).quantize(q, context=decimal.Context(prec=100)) if sc else D(-1)]
+        return pa.array(pick(make, edges), pa.decimal128(p, sc)), kind
+    if kind == "date":
+        edges = [-719162, 2932896, 0, 2**31 - 1, -(2**31), -800000, 10957]
+        return pa.array(pick(lambda: rnd.randint(-750000, 3000000), edges), pa.int32()).cast(pa.date32()), kind
+    if kind in ("timestamp", "timestamptz"):
+        edges = [0, 2**63 - 1, -(2**63), -62135596800000000, 253402300799999999, -62135596800000000 - 86400 * 10**6,
+                 1699155000 * 10**6, 1710054000 * 10**6]  # year 1 and 9999, BC, DST changes in New York
+        make = lambda: rnd.choice([rnd.randint(-3 * 10**17, 3 * 10**17), rnd.randint(0, 2 * 10**9) * 10**6,
+                                   rnd.randint(-2 * 10**9, 2 * 10**9) * 10**6 + rnd.randint(0, 999999)])
+        tz = rnd.choice([None, "UTC"]) if kind == "timestamptz" else None
+        return pa.array(pick(make, edges), pa.int64()).cast(pa.timestamp("us", tz=tz)), kind
+    raise AssertionError(kind)
+
+
+_FEW_KINDS = ["int2", "int4", "int8", "bool", "text", "varchar(20)", "jsonb", "char(4)", "float4", "float8",
+              "numeric", "numeric(12,2)", "date", "timestamp", "timestamptz"]
+
+
+@pytest.mark.parametrize("kind", _FEW_KINDS)
+def test_few_rows_encode_as_the_column_encoders_do(kind: str) -> None:
+    rnd = random.Random(kind)
+    for _ in range(150):
+        arr, type_name = _few_case(rnd, kind)
+        name, _, args = type_name.rstrip(")").partition("(")
+        ctype = column_type(name, *(int(a) for a in args.split(",") if a))
+        zone = rnd.choice(_FEW_ZONES)
+        batch = pa.record_batch([arr], names=["c"])
+        for fmt in (0, 1):
+            got = encode_data_rows(batch, [ResultField("c", ctype)], [fmt], timezone=zone)
+            enc = encode_binary_column if fmt else encode_text_column
+            want = assemble_rows([enc(arr, ctype, timezone=zone)], datarow=True)
+            assert got == want, (kind, fmt, zone, arr.cast(pa.int64()) if kind == "date" else arr)

@@ -40,7 +40,8 @@ def timezone_transcript(zone: str) -> list[str]:
         " (4, NULL, NULL),"
         " (5, '2024-07-01 12:00:00-04', '2024-07-01 12:00:00'),"
         " (6, '2024-11-03 06:30:00Z', '2024-11-03 03:30:00'),"
-        " (7, '2023-12-31 18:30:00+00', '2024-03-10 02:30:00')",
+        " (7, '2023-12-31 18:30:00+00', '2024-03-10 02:30:00'),"
+        " (11, '2040-07-01 23:30:00+00', '2040-07-01 23:30:00')",  # past the zone's listed transitions (2037)
         # timestamptz values Spark computes: literals and casts read in the session zone
         f"INSERT INTO {t} SELECT 8, timestamptz '2024-07-01 12:00:00', timestamp '2024-07-01 12:00:00'",
         f"INSERT INTO {t} SELECT 9, ts::timestamptz, ts FROM {t} WHERE id = 2",
@@ -74,6 +75,9 @@ def timezone_transcript(zone: str) -> list[str]:
         "SELECT timestamptz '2024-03-09 12:00:00' + interval '1 day', timestamptz '2024-03-09 12:00:00' + interval '24 hours',"
         " timestamptz '2024-03-11 12:00:00' - interval '1 day 1 hour'",
         "SELECT make_timestamp(2024, 7, 1, 12, 30, 0)",
+        # more rows than the few-rows encoder takes, into summers past 2037 and years past 9999
+        "SELECT g, timestamptz '2036-01-01 12:00:00+00' + g * interval '1 month',"
+        " timestamptz '9999-01-01 12:00:00+00' + g * interval '200 months' FROM generate_series(1, 40) g ORDER BY g",
         "SELECT make_timestamptz(2024, 7, 1, 12, 30, 0)",
         "SELECT timezone('UTC', timestamptz '2024-07-01 12:00:00'), timestamp '2024-07-01 12:00' AT TIME ZONE 'UTC'",
         "SELECT timestamptz '2024-07-01 00:00+00' AT TIME ZONE '+05', timestamptz '2024-07-01 00:00+00' AT TIME ZONE '-7',"
@@ -94,7 +98,8 @@ def stored_timezone_transcript(zone: str) -> list[str]:
         f"INSERT INTO {t} VALUES (1, '2024-01-01 00:00:00', '2024-01-01 00:00:00'),"
         " (2, '2024-03-10 02:30:00', '2024-03-10 02:30:00'),"  # a DST gap in New York
         " (3, '2024-11-03 01:30:00', '2024-11-03 01:30:00'),"  # the repeated hour: standard time
-        " (4, NULL, NULL)",
+        " (4, NULL, NULL),"
+        " (9, '2040-07-01 12:00:00', '2040-07-01 12:00:00'), (10, '2040-03-11 02:30:00', NULL)",
         f"INSERT INTO {t} (id, tz, ts) VALUES (5, timestamptz '2024-07-01 12:00:00', timestamp '2024-07-01 12:00:00')",
         f"INSERT INTO {t} VALUES (6, '2024-07-01 12:00:00'::timestamptz, '2024-07-01 12:00:00'::timestamp)",
         f"INSERT INTO {t} SELECT 7, ts, ts FROM {t} WHERE id = 1",
@@ -313,7 +318,7 @@ def test_copy_into_timestamptz_reads_the_session_zone(zone: str, oracle: Target,
             conn.execute(f"DROP TABLE IF EXISTS {t}")
             conn.execute(f"CREATE TABLE {t} (id int, tz timestamptz)")
             with conn.cursor().copy(f"COPY {t} (id, tz) FROM STDIN") as copy:
-                copy.write("1\t2024-01-01 00:00:00\n2\t2024-07-01 12:00:00+02\n3\t\\N\n")
+                copy.write("1\t2024-01-01 00:00:00\n2\t2024-07-01 12:00:00+02\n3\t\\N\n4\t2040-07-01 12:00:00\n")
             conn.execute("SET TIME ZONE 'UTC'")
             answers.append(conn.execute(f"SELECT id, tz FROM {t} ORDER BY id").fetchall())
             conn.execute(f"DROP TABLE {t}")

@@ -30,7 +30,7 @@ import re
 import struct
 from collections.abc import Iterator
 from contextvars import ContextVar
-from datetime import date, datetime, timedelta, timezone
+from datetime import date, datetime, timedelta, timezone, tzinfo
 import decimal
 from decimal import ROUND_HALF_EVEN, Decimal, InvalidOperation
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -581,10 +581,47 @@ def localize_array(arr, zone: str | None = None):
     if not isinstance(tz, ZoneInfo):
         shift = int(tz.utcoffset(None).total_seconds() * 1_000_000)
         return pc.subtract(arr.cast(pa.int64()), shift).cast(utc)
+    # Arrow reads only the zone's listed transitions, which end in 2037 (later wall times would
+    # get no summer time); zoneinfo extends the zone's rule as PostgreSQL does.
+    late = pc.fill_null(pc.greater_equal(arr, pa.scalar(_ARROW_ZONES_END, pa.timestamp("us"))), False)
     try:
+        if pc.any(late).as_py():
+            raise ValueError("wall times past the zone's listed transitions")
         return pc.assume_timezone(arr, tz.key, ambiguous="raise", nonexistent="raise").cast(utc)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ValueError):
-        return pa.array([None if v is None else localize(v, tz.key) for v in arr.to_pylist()], type=utc)
+        return pa.array([None if v is None else _localize_us(v, tz.key) for v in arr.cast(pa.int64()).to_pylist()],
+                        type=pa.int64()).cast(utc)
+
+
+_ARROW_ZONES_END = datetime(2037, 1, 1)
+_EPOCH_NAIVE = datetime(1970, 1, 1)
+_DATETIME_US = ((datetime.min - _EPOCH_NAIVE) // timedelta(microseconds=1) + 86_400_000_000,
+                (datetime.max - _EPOCH_NAIVE) // timedelta(microseconds=1) - 86_400_000_000)
+
+
+_US_PER_400_YEARS = 146_097 * 86_400_000_000  # the Gregorian calendar repeats, weekdays too
+
+
+def _in_datetime_range(us: int) -> int:
+    """An instant in Python's years 1..9999 with the same zone offset as ``us`` (µs since 1970):
+    later ones moved back by whole 400-year cycles (a zone's rule repeats with the calendar),
+    earlier ones clamped to year 1 (before any rule: the zone's first offset)."""
+    if us > _DATETIME_US[1]:
+        us -= -(-(us - _DATETIME_US[1]) // _US_PER_400_YEARS) * _US_PER_400_YEARS
+    return max(us, _DATETIME_US[0])
+
+
+def zone_offset_at(utc_us: int, tz: tzinfo) -> int:
+    """The UTC offset, in seconds, of zone ``tz`` at an instant (µs since 1970, any year)."""
+    probe = datetime(1970, 1, 1, tzinfo=timezone.utc) + timedelta(microseconds=_in_datetime_range(utc_us))
+    return int(probe.astimezone(tz).utcoffset().total_seconds())
+
+
+def _localize_us(local_us: int, zone: str) -> int:
+    """:func:`localize` of a wall time in µs since 1970 (any year) -> UTC µs."""
+    naive = _EPOCH_NAIVE + timedelta(microseconds=_in_datetime_range(local_us))
+    offset = naive - localize(naive, zone).replace(tzinfo=None)
+    return local_us - offset // timedelta(microseconds=1)
 
 
 # -- floats and json -------------------------------------------------------------------------------
