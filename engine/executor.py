@@ -714,6 +714,11 @@ class EngineSession(QueryStatements, SchemaStatements, DmlStatements, SequenceSt
             stream = scalar.run(const, params)
             if stream is not None:
                 return stream
+        lookup = interactive.kept(self, sql, info)
+        if lookup is not None:  # a read of one table's files the session ran before (no parse)
+            plan = interactive.bind(self, lookup, params)
+            if plan is not None:
+                return interactive.run(plan)
         tree = self._parse_one(sql)
         return self._dispatch(tree, sql, params, info)
 

@@ -44,7 +44,8 @@ from sqlglot import exp
 from catalog.store import ColumnDef, TableDef
 from engine import ttl
 from engine.resolver import node_name, param_index
-from engine.storage import Snapshot, action_path, convert_batches, file_columns, python_value, storage_schema
+from engine.storage import (Snapshot, action_path, columns_kept, convert_batches, file_columns, python_value,
+                            storage_schema)
 from tidegate.errors import SqlError
 from tidegate.results import ResultField, RowStream
 from tidegate.session import SessionInfo
@@ -116,19 +117,35 @@ def shape(session: EngineSession, tree: exp.Expression, info: SessionInfo, sql: 
         return None
     key = None
     if sql is not None and not session.in_block:
-        key = (sql, session.catalog.version, info.user, tuple(info.search_path), info.timezone)
+        key = _kept_key(session, sql, info)
         kept = session._lookups.get(key)
         if kept is not None:
-            if session._pending_ops(kept.table):
-                return None
-            session.catalog.roles.check_table(info, kept.table, "SELECT")
-            return kept
+            return _checked(session, kept, info)
     lookup = _shape(session, tree, info)
     if key is not None and lookup is not None and not any(
             isinstance(v, _Read) for term in lookup.terms for v in term.values):
         if len(session._lookups) >= 64:
             session._lookups.pop(next(iter(session._lookups)))
         session._lookups[key] = lookup
+    return lookup
+
+
+def kept(session: EngineSession, sql: str, info: SessionInfo) -> Lookup | None:
+    """The lookup :func:`shape` kept for the text ``sql`` (no parse), or None: not kept."""
+    if session.in_block or not enabled(info):
+        return None
+    lookup = session._lookups.get(_kept_key(session, sql, info))
+    return None if lookup is None else _checked(session, lookup, info)
+
+
+def _kept_key(session: EngineSession, sql: str, info: SessionInfo) -> tuple:
+    return (sql, session.catalog.version, info.user, tuple(info.search_path), info.timezone)
+
+
+def _checked(session: EngineSession, lookup: Lookup, info: SessionInfo) -> Lookup | None:
+    if session._pending_ops(lookup.table):
+        return None
+    session.catalog.roles.check_table(info, lookup.table, "SELECT")
     return lookup
 
 
@@ -425,12 +442,23 @@ class Plan:
 def bind(session: EngineSession, lookup: Lookup, params: list[Any]) -> Plan | None:
     """The files and filter of ``lookup`` with ``params``; None: too big here, or a parameter
     this path does not compare as PostgreSQL would (Spark runs the query)."""
-    try:
-        bound = [(term, _bind(term, params)) for term in lookup.terms]
-    except _NotHere:
+    bound = _bound(lookup, params)
+    if bound is None:
         return None
     with session.store.gate.reading():  # not halfway through another transaction's commits
         snap, actions = session.store.snapshot_with_stats(lookup.table.location)
+    return _plan(lookup, bound, snap, actions)
+
+
+def _bound(lookup: Lookup, params: list[Any]) -> list[tuple[_Term, list[Any]]] | None:
+    try:
+        return [(term, _bind(term, params)) for term in lookup.terms]
+    except _NotHere:
+        return None
+
+
+def _plan(lookup: Lookup, bound: list[tuple[_Term, list[Any]]], snap: Snapshot,
+          actions: dict[str, list[Any]]) -> Plan | None:
     paths, counts = actions["path"], actions["num_records"]
     keep = [True] * len(paths)
     for term, values in bound:
@@ -449,6 +477,52 @@ def bind(session: EngineSession, lookup: Lookup, params: list[Any]) -> Plan | No
     return Plan(lookup, snap, files, rows, len(paths), bound)
 
 
+def answer_now(session: EngineSession, sql: str, params: list[Any], info: SessionInfo) -> RowStream | None:
+    """The lookup kept for the text ``sql`` answered at once, when that needs neither a wait nor
+    a read: the commit gate open, the table's current statistics kept, every column the read
+    needs decoded in memory for each of its files (and their key index built). None: run it as
+    any statement (a worker thread, which may wait and read files). The answer is
+    :func:`bind` then :func:`run`'s; the gateway may compute it on its event loop."""
+    lookup = kept(session, sql, info)
+    if lookup is None:
+        return None
+    bound = _bound(lookup, params)
+    if bound is None:
+        return None
+    with session.store.gate.reading_now() as entered:
+        if not entered:
+            return None
+        stats = session.store.current_stats(lookup.table.location)
+        if stats is None:
+            return None
+        plan = _plan(lookup, bound, *stats)
+    if plan is None or not _in_memory(plan):
+        return None
+    return run(plan)
+
+
+def _needed(lk: Lookup, wanted: list[str]) -> list[str]:
+    return list(dict.fromkeys(wanted + [t.column.name for t in lk.terms]))
+
+
+def _run_columns(lk: Lookup) -> list[str]:
+    return list(dict.fromkeys([c.name for c in lk.columns] + [k for k, _ in lk.order]))
+
+
+def _in_memory(plan: Plan) -> bool:
+    lk = plan.lookup
+    needed = _needed(lk, _run_columns(lk))
+    narrowing = _key_term(lk)
+    for path in plan.files:
+        if not columns_kept(path, needed):
+            return False
+        if narrowing is not None:
+            with _INDEX_LOCK:
+                if (path, narrowing.column.name) not in _INDEXES:
+                    return False
+    return True
+
+
 def rows(plan: Plan) -> pa.Table:
     """``plan``'s rows in storage form, every column of the table (an UPDATE / DELETE's rows)."""
     return _read(plan, [c.name for c in plan.lookup.table.columns])
@@ -457,10 +531,10 @@ def rows(plan: Plan) -> pa.Table:
 def run(plan: Plan) -> RowStream:
     """Read, filter, order and cut ``plan``'s rows; the result as the Spark path shapes it."""
     lk = plan.lookup
-    table = _read(plan, list(dict.fromkeys([c.name for c in lk.columns] + [k for k, _ in lk.order])))
+    table = _read(plan, _run_columns(lk))
     out = pa.Table.from_arrays([table.column(c.name) for c in lk.columns], names=lk.names)
     fields = lk.fields
-    return RowStream(fields, convert_batches(iter(out.to_batches()), fields), command="SELECT")
+    return RowStream(fields, convert_batches(iter(out.to_batches()), fields), command="SELECT", size=out.num_rows)
 
 
 # -- key index -------------------------------------------------------------------------------------
@@ -546,7 +620,7 @@ def _key_term(lk: Lookup) -> _Term | None:
 def _read(plan: Plan, wanted: list[str]) -> pa.Table:
     lk = plan.lookup
     schema = storage_schema(lk.table.columns)
-    needed = list(dict.fromkeys(wanted + [t.column.name for t in lk.terms]))
+    needed = _needed(lk, wanted)
     narrowing = _key_term(lk)
     parts = []
     for path in plan.files:
@@ -597,4 +671,5 @@ def param_types(lookup: Lookup) -> dict[int, Any]:
     return {v[1]: term.column.type for term in lookup.terms for v in term.values if isinstance(v, tuple)}
 
 
-__all__ = ["Lookup", "MAX_ROWS", "Plan", "SETTING", "bind", "enabled", "explain", "param_types", "rows", "run", "shape"]
+__all__ = ["Lookup", "MAX_ROWS", "Plan", "SETTING", "answer_now", "bind", "enabled", "explain", "kept", "param_types",
+           "rows", "run", "shape"]

@@ -115,6 +115,31 @@ class VisibilityGate:
                         self._cond.notify_all()
 
     @contextmanager
+    def reading_now(self) -> Iterator[bool]:
+        """:meth:`reading` if it can start without waiting: yields True inside it, or False (not
+        entered) while a commit holds the gate or waits for it."""
+        if getattr(self._local, "depth", 0):
+            with self.reading():
+                yield True
+            return
+        with self._cond:
+            entered = not (self._writer or self._waiting_writers)
+            if entered:
+                self._readers += 1
+        if not entered:
+            yield False
+            return
+        self._local.depth = 1
+        try:
+            yield True
+        finally:
+            self._local.depth = 0
+            with self._cond:
+                self._readers -= 1
+                if not self._readers:
+                    self._cond.notify_all()
+
+    @contextmanager
     def committing(self) -> Iterator[None]:
         assert not getattr(self._local, "depth", 0), "a commit inside a read of the same thread would wait for itself"
         with self._cond:

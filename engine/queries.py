@@ -74,6 +74,16 @@ class QueryStatements:
                 return False
         return const is not None and (params is None or scalar.accepts(const, list(params)))
 
+    def answer_now(self, sql: str, params: Sequence[Any], info: SessionInfo) -> RowStream | None:
+        """A read of one table's files this session ran before, answered now if that needs no wait
+        and no file read (:func:`engine.interactive.answer_now`): the gateway calls it on its event
+        loop. None: :meth:`execute` it."""
+        if self.temp_schema is not None or self._pending is not None:
+            return None
+        self._interrupt.clear()
+        with pgvalues.use_session_zone(info.timezone):
+            return interactive.answer_now(self, sql, list(params), info)
+
     def _lock_rows(self, tree: exp.Expression, info: SessionInfo) -> None:
         """SELECT ... FOR UPDATE / NO KEY UPDATE / SHARE / KEY SHARE: the write lock of each table
         it locks (those after OF, else every table it reads), taken before it reads and held until

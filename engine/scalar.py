@@ -306,14 +306,13 @@ def accepts(const: Constant, params: list[Any]) -> bool:
 def shape(tree: exp.Expression, sql: str | None = None) -> Constant | None:
     """The constant query ``tree`` is, or None when Spark computes it. With ``sql``, the analysis is
     kept for the text's next Executes (it depends on nothing but the text)."""
-    if not isinstance(tree, exp.Select) or tree.args.get("from_") is not None:
-        return None
     if sql is not None:
         with _CACHE_LOCK:
             if sql in _CACHE:
                 _CACHE.move_to_end(sql)
                 return _CACHE[sql]
-    const = _analyse(tree)
+    # a query reading a relation is kept as "not one" too: the gateway asks of every Execute
+    const = _analyse(tree) if isinstance(tree, exp.Select) and tree.args.get("from_") is None else None
     if sql is not None:
         with _CACHE_LOCK:
             _CACHE[sql] = const
@@ -336,7 +335,7 @@ def run(const: Constant, params: list[Any]) -> RowStream | None:
     # the Arrow types are the announced fields' (no conversion)
     batch = pa.RecordBatch.from_arrays([pa.array([v], _ARROW[t]) for v, t in zip(values, const.types)],
                                        names=[f.name for f in const.fields])
-    return RowStream(const.fields, iter((batch,)), command="SELECT")
+    return RowStream(const.fields, iter((batch,)), command="SELECT", size=batch.num_rows)
 
 
 def explain(const: Constant) -> list[str]:

@@ -562,9 +562,8 @@ class TableStore:
         While the log entry of the next version is absent, the kept one is current: it is returned
         without the table's lock, which a writer holds for its whole commit (50 clients looking up
         keys spent a fifth of their time waiting for it)."""
-        kept = self._stats.get(location)
-        if kept is not None and "://" not in location and not os.path.exists(
-                os.path.join(location, "_delta_log", f"{kept[0].version + 1:020d}.json")):
+        kept = self.current_stats(location)
+        if kept is not None:
             return kept
         with self.lock(location):
             dt = self._table(location)
@@ -577,6 +576,14 @@ class TableStore:
                 with self._guard:
                     self._stats[location] = kept
             return kept
+
+    def current_stats(self, location: str) -> tuple[Snapshot, dict[str, list[Any]]] | None:
+        """:meth:`snapshot_with_stats` when the kept one is current (no lock, no read), else None."""
+        kept = self._stats.get(location)
+        if kept is not None and "://" not in location and not os.path.exists(
+                os.path.join(location, "_delta_log", f"{kept[0].version + 1:020d}.json")):
+            return kept
+        return None
 
     def version(self, location: str) -> int:
         with self.lock(location):
@@ -988,6 +995,11 @@ def file_columns(path: str, schema: pa.Schema, names: list[str]) -> pa.Table:
             cached[n] = read.column(n)
             _CACHE.put((path, n), read.column(n))
     return pa.table({n: cached[n] for n in names})
+
+
+def columns_kept(path: str, names: list[str]) -> bool:
+    """Whether :func:`file_columns` has every one of ``names`` of the file in memory."""
+    return all(_CACHE.get((path, n)) is not None for n in names)
 
 
 def remember_file(path: str, table: pa.Table) -> None:

@@ -1126,6 +1126,10 @@ class Connection:
 
     async def _backend_execute(self, portal: Portal) -> None:
         stmt = portal.stmt
+        answer = await self._run_statement(True, self.session.answer_now, stmt.sql, portal.params, self.info)
+        if answer is not None:  # ready at once: computed on the loop, no worker thread
+            self._adopt_result(portal, answer, True)
+            return
         inline = self.session.inline(stmt.sql, self.info, portal.params)
         result = await self._run_statement(inline, self.session.execute, stmt.sql, portal.params, self.info)
         self._adopt_result(portal, result, inline)
@@ -1202,8 +1206,11 @@ class Connection:
         """
         sent = 0
         self.current_stream = portal.stream
-        self.running = not portal.inline
-        read_ahead = not max_rows and not portal.inline
+        # rows already in memory and few: encoded here, no worker thread (nor read-ahead)
+        size = getattr(portal.stream, "size", None)
+        in_hand = portal.inline or (size is not None and size * max(len(portal.fields), 1) <= _INLINE_ENCODE_CELLS)
+        self.running = not in_hand
+        read_ahead = not max_rows and not in_hand
         ahead: asyncio.Future[tuple[bytes, int, bool]] | None = None
         try:
             while True:
@@ -1218,7 +1225,7 @@ class Connection:
                     if ahead is not None:
                         fut, ahead = ahead, None
                         data, n, exhausted = await self._await_backend(fut)
-                    elif portal.inline or small:
+                    elif in_hand or small:
                         data, n, exhausted = self._next_chunk(portal, limit)
                     else:
                         data, n, exhausted = await self.blocking(self._next_chunk, portal, limit)

@@ -45,6 +45,9 @@ class BackendSession(Protocol):
     def close(self) -> None: ...
     # cheap enough to run on the event loop, in this session (executed with ``params``, or described)
     def inline(self, sql: str, info: SessionInfo | None = None, params: Sequence[Any] | None = None) -> bool: ...
+    # the statement's result if it is ready at once (no wait, no I/O: run on the event loop), else
+    # None: execute it
+    def answer_now(self, sql: str, params: Sequence[Any], info: SessionInfo) -> Result | None: ...
 
 
 class Backend(Protocol):
@@ -623,6 +626,12 @@ class RoutedSession:
         # a query the engine computes in the gateway (engine.scalar), once the session is open
         eng = self._engine_session
         return eng is not None and info is not None and eng.computes_in_gateway(sql, params, info)
+
+    def answer_now(self, sql: str, params: Sequence[Any], info: SessionInfo) -> Result | None:
+        eng = self._engine_session
+        if eng is None or self._tx_wanted:  # a block's first statement opens it: execute
+            return None
+        return eng.answer_now(sql, params, info)
 
     @property
     def reads_own_writes(self) -> bool:

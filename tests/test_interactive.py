@@ -291,3 +291,51 @@ def test_lookups_run_without_spark_and_see_commits_made_behind_the_store(spark_f
     write_deltalake(location, pa.table({"id": pa.array([3], pa.int64()), "v": ["c"]}), mode="append")
     assert _values(s.execute("SELECT v FROM kv WHERE id = $1", [3])) == [("c",)]
     assert not engine.ready()  # Spark was never started: none of these needed it
+
+
+def test_a_kept_lookup_is_answered_at_once_only_when_nothing_waits(spark_free_engine) -> None:
+    """answer_now (what the gateway computes on its event loop) answers a lookup the session ran
+    before, with the files it needs in memory; a newer commit, a commit in progress or an open
+    transaction send it back to execute, which gives the same answer."""
+    import threading
+
+    from tidegate.session import SessionInfo
+
+    engine, s = spark_free_engine
+    info = SessionInfo()
+    s.execute("CREATE TABLE kv (id bigint PRIMARY KEY, v text)", (), info)
+    s.execute("INSERT INTO kv VALUES (1, 'a'), (2, 'b')", (), info)
+    sql = "SELECT v FROM kv WHERE id = $1"
+    assert s.answer_now(sql, [2], info) is None  # never run: nothing kept
+    assert _values(s.execute(sql, [2], info)) == [("b",)]
+    assert _values(s.answer_now(sql, [1], info)) == [("a",)]
+    assert _values(s.answer_now(sql, [9], info)) == []
+
+    s.execute("INSERT INTO kv VALUES (3, 'c')", (), info)  # a newer version: its statistics unread
+    assert s.answer_now(sql, [3], info) is None
+    assert _values(s.execute(sql, [3], info)) == [("c",)]
+    assert _values(s.answer_now(sql, [3], info)) == [("c",)]
+
+    holding, release = threading.Event(), threading.Event()
+
+    def commit() -> None:
+        with engine.store.gate.committing():
+            holding.set()
+            release.wait(10)
+
+    committer = threading.Thread(target=commit)
+    committer.start()
+    assert holding.wait(10)
+    try:
+        assert s.answer_now(sql, [1], info) is None  # another transaction is halfway through its commits
+    finally:
+        release.set()
+        committer.join()
+    assert _values(s.answer_now(sql, [1], info)) == [("a",)]
+
+    s.begin()  # a block reads its own writes: executed
+    s.execute("UPDATE kv SET v = 'z' WHERE id = 1", (), info)
+    assert s.answer_now(sql, [1], info) is None
+    s.rollback()
+    assert _values(s.answer_now(sql, [1], info)) == [("a",)]
+    assert not engine.ready()

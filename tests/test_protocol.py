@@ -56,6 +56,21 @@ class ProtoSession:
     def inline(self, sql: str, info: Any = None, params: Sequence[Any] | None = None) -> bool:
         return bool(re.fullmatch(r"(?i)select\s+[0-9]+", sql.strip()))
 
+    def answer_now(self, sql: str, params: Sequence[Any], info: Any) -> Any:
+        """SELECT * FROM t [WHERE id = $1] outside a transaction is ready at once, as a lookup kept in
+        memory is (t2: not ready, executed); SELECT * FROM denied: 42501 from answer_now itself."""
+        low = " ".join(sql.lower().split())
+        if low == "select * from denied":
+            raise SqlError("42501", "permission denied for table denied")
+        if self.in_tx or low not in ("select * from t", "select * from t where id = $1"):
+            return None
+        self.calls.append("answer_now:" + sql)
+        rows = [r for r in self.backend.table if "$1" not in low or r[0] == int(params[0])]
+        batch = pa.record_batch([pa.array([r[0] for r in rows], pa.int32()), pa.array([r[1] for r in rows], pa.string())],
+                                names=["id", "name"])
+        return RowStream([ResultField("id", _INT4, 16384, 1), ResultField("name", _TEXT, 16384, 2)], iter([batch]),
+                         size=len(rows))
+
     def _rows(self, sql: str, params: Sequence[Any]) -> Any:
         s = " ".join(re.sub(r"/\*.*?\*/", " ", sql).split())
         low = s.lower()
@@ -1239,3 +1254,34 @@ def test_splitter_respects_quotes_dollar_quotes_and_comments() -> None:
     with pytest.raises(SqlError) as exc:
         split_statements("SELECT 'open")
     assert exc.value.sqlstate == "42601"
+
+
+def test_a_result_ready_at_once_is_sent_without_executing(port: int, backend: ProtoBackend) -> None:
+    """answer_now's result goes out as an executed one would (rows, tag, binary formats, portal
+    suspension); None from it executes the statement; its error is the statement's error."""
+    c = Raw(port)
+    session = backend.sessions[-1]
+    c.query("INSERT INTO t VALUES (7, 'seven')")
+    c.parse("SELECT * FROM t WHERE id = $1", name="k")
+    c.bind(portal="", stmt="k", params=[b"7"], rfmts=[1, 0])
+    c.execute()
+    c.sync()
+    msgs = c.until()
+    assert kinds(msgs) == "12DCZ"
+    assert msgs[2][1] == struct.pack("!hi", 2, 4) + struct.pack("!i", 7) + struct.pack("!i", 5) + b"seven"
+    assert msgs[3][1] == b"SELECT 1\x00"
+    assert any(call.startswith("answer_now:") for call in session.calls)
+    assert not any(call == "execute:SELECT * FROM t WHERE id = $1" for call in session.calls)
+    c.parse("SELECT * FROM t", name="all")  # a portal of it suspends after max_rows like any other
+    c.bind(portal="p", stmt="all")
+    c.execute("p", max_rows=1)
+    c.sync()
+    assert kinds(c.until())[-3:] == "DsZ"
+    c.parse("SELECT * FROM denied")
+    c.bind()
+    c.execute()
+    c.sync()
+    msgs = c.until()
+    assert kinds(msgs) == "12EZ" and b"42501" in msgs[2][1]
+    assert kinds(c.query("SELECT 1")) == "TDCZ"  # the session goes on
+    c.close()

@@ -39,6 +39,9 @@ class RowStream:
     batches: Iterator[pa.RecordBatch]
     close: Callable[[], None] = lambda: None
     command: str = "SELECT"  # tag is f"{command} {row_count}"; "SELECT", "SHOW" (PG uses "SHOW"), ...
+    # The number of rows when all are already computed in memory (reading them costs only their
+    # encoding: the gateway may encode a few on its event loop); None for a stream still running.
+    size: int | None = None
 
     @classmethod
     def from_table(cls, fields: list[ResultField], table: pa.Table, command: str = "SELECT") -> RowStream:
