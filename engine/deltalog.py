@@ -90,7 +90,7 @@ def write_parquet(table: pa.Table, path: str) -> None:
     os.replace(tmp, path)
 
 
-_SAMPLE = 10_000
+_SAMPLE = 2_048
 
 
 def _repeating(table: pa.Table) -> list[str]:

@@ -31,8 +31,6 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -44,8 +42,8 @@ from sqlglot import exp
 from catalog.store import ColumnDef, TableDef
 from engine import ttl
 from engine.resolver import node_name, param_index
-from engine.storage import (Snapshot, action_path, columns_kept, convert_batches, file_columns, python_value,
-                            storage_schema)
+from engine.storage import (KeyIndex, Snapshot, action_path, columns_kept, convert_batches, file_columns, key_index,
+                            key_index_kept, python_value, storage_schema)
 from tidegate.errors import SqlError
 from tidegate.results import ResultField, RowStream
 from tidegate.session import SessionInfo
@@ -517,9 +515,8 @@ def _in_memory(plan: Plan) -> bool:
         if not columns_kept(path, needed):
             return False
         if narrowing is not None:
-            with _INDEX_LOCK:
-                if (path, narrowing.column.name) not in _INDEXES:
-                    return False
+            if not key_index_kept(path, narrowing.column.name):
+                return False
     return True
 
 
@@ -539,71 +536,24 @@ def run(plan: Plan) -> RowStream:
 
 # -- key index -------------------------------------------------------------------------------------
 
-@dataclass(frozen=True)
-class _KeyIndex:
-    """One data file's non-NULL values of an integer key column, sorted, and their row numbers."""
-
-    values: np.ndarray
-    rows: np.ndarray
-
-    @property
-    def nbytes(self) -> int:
-        return self.values.nbytes + self.rows.nbytes
-
-
-INDEX_BYTES = 128 * 1024 * 1024
-_INDEXES: OrderedDict[tuple[str, str], _KeyIndex] = OrderedDict()
-_INDEX_LOCK = threading.Lock()
-_index_size = 0
 _RANGE_OPS = ("=", "in", "between", "<", "<=", ">", ">=")
 
 
-def _key_index(path: str, name: str, column: pa.ChunkedArray) -> _KeyIndex:
-    """The index of column ``name`` of the data file at ``path`` (built once: a data file never
-    changes; least recently used out past :data:`INDEX_BYTES`)."""
-    global _index_size
-    key = (path, name)
-    with _INDEX_LOCK:
-        index = _INDEXES.get(key)
-        if index is not None:
-            _INDEXES.move_to_end(key)
-            return index
-    arr = column.combine_chunks()
-    rows = np.arange(len(arr), dtype=np.int64)
-    values = arr.fill_null(0).to_numpy(zero_copy_only=False)
-    if arr.null_count:
-        valid = arr.is_valid().to_numpy(zero_copy_only=False)
-        rows, values = rows[valid], values[valid]
-    order = np.argsort(values, kind="stable")
-    index = _KeyIndex(values[order], rows[order])
-    with _INDEX_LOCK:
-        if key not in _INDEXES:
-            _INDEXES[key] = index
-            _index_size += index.nbytes
-            while _index_size > INDEX_BYTES and _INDEXES:
-                _index_size -= _INDEXES.popitem(last=False)[1].nbytes
-    return index
-
-
-def _indexed_rows(term: _Term, values: list[Any], index: _KeyIndex) -> np.ndarray:
+def _indexed_rows(term: _Term, values: list[Any], index: KeyIndex) -> np.ndarray:
     """Row numbers (ascending) of the file where ``term`` may hold, from its key index."""
     sorted_values = index.values
     if any(v is None for v in values) and term.op != "in":
         return np.empty(0, dtype=np.int64)
     if term.op in ("=", "in"):
-        spans = [(np.searchsorted(sorted_values, v, "left"), np.searchsorted(sorted_values, v, "right"))
-                 for v in set(v for v in values if v is not None)]
+        return index.rows_of([v for v in values if v is not None])
+    lo, hi = 0, len(sorted_values)
+    if term.op == "between":
+        lo, hi = np.searchsorted(sorted_values, values[0], "left"), np.searchsorted(sorted_values, values[1], "right")
+    elif term.op in (">", ">="):
+        lo = np.searchsorted(sorted_values, values[0], "right" if term.op == ">" else "left")
     else:
-        lo, hi = 0, len(sorted_values)
-        if term.op == "between":
-            lo, hi = np.searchsorted(sorted_values, values[0], "left"), np.searchsorted(sorted_values, values[1], "right")
-        elif term.op in (">", ">="):
-            lo = np.searchsorted(sorted_values, values[0], "right" if term.op == ">" else "left")
-        else:
-            hi = np.searchsorted(sorted_values, values[0], "left" if term.op == "<" else "right")
-        spans = [(lo, hi)]
-    parts = [index.rows[lo:hi] for lo, hi in spans if hi > lo]
-    return np.sort(np.concatenate(parts)) if parts else np.empty(0, dtype=np.int64)
+        hi = np.searchsorted(sorted_values, values[0], "left" if term.op == "<" else "right")
+    return np.sort(index.rows[lo:hi]) if hi > lo else np.empty(0, dtype=np.int64)
 
 
 def _key_term(lk: Lookup) -> _Term | None:
@@ -627,7 +577,7 @@ def _read(plan: Plan, wanted: list[str]) -> pa.Table:
         part = file_columns(path, schema, needed)
         if narrowing is not None:  # the rows the key index names; every term is checked on them below
             values = next(v for term, v in plan.terms if term is narrowing)
-            index = _key_index(path, narrowing.column.name, part.column(narrowing.column.name))
+            index = key_index(path, narrowing.column.name, part.column(narrowing.column.name))
             part = part.take(pa.array(_indexed_rows(narrowing, values, index)))
         keep = None
         for term, values in plan.terms:

@@ -952,23 +952,24 @@ def excluded_field(excluded: Sequence[pa.Table], name: str) -> pa.Field:
 
 
 class _ColumnCache:
-    """Decoded columns of data files, least recently used out past ``limit`` bytes. A Delta data
-    file never changes once written, so an entry is valid as long as a version lists its file."""
+    """What was decoded or built from a column of a data file (the column, its key index), least
+    recently used out past ``limit`` bytes (``nbytes`` of each). A Delta data file never changes
+    once written, so an entry is valid as long as a version lists its file."""
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
         self.size = 0
-        self._entries: OrderedDict[tuple[str, str], pa.ChunkedArray] = OrderedDict()
+        self._entries: OrderedDict[tuple[str, str], Any] = OrderedDict()
         self._lock = threading.Lock()
 
-    def get(self, key: tuple[str, str]) -> pa.ChunkedArray | None:
+    def get(self, key: tuple[str, str]) -> Any:
         with self._lock:
             value = self._entries.get(key)
             if value is not None:
                 self._entries.move_to_end(key)
             return value
 
-    def put(self, key: tuple[str, str], value: pa.ChunkedArray) -> None:
+    def put(self, key: tuple[str, str], value: Any) -> None:
         with self._lock:
             if key in self._entries:
                 return
@@ -1000,6 +1001,51 @@ def file_columns(path: str, schema: pa.Schema, names: list[str]) -> pa.Table:
 def columns_kept(path: str, names: list[str]) -> bool:
     """Whether :func:`file_columns` has every one of ``names`` of the file in memory."""
     return all(_CACHE.get((path, n)) is not None for n in names)
+
+
+@dataclass(frozen=True)
+class KeyIndex:
+    """One data file's non-NULL values of an integer column, sorted, and their row numbers."""
+
+    values: np.ndarray
+    rows: np.ndarray
+
+    @property
+    def nbytes(self) -> int:
+        return self.values.nbytes + self.rows.nbytes
+
+    def rows_of(self, keys: Sequence[int]) -> np.ndarray:
+        """Row numbers (ascending) whose value is one of ``keys``."""
+        parts = [self.rows[lo:hi] for lo, hi in ((np.searchsorted(self.values, k, "left"),
+                                                  np.searchsorted(self.values, k, "right")) for k in set(keys)) if hi > lo]
+        return np.sort(np.concatenate(parts)) if parts else np.empty(0, dtype=np.int64)
+
+
+INDEX_BYTES = 128 * 1024 * 1024
+_INDEXES = _ColumnCache(INDEX_BYTES)
+
+
+def key_index(path: str, name: str, column: pa.ChunkedArray) -> KeyIndex:
+    """The index of integer column ``name`` (values ``column``) of the data file at ``path``: built
+    once (a data file never changes), least recently used out past :data:`INDEX_BYTES`. Lookups
+    by key (engine.interactive) and rewrites by key find their rows with it."""
+    index = _INDEXES.get((path, name))
+    if index is not None:
+        return index
+    arr = column.combine_chunks()
+    rows = np.arange(len(arr), dtype=np.int64)
+    values = arr.fill_null(0).to_numpy(zero_copy_only=False)
+    if arr.null_count:
+        valid = arr.is_valid().to_numpy(zero_copy_only=False)
+        rows, values = rows[valid], values[valid]
+    order = np.argsort(values, kind="stable")
+    index = KeyIndex(values[order], rows[order])
+    _INDEXES.put((path, name), index)
+    return index
+
+
+def key_index_kept(path: str, name: str) -> bool:
+    return _INDEXES.get((path, name)) is not None
 
 
 def remember_file(path: str, table: pa.Table) -> None:
@@ -1072,6 +1118,8 @@ def rewrite_by_keys(dt: DeltaTable, location: str, op: WriteOp, data: pa.Table) 
             return None  # a key with two new rows: the merge reports it
     distinct = wanted.group_by(keys).aggregate([])
     marker = distinct.append_column("__tg_hit", pa.array([True] * distinct.num_rows, pa.bool_()))
+    few_int_keys = distinct.column(keys[0]).to_pylist() if len(keys) == 1 and distinct.num_rows <= 64 \
+        and pa.types.is_integer(key_schema.field(0).type) else None
     removes: list[FileEntry] = []
     adds: list[deltalog.DataFile] = []
     before: list[pa.Table] = []
@@ -1079,8 +1127,11 @@ def rewrite_by_keys(dt: DeltaTable, location: str, op: WriteOp, data: pa.Table) 
     for path, size, rows in zip(actions.column("path").to_pylist(), actions.column("size_bytes").to_pylist(),
                                 actions.column("num_records").to_pylist()):
         part = file_columns(action_path(location, path), schema, schema.names)
-        numbered = part.select(keys).append_column("__tg_i", pa.array(np.arange(part.num_rows, dtype=np.int64)))
-        hits = numbered.join(marker, keys=keys, join_type="inner").column("__tg_i").to_numpy()
+        if few_int_keys is not None:  # one integer key: its index (kept for the file's lookups too)
+            hits = key_index(action_path(location, path), keys[0], part.column(keys[0])).rows_of(few_int_keys)
+        else:
+            numbered = part.select(keys).append_column("__tg_i", pa.array(np.arange(part.num_rows, dtype=np.int64)))
+            hits = numbered.join(marker, keys=keys, join_type="inner").column("__tg_i").to_numpy()
         if len(hits) == 0:
             continue
         hit_mask = np.zeros(part.num_rows, dtype=bool)
