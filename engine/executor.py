@@ -51,8 +51,8 @@ from engine.queries import Analyzed, QueryStatements
 from engine.resolver import StatementResolver, node_name
 from engine.schema import SchemaStatements
 from engine.sequences import SequenceStatements
-from engine.storage import (Snapshot, TableStore, WriteOp, coerce_array, storage_schema, storage_to_result,
-                            storage_type)
+from engine.storage import (Snapshot, TableStore, WriteOp, coerce_array, configure_file_cache, storage_schema,
+                            storage_to_result, storage_type)
 from tidegate import pgvalues, sqllex, statements
 from tidegate.config import Settings
 from tidegate.errors import SqlError
@@ -86,6 +86,7 @@ class Engine:
         self.catalog = catalog
         self.runtime = sparkmod.SparkRuntime(settings)
         self.store = TableStore(settings.warehouse_dir)
+        configure_file_cache(settings.interactive_cache_mb * 1024 * 1024)
         self.locks = TableLocks()  # UPDATE/DELETE/upsert write locks, held to transaction end
         # Transactions interrupted during COMMIT are completed before anything else runs.
         self.journal = txnlog.Journal(settings.data_dir / "txn")

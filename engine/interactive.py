@@ -18,9 +18,9 @@ stored rows, which Arrow computes exactly as the Spark path does:
   exclude.
 
 The files are those of the Delta version the Spark path would read at this moment (a newer commit
-visible to the session is always read). Integer and date statistics of the log exclude files
-(timestamps' statistics are milliseconds, strings' are prefixes: never used to exclude), the
-Parquet row-group statistics then exclude row groups, and the filter is applied to the rows read.
+visible to the session is always read). Integer and date statistics of the log exclude files,
+as do timestamp statistics widened by their millisecond precision (strings' are prefixes: never
+used to exclude), and the filter is applied to the rows read.
 Decoded columns of the files read are kept (:func:`engine.storage.file_columns`): a data
 file never changes, so a key looked up again is a filter in memory. Results go through the same
 conversion as Spark's (:func:`engine.storage.convert_batches`).
@@ -43,7 +43,7 @@ from catalog.store import ColumnDef, TableDef
 from engine import ttl
 from engine.resolver import node_name, param_index
 from engine.storage import (KeyIndex, Snapshot, action_path, columns_kept, convert_batches, file_columns, key_index,
-                            key_index_kept, python_value, storage_schema)
+                            key_index_kept, prefetch, python_value, storage_schema)
 from tidegate.errors import SqlError
 from tidegate.results import ResultField, RowStream
 from tidegate.session import SessionInfo
@@ -60,6 +60,10 @@ _INTS = {"int2": (-2**15, 2**15 - 1), "int4": (-2**31, 2**31 - 1), "int8": (-2**
 _TEXTS = ("text", "varchar")
 _FAMILIES = (*_INTS, *_TEXTS, "bool", "date", "timestamp", "timestamptz")
 _PRUNED_BY_STATS = (*_INTS, "date")  # exact statistics in the Delta log
+# Timestamps' statistics are milliseconds (a writer may truncate or round the microseconds): a
+# file's range is widened by one millisecond each way before it excludes the file.
+_PRUNED_BY_MS_STATS = ("timestamp", "timestamptz")
+_STATS_SLACK = dt.timedelta(milliseconds=1)
 _OPS = {exp.EQ: "=", exp.NEQ: "<>", exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp.GTE: ">="}
 _FLIPPED = {"=": "=", "<>": "<>", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
 _ALLOWED_ARGS = {"expressions", "from_", "where", "order", "limit", "offset"}
@@ -395,12 +399,27 @@ def _text(term: _Term, values: list[Any]) -> str:
     name = term.column.name
     if term.op in ("null", "notnull"):
         return f"{name} IS {'NOT ' if term.op == 'notnull' else ''}NULL"
-    shown = [repr(v) if v is not None else "NULL" for v in values]
+    shown = [_shown(v) for v in values]
     if term.op == "between":
         return f"{name} BETWEEN {shown[0]} AND {shown[1]}"
     if term.op == "in":
         return f"{name} IN ({', '.join(shown)})"
     return f"{name} {term.op} {shown[0]}"
+
+
+def _shown(v: Any) -> str:
+    """A bound value as a SQL literal for EXPLAIN."""
+    if v is None:
+        return "NULL"
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, dt.datetime):
+        return f"'{v.isoformat(sep=' ')}'"
+    if isinstance(v, dt.date):
+        return f"'{v.isoformat()}'"
+    if isinstance(v, str):
+        return "'" + v.replace("'", "''") + "'"
+    return str(v)
 
 
 def _excluded(term: _Term, values: list[Any], lo: Any, hi: Any) -> bool:
@@ -435,6 +454,7 @@ class Plan:
     rows: int  # rows in ``files`` (statistics)
     total_files: int
     terms: list[tuple[_Term, list[Any]]]  # the WHERE terms with their values
+    listed: list[str] = field(default_factory=list)  # every file of the version, as its log names it
 
 
 def bind(session: EngineSession, lookup: Lookup, params: list[Any]) -> Plan | None:
@@ -446,6 +466,14 @@ def bind(session: EngineSession, lookup: Lookup, params: list[Any]) -> Plan | No
     with session.store.gate.reading():  # not halfway through another transaction's commits
         snap, actions = session.store.snapshot_with_stats(lookup.table.location)
     return _plan(lookup, bound, snap, actions)
+
+
+def _utc_wall(v: Any) -> Any:
+    """A datetime as naive UTC (statistics and values of one column compare alike whichever carries
+    a zone: a timestamp column's wall clock is stored as UTC)."""
+    if isinstance(v, dt.datetime) and v.tzinfo is not None:
+        return v.astimezone(dt.timezone.utc).replace(tzinfo=None)
+    return v
 
 
 def _bound(lookup: Lookup, params: list[Any]) -> list[tuple[_Term, list[Any]]] | None:
@@ -460,19 +488,29 @@ def _plan(lookup: Lookup, bound: list[tuple[_Term, list[Any]]], snap: Snapshot,
     paths, counts = actions["path"], actions["num_records"]
     keep = [True] * len(paths)
     for term, values in bound:
-        if term.column.type.pg.name not in _PRUNED_BY_STATS:
+        family = term.column.type.pg.name
+        if family not in _PRUNED_BY_STATS and family not in _PRUNED_BY_MS_STATS:
             continue
         lo_name, hi_name = f"min.{term.column.name}", f"max.{term.column.name}"
         if lo_name not in actions or hi_name not in actions:
             continue
+        if family in _PRUNED_BY_MS_STATS:
+            values = [_utc_wall(v) for v in values]
+            if any(not isinstance(v, dt.datetime) for v in values if v is not None):
+                continue
         for i, (lo, hi) in enumerate(zip(actions[lo_name], actions[hi_name])):
+            if family in _PRUNED_BY_MS_STATS:
+                try:
+                    lo, hi = _utc_wall(lo) - _STATS_SLACK, _utc_wall(hi) + _STATS_SLACK
+                except (TypeError, OverflowError):  # no statistics, or years 1 / 9999: not excluded
+                    continue
             if keep[i] and _excluded(term, values, lo, hi):
                 keep[i] = False
     files = [action_path(lookup.table.location, p) for p, k in zip(paths, keep) if k]
     rows = sum(n or 0 for n, k in zip(counts, keep) if k)
     if any(n is None for n, k in zip(counts, keep) if k) or rows > MAX_ROWS:
         return None
-    return Plan(lookup, snap, files, rows, len(paths), bound)
+    return Plan(lookup, snap, files, rows, len(paths), bound, paths)
 
 
 def answer_now(session: EngineSession, sql: str, params: list[Any], info: SessionInfo) -> RowStream | None:
@@ -574,6 +612,9 @@ def _read(plan: Plan, wanted: list[str]) -> pa.Table:
     narrowing = _key_term(lk)
     parts = []
     for path in plan.files:
+        if not columns_kept(path, needed):  # a cold table: the other files are read meanwhile
+            prefetch([action_path(lk.table.location, p) for p in plan.listed], schema, needed,
+                     narrowing.column.name if narrowing is not None else None)
         part = file_columns(path, schema, needed)
         if narrowing is not None:  # the rows the key index names; every term is checked on them below
             values = next(v for term, v in plan.terms if term is narrowing)

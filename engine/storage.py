@@ -980,7 +980,7 @@ class _ColumnCache:
                 self.size -= old.nbytes
 
 
-CACHE_BYTES = 256 * 1024 * 1024
+CACHE_BYTES = 1024 * 1024 * 1024  # Settings.interactive_cache_mb (configure_file_cache)
 _CACHE = _ColumnCache(CACHE_BYTES)
 
 
@@ -1021,8 +1021,50 @@ class KeyIndex:
         return np.sort(np.concatenate(parts)) if parts else np.empty(0, dtype=np.int64)
 
 
-INDEX_BYTES = 128 * 1024 * 1024
+INDEX_BYTES = CACHE_BYTES // 4
 _INDEXES = _ColumnCache(INDEX_BYTES)
+
+
+def configure_file_cache(limit: int) -> None:
+    """Bytes of decoded columns kept (:func:`file_columns`); key indexes get a quarter more."""
+    _CACHE.limit, _INDEXES.limit = limit, limit // 4
+
+
+_PREFETCH = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tg-prefetch")
+_prefetching: set[tuple[str, ...]] = set()
+_prefetch_lock = threading.Lock()
+
+
+def prefetch(paths: Sequence[str], schema: pa.Schema, names: list[str], key: str | None = None) -> None:
+    """Decode ``names`` (and build ``key``'s index) of the data files at ``paths`` in the
+    background, one file after another, while the cache has room for them: a table's first
+    lookups pay one file's read, not one each. A set of files already being read is not asked
+    again."""
+    todo = [p for p in paths if not columns_kept(p, names) or (key is not None and not key_index_kept(p, key))]
+    if not todo:
+        return
+    ticket = (*names, str(key), *todo)
+    with _prefetch_lock:
+        if ticket in _prefetching:
+            return
+        _prefetching.add(ticket)
+
+    def work() -> None:
+        try:
+            for path in todo:
+                if _CACHE.size >= _CACHE.limit * 0.9:
+                    return  # no room: what is kept is what lookups use
+                try:
+                    part = file_columns(path, schema, names)
+                    if key is not None:
+                        key_index(path, key, part.column(key))
+                except Exception:  # noqa: BLE001 - gone since (vacuum) or unreadable: the lookup reports it
+                    log.debug("prefetch of %s failed", path, exc_info=True)
+        finally:
+            with _prefetch_lock:
+                _prefetching.discard(ticket)
+
+    _PREFETCH.submit(work)
 
 
 def key_index(path: str, name: str, column: pa.ChunkedArray) -> KeyIndex:

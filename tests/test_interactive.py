@@ -339,3 +339,59 @@ def test_a_kept_lookup_is_answered_at_once_only_when_nothing_waits(spark_free_en
     s.rollback()
     assert _values(s.answer_now(sql, [1], info)) == [("a",)]
     assert not engine.ready()
+
+
+def test_timestamp_statistics_exclude_files_but_never_a_row(spark_free_engine) -> None:
+    """A time range reads only the files whose statistics (milliseconds) may hold it, and still
+    finds rows whose microseconds lie past a file's millisecond bounds."""
+    import datetime as dt
+
+    from tidegate.session import SessionInfo
+
+    engine, s = spark_free_engine
+    info = SessionInfo()
+    s.execute("CREATE TABLE m (ts timestamptz, t timestamp, v int)", (), info)
+    for day in (1, 2, 3):  # one file each
+        s.execute(f"INSERT INTO m VALUES ('2024-01-0{day} 00:00:00+00', '2024-01-0{day} 00:00:00', {day}),"
+                  f" ('2024-01-0{day} 12:00:00.000900+00', '2024-01-0{day} 12:00:00.000900', {day * 10})", (), info)
+
+    def run(sql: str, params=()) -> list[tuple]:
+        return _values(s.execute(sql, list(params), info))
+
+    def files(sql: str) -> str:
+        return next(line for (line,) in run("EXPLAIN " + sql) if "Files:" in line).strip()
+
+    q = "SELECT v FROM m WHERE ts > '2024-01-02 12:00:00.000500+00' AND ts < '2024-01-02 13:00:00+00'"
+    assert run(q) == [(20,)]
+    assert files(q).startswith("Files: 1 of 3")
+    assert run("SELECT v FROM m WHERE ts = $1", [dt.datetime(2024, 1, 3, 12, 0, 0, 900, tzinfo=dt.timezone.utc)]) == [(30,)]
+    assert run("SELECT v FROM m WHERE t >= '2024-01-01 12:00:00.0009' AND t <= '2024-01-01 12:00:00.0009'") == [(10,)]
+    assert files("SELECT v FROM m WHERE t BETWEEN '2024-01-03 00:00:00' AND '2024-01-03 23:00:00'").startswith("Files: 1 of 3")
+    assert sorted(run("SELECT v FROM m WHERE ts >= '2024-01-01 12:00:00.0009+00' ORDER BY v")) == [(2,), (3,), (10,), (20,), (30,)]
+    assert not engine.ready()
+
+
+def test_a_cold_table_is_read_into_memory_behind_its_first_lookup(spark_free_engine) -> None:
+    """Files another writer added are decoded on first use; the first lookup that meets one also
+    has the table's other files read in the background (so the next lookups hit memory)."""
+    import time
+
+    import pyarrow as pa
+    from deltalake import DeltaTable, write_deltalake
+
+    from engine import storage
+
+    engine, s = spark_free_engine
+    s.execute("CREATE TABLE cold (id bigint PRIMARY KEY, v text)")
+    location = engine.catalog.get_table("public", "cold").location
+    for start in (0, 100, 200, 300):  # four files no one has read
+        write_deltalake(location, pa.table({"id": pa.array(range(start, start + 100), pa.int64()),
+                                            "v": [f"v{k}" for k in range(start, start + 100)]}), mode="append")
+    paths = [storage.action_path(location, p) for p in DeltaTable(location).get_add_actions(flatten=True).column("path").to_pylist()]
+    assert len(paths) == 4 and not any(storage.columns_kept(p, ["v", "id"]) for p in paths)
+    assert _values(s.execute("SELECT v FROM cold WHERE id = $1", [150])) == [("v150",)]
+    deadline = time.monotonic() + 10
+    while not all(storage.columns_kept(p, ["v", "id"]) and storage.key_index_kept(p, "id") for p in paths):
+        assert time.monotonic() < deadline, "the other files were not read"
+        time.sleep(0.05)
+    assert _values(s.execute("SELECT v FROM cold WHERE id = $1", [399])) == [("v399",)]

@@ -64,6 +64,10 @@ class Settings:
     events_batch_size: int = 1000
     events_queue_size: int = 10000
     events_commit_retries: int = 5
+    # Memory for the interactive path's decoded data files (engine/storage.py's column cache),
+    # MiB; their key indexes get a quarter of it more. Lookups of a table that fits answer from
+    # memory, others read files.
+    interactive_cache_mb: int = 1024
     # Jobs (SUBMIT JOB, engine/jobs.py): how many run at once, how long a finished job's result
     # is kept for FETCH JOB, and the lease a running job is held by (renewed every third of it).
     max_running_jobs: int = 2
