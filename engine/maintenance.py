@@ -5,9 +5,10 @@ opens and plans every one: a flow run over a table taking ten commits a second r
 between 30 s passes and cost twice the CPU it does with 5 s passes). A timer thread compacts a
 table (delta-rs ``optimize.compact``, itself one Delta commit that rewrites rows unchanged, so
 readers of any version see the same rows) once it has more than ``Settings.compact_min_files``
-files below the target size; the check reads the store's cached log, so a pass over idle tables
-costs next to nothing. Every ``Settings.vacuum_interval_s`` a pass also vacuums files no version
-newer than ``Settings.vacuum_retention_hours`` needs (that lists directories: not every pass).
+files of fewer than half :data:`TARGET_FILE_ROWS` rows; the check reads the store's cached log,
+so a pass over idle tables costs next to nothing. Every ``Settings.vacuum_interval_s`` a pass
+also vacuums files no version newer than ``Settings.vacuum_retention_hours`` needs (that lists
+directories: not every pass).
 It takes each table's write lock only for the commit it makes, so statements never wait for a
 whole pass.
 
@@ -27,13 +28,19 @@ from dataclasses import dataclass
 
 from catalog.store import Catalog
 from engine import ttl
+from engine.deltalog import ROW_GROUP_ROWS
 from engine.storage import WRITER_PROPERTIES, TableStore
 from tidegate.config import Settings
 
 log = logging.getLogger(__name__)
 
-SMALL_FILE_BYTES = 32 * 1024 * 1024
-TARGET_FILE_BYTES = 128 * 1024 * 1024
+# Compaction makes files of about TARGET_FILE_ROWS rows (one Parquet row group) from files of
+# fewer than half that. Rows, not bytes: an UPDATE / DELETE by key rewrites the files holding its
+# keys and the interactive path reads (and keeps) whole files, so both cost what a file holds
+# (bench/interactive.py: a one-row UPDATE in a 100k-row file ~25 ms; compacted to 128 MB files,
+# 2.9M rows each, it took the merge path and lookups went to Spark).
+TARGET_FILE_ROWS = ROW_GROUP_ROWS
+_NO_STATS_TARGET_BYTES = 32 * 1024 * 1024  # files whose log has no row counts (written elsewhere)
 
 
 @dataclass
@@ -112,16 +119,25 @@ class Maintenance:
             self._last_rewrite[location] = time.monotonic()
         return done.files_removed + done.files_rewritten
 
-    def small_files(self, location: str) -> int:
-        sizes = self.store.file_actions(location).column("size_bytes").to_pylist()
-        return sum(1 for s in sizes if s < SMALL_FILE_BYTES)
+    def small_files(self, location: str) -> tuple[int, int]:
+        """(files of fewer than half TARGET_FILE_ROWS rows, the bytes TARGET_FILE_ROWS rows take in
+        the table's files: delta-rs' compaction target, which is in bytes)."""
+        actions = self.store.file_actions(location)
+        sizes = actions.column("size_bytes").to_pylist()
+        counts = actions.column("num_records").to_pylist()
+        # bytes per row of the file with most rows (a tiny file is mostly its footer)
+        rows, size = max(((n, b) for n, b in zip(counts, sizes) if n), default=(0, 0))
+        target = int(size / rows * TARGET_FILE_ROWS) if rows else _NO_STATS_TARGET_BYTES
+        small = sum(1 for n, b in zip(counts, sizes) if (n < TARGET_FILE_ROWS // 2 if n is not None else b < target // 2))
+        return small, target
 
     def compact_if_needed(self, location: str) -> int:
         """Compact when there are more than compact_min_files small files; returns files removed."""
-        if self.small_files(location) <= self.settings.compact_min_files:
+        small, target = self.small_files(location)
+        if small <= self.settings.compact_min_files:
             return 0
         with self.store.writing(location) as dt:
-            metrics = dt.optimize.compact(target_size=TARGET_FILE_BYTES, writer_properties=WRITER_PROPERTIES)
+            metrics = dt.optimize.compact(target_size=target, writer_properties=WRITER_PROPERTIES)
         log.info("compacted %s: %s", location, metrics)
         return int(metrics.get("numFilesRemoved", 0))
 

@@ -506,3 +506,36 @@ def test_unconstrained_numeric_keeps_the_value_or_refuses_it(env):
     for value in ("1e-30", "0.0000000000000000015", "NaN", "-Infinity"):
         assert _err(s, "INSERT INTO nk VALUES ($1, NULL)", [value]).sqlstate == "0A000"
     assert _rows(engine, "nk") == [{"x": Decimal("0.333333333333333333"), "y": Decimal("1.01")}]
+
+
+def test_compaction_merges_small_files_and_leaves_full_ones(tmp_path, monkeypatch):
+    """Files of at least half the target rows stay as they are (a one-row UPDATE rewrites a file,
+    lookups read whole files); small ones are merged into files of about the target rows."""
+    import pyarrow as pa
+    from deltalake import write_deltalake
+
+    from engine import maintenance as maintenance_module
+
+    monkeypatch.setattr(maintenance_module, "TARGET_FILE_ROWS", 1000)
+    settings = _settings(tmp_path, compact_min_files=4, vacuum_retention_hours=0)
+    catalog = Catalog(settings.catalog_path)
+    engine = Engine(settings, catalog)
+    s = engine.open_session()
+    s.execute("CREATE TABLE mixed (id bigint, v text)")
+    t = catalog.get_table("public", "mixed")
+    for start in range(0, 8000, 800):  # ten full files
+        write_deltalake(t.location, pa.table({"id": pa.array(range(start, start + 800), pa.int64()),
+                                              "v": [f"value {k}" for k in range(start, start + 800)]}), mode="append")
+    for i in range(30):  # and thirty small ones
+        s.execute(f"INSERT INTO mixed VALUES ({10000 + i}, 'small {i}')")
+    expected = DeltaTable(t.location).to_pyarrow_table().sort_by("id")
+    result = Maintenance(engine.store, catalog, settings).run_once()
+    assert result.compacted == 1
+    after = DeltaTable(t.location)
+    counts = sorted(pa.table(after.get_add_actions(flatten=True)).column("num_records").to_pylist())
+    assert counts.count(800) == 10, counts  # the full files, untouched
+    small = [n for n in counts if n != 800]  # the thirty one-row files, in a few (their bytes are footers)
+    assert sum(small) == 30 and len(small) <= 3, counts
+    assert after.to_pyarrow_table().sort_by("id").equals(expected)
+    engine.shutdown()
+    catalog.close()
