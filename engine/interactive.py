@@ -32,11 +32,13 @@ from __future__ import annotations
 import datetime as dt
 import os
 from dataclasses import dataclass, field
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.dataset as pads
 from sqlglot import exp
 
 from catalog.store import ColumnDef, TableDef
@@ -455,6 +457,9 @@ class Plan:
     total_files: int
     terms: list[tuple[_Term, list[Any]]]  # the WHERE terms with their values
     listed: list[str] = field(default_factory=list)  # every file of the version, as its log names it
+    # More rows than MAX_ROWS of a query with neither WHERE nor ORDER BY: its rows stream from the
+    # files one after another (never all in memory, never kept in the cache).
+    streaming: bool = False
 
 
 def bind(session: EngineSession, lookup: Lookup, params: list[Any]) -> Plan | None:
@@ -508,9 +513,12 @@ def _plan(lookup: Lookup, bound: list[tuple[_Term, list[Any]]], snap: Snapshot,
                 keep[i] = False
     files = [action_path(lookup.table.location, p) for p, k in zip(paths, keep) if k]
     rows = sum(n or 0 for n, k in zip(counts, keep) if k)
-    if any(n is None for n, k in zip(counts, keep) if k) or rows > MAX_ROWS:
+    if any(n is None for n, k in zip(counts, keep) if k):
         return None
-    return Plan(lookup, snap, files, rows, len(paths), bound, paths)
+    streaming = rows > MAX_ROWS
+    if streaming and (lookup.terms or lookup.order):
+        return None  # a filter or sort of that many rows: Spark's (its cores, its pushdown)
+    return Plan(lookup, snap, files, rows, len(paths), bound, paths, streaming)
 
 
 def answer_now(session: EngineSession, sql: str, params: list[Any], info: SessionInfo) -> RowStream | None:
@@ -566,9 +574,11 @@ def rows(plan: Plan) -> pa.Table:
 def run(plan: Plan) -> RowStream:
     """Read, filter, order and cut ``plan``'s rows; the result as the Spark path shapes it."""
     lk = plan.lookup
+    fields = lk.fields
+    if plan.streaming:
+        return RowStream(fields, convert_batches(_stream(plan), fields), command="SELECT")
     table = _read(plan, _run_columns(lk))
     out = pa.Table.from_arrays([table.column(c.name) for c in lk.columns], names=lk.names)
-    fields = lk.fields
     return RowStream(fields, convert_batches(iter(out.to_batches()), fields), command="SELECT", size=out.num_rows)
 
 
@@ -640,11 +650,41 @@ def _read(plan: Plan, wanted: list[str]) -> pa.Table:
     return table
 
 
+def _stream(plan: Plan) -> Iterator[pa.RecordBatch]:
+    """A streaming plan's rows, file after file (LIMIT / OFFSET across them): the columns a file
+    has in the cache, else read from it without keeping them (a scan of everything would push
+    the lookups' files out)."""
+    lk = plan.lookup
+    schema = storage_schema(lk.table.columns)
+    wanted = [c.name for c in lk.columns]
+    skip, left = lk.offset, lk.limit
+    for path in plan.files:
+        if left is not None and left <= 0:
+            return
+        if columns_kept(path, wanted):
+            part = file_columns(path, schema, wanted)
+        else:
+            part = pads.dataset(path, schema=schema, format="parquet").to_table(columns=wanted)
+        if skip:
+            cut = min(skip, part.num_rows)
+            part, skip = part.slice(cut), skip - cut
+        if left is not None:
+            part = part.slice(0, left)
+            left -= part.num_rows
+        if part.num_rows:
+            out = pa.Table.from_arrays([part.column(c.name) for c in lk.columns], names=lk.names)
+            yield from out.to_batches(max_chunksize=_STREAM_BATCH_ROWS)
+
+
+_STREAM_BATCH_ROWS = 65_536
+
+
 def explain(plan: Plan) -> list[str]:
     lk = plan.lookup
     lines = [f"Interactive read of {lk.table.schema}.{lk.table.name} (Delta version {plan.snapshot.version}, "
              f"in the gateway with Arrow)",
-             f"  Files: {len(plan.files)} of {plan.total_files} after statistics, {plan.rows} rows"]
+             f"  Files: {len(plan.files)} of {plan.total_files} after statistics, {plan.rows} rows"
+             + (" (streamed file by file)" if plan.streaming else "")]
     if plan.terms:
         lines.append("  Filter: " + " AND ".join(_text(term, values) for term, values in plan.terms))
     if lk.order:

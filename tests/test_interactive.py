@@ -395,3 +395,31 @@ def test_a_cold_table_is_read_into_memory_behind_its_first_lookup(spark_free_eng
         assert time.monotonic() < deadline, "the other files were not read"
         time.sleep(0.05)
     assert _values(s.execute("SELECT v FROM cold WHERE id = $1", [399])) == [("v399",)]
+
+
+def test_a_scan_of_more_rows_than_the_limit_streams_file_by_file(spark_free_engine, monkeypatch) -> None:
+    """Past MAX_ROWS, a query with neither WHERE nor ORDER BY streams its rows from the files in
+    order (LIMIT / OFFSET across files) without keeping them; a filter or a sort of that many rows
+    is left to Spark."""
+    from engine import interactive, storage
+    from tidegate.session import SessionInfo
+
+    engine, s = spark_free_engine
+    info = SessionInfo()
+    s.execute("CREATE TABLE big (id bigint, v text)", (), info)
+    for start in (0, 4, 8):  # three files of four rows
+        s.execute("INSERT INTO big VALUES " + ", ".join(f"({k}, 'v{k}')" for k in range(start, start + 4)), (), info)
+    monkeypatch.setattr(interactive, "MAX_ROWS", 5)
+    monkeypatch.setattr(interactive, "_STREAM_BATCH_ROWS", 3)
+    monkeypatch.setattr(storage, "_CACHE", storage._ColumnCache(storage.CACHE_BYTES))  # nothing kept yet
+    everything = _values(s.execute("SELECT * FROM big", (), info))  # in the files' order (no ORDER BY)
+    assert sorted(everything) == [(k, f"v{k}") for k in range(12)]
+    assert _values(s.execute("SELECT v FROM big LIMIT 5 OFFSET 3", (), info)) == [(v,) for _, v in everything[3:8]]
+    assert _values(s.execute("SELECT id AS n FROM big OFFSET 11", (), info)) == [everything[11][:1]]
+    assert _values(s.execute("SELECT id FROM big LIMIT 0", (), info)) == []
+    assert storage._CACHE.size == 0  # streamed, not kept
+    plan = interactive.bind(s, interactive.shape(s, s._parse_one("SELECT * FROM big"), info), [])
+    assert plan.streaming and "(streamed file by file)" in "\n".join(interactive.explain(plan))
+    for sql in ("SELECT * FROM big WHERE id > 2", "SELECT * FROM big ORDER BY id"):
+        assert interactive.bind(s, interactive.shape(s, s._parse_one(sql), info), []) is None
+    assert not engine.ready()
