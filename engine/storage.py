@@ -1176,10 +1176,9 @@ def rewrite_by_keys(dt: DeltaTable, location: str, op: WriteOp, data: pa.Table) 
             hits = numbered.join(marker, keys=keys, join_type="inner").column("__tg_i").to_numpy()
         if len(hits) == 0:
             continue
-        hit_mask = np.zeros(part.num_rows, dtype=bool)
-        hit_mask[hits] = True
-        old = part.filter(pa.array(hit_mask))
-        kept = part.filter(pa.array(~hit_mask))
+        hits = np.sort(hits)
+        old = part.take(pa.array(hits))
+        kept = _without_rows(part, hits)
         if changes is not None:
             paired = old.select(keys).join(changes, keys=keys, join_type="inner")
             new = pa.Table.from_arrays([paired.column(f"__tg_new_{c}") for c in schema.names], schema=schema)
@@ -1212,6 +1211,23 @@ def rewrite_by_keys(dt: DeltaTable, location: str, op: WriteOp, data: pa.Table) 
         raise SqlError("40001", "could not serialize access due to concurrent update",
                        detail=f'table "{op.table.name}" was committed by another writer meanwhile',
                        hint="Run the transaction again.") from None
+
+
+def _without_rows(table: pa.Table, rows: np.ndarray) -> pa.Table:
+    """``table`` without the rows numbered ``rows`` (ascending): a few are cut out as zero-copy
+    slices (a one-row UPDATE spent 5 ms copying the rest of its file twice), many by a filter."""
+    if len(rows) > 64:
+        mask = np.ones(table.num_rows, dtype=bool)
+        mask[rows] = False
+        return table.filter(pa.array(mask))
+    pieces, start = [], 0
+    for r in rows.tolist():
+        if r > start:
+            pieces.append(table.slice(start, r - start))
+        start = r + 1
+    if start < table.num_rows:
+        pieces.append(table.slice(start))
+    return pa.concat_tables(pieces) if pieces else table.slice(0, 0)
 
 
 def _stats_overlap(actions: pa.Table, key: str, values: pa.ChunkedArray) -> pa.Array | None:
