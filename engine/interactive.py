@@ -540,9 +540,15 @@ def answer_now(session: EngineSession, sql: str, params: list[Any], info: Sessio
         if stats is None:
             return None
         plan = _plan(lookup, bound, *stats)
-    if plan is None or not _in_memory(plan):
+    if plan is None or plan.streaming or not _in_memory(plan) \
+            or (plan.rows > NOW_ROWS and _key_term(lookup) is None):
         return None
     return run(plan)
+
+
+# Rows a read answered at once may filter without a key index (milliseconds of Arrow kernels at
+# most: the event loop computes it, and every other client waits meanwhile).
+NOW_ROWS = 262_144
 
 
 def _needed(lk: Lookup, wanted: list[str]) -> list[str]:

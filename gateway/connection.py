@@ -1127,8 +1127,11 @@ class Connection:
     async def _backend_execute(self, portal: Portal) -> None:
         stmt = portal.stmt
         answer = await self._run_statement(True, self.session.answer_now, stmt.sql, portal.params, self.info)
-        if answer is not None:  # ready at once: computed on the loop, no worker thread
-            self._adopt_result(portal, answer, True)
+        if answer is not None:  # ready at once, computed on the loop; its rows are encoded (and the
+            # portal closed) on the loop too if they are few, else in the pool
+            size = getattr(answer, "size", None)
+            few = size is not None and size * max(len(getattr(answer, "fields", ())), 1) <= _INLINE_ENCODE_CELLS
+            self._adopt_result(portal, answer, few)
             return
         inline = self.session.inline(stmt.sql, self.info, portal.params)
         result = await self._run_statement(inline, self.session.execute, stmt.sql, portal.params, self.info)

@@ -293,7 +293,7 @@ def test_lookups_run_without_spark_and_see_commits_made_behind_the_store(spark_f
     assert not engine.ready()  # Spark was never started: none of these needed it
 
 
-def test_a_kept_lookup_is_answered_at_once_only_when_nothing_waits(spark_free_engine) -> None:
+def test_a_kept_lookup_is_answered_at_once_only_when_nothing_waits(spark_free_engine, monkeypatch) -> None:
     """answer_now (what the gateway computes on its event loop) answers a lookup the session ran
     before, with the files it needs in memory; a newer commit, a commit in progress or an open
     transaction send it back to execute, which gives the same answer."""
@@ -338,6 +338,17 @@ def test_a_kept_lookup_is_answered_at_once_only_when_nothing_waits(spark_free_en
     assert s.answer_now(sql, [1], info) is None
     s.rollback()
     assert _values(s.answer_now(sql, [1], info)) == [("a",)]
+
+    from engine import interactive
+
+    scan = "SELECT id FROM kv WHERE v = $1"  # no key index: at once only over few rows
+    assert _values(s.execute(scan, ["b"], info)) == [(2,)]
+    assert _values(s.answer_now(scan, ["b"], info)) == [(2,)]
+    monkeypatch.setattr(interactive, "NOW_ROWS", 1)
+    assert s.answer_now(scan, ["b"], info) is None
+    assert _values(s.answer_now(sql, [2], info)) == [("b",)]  # the key index narrows it: still at once
+    monkeypatch.setattr(interactive, "MAX_ROWS", 1)
+    assert _values(s.execute("SELECT v FROM kv", (), info)) and s.answer_now("SELECT v FROM kv", (), info) is None
     assert not engine.ready()
 
 

@@ -62,6 +62,11 @@ class ProtoSession:
         low = " ".join(sql.lower().split())
         if low == "select * from denied":
             raise SqlError("42501", "permission denied for table denied")
+        if m := re.fullmatch(r"select n from ready\(([0-9]+)\)", low):  # many rows, all in memory
+            count = int(m.group(1))
+            self.calls.append("answer_now:" + sql)
+            return RowStream([ResultField("n", _INT8)], iter([pa.record_batch([pa.array(range(count), pa.int64())], names=["n"])]),
+                             size=count)
         if self.in_tx or low not in ("select * from t", "select * from t where id = $1"):
             return None
         self.calls.append("answer_now:" + sql)
@@ -1284,4 +1289,11 @@ def test_a_result_ready_at_once_is_sent_without_executing(port: int, backend: Pr
     msgs = c.until()
     assert kinds(msgs) == "12EZ" and b"42501" in msgs[2][1]
     assert kinds(c.query("SELECT 1")) == "TDCZ"  # the session goes on
+    c.parse("SELECT n FROM ready(20000)")  # more rows than the loop encodes: encoded in the pool
+    c.bind(rfmts=[1])
+    c.execute()
+    c.sync()
+    msgs = c.until()
+    rows_sent = [struct.unpack("!q", body[6:14])[0] for kind, body in msgs if kind == b"D"]
+    assert rows_sent == list(range(20000)) and msgs[-2][1] == b"SELECT 20000\x00"
     c.close()
