@@ -649,8 +649,8 @@ def _read(plan: Plan, wanted: list[str]) -> pa.Table:
         parts.append(part.select(wanted))
     table = pa.concat_tables(parts) if parts else schema.empty_table().select(wanted)
     if lk.order:
-        table = table.sort_by([(k, "descending" if d else "ascending") for k, d in lk.order],
-                              null_placement="at_start" if lk.nulls_first else "at_end")
+        placement = "at_start" if lk.nulls_first else "at_end"
+        table = table.sort_by([(k, "descending" if d else "ascending", placement) for k, d in lk.order])
     if lk.offset or lk.limit is not None:
         table = table.slice(lk.offset, lk.limit)
     return table
