@@ -45,7 +45,7 @@ from catalog.store import ColumnDef, TableDef
 from engine import ttl
 from engine.resolver import node_name, param_index
 from engine.storage import (KeyIndex, Snapshot, action_path, columns_kept, convert_batches, file_columns, key_index,
-                            key_index_kept, prefetch, python_value, storage_schema)
+                            kept_columns, kept_key_index, prefetch, python_value, storage_schema)
 from tidegate.errors import SqlError
 from tidegate.results import ResultField, RowStream
 from tidegate.session import SessionInfo
@@ -460,6 +460,8 @@ class Plan:
     # More rows than MAX_ROWS of a query with neither WHERE nor ORDER BY: its rows stream from the
     # files one after another (never all in memory, never kept in the cache).
     streaming: bool = False
+    # Answered at once (answer_now): from what is in memory only; anything missing is _NotHere.
+    at_once: bool = False
 
 
 def bind(session: EngineSession, lookup: Lookup, params: list[Any]) -> Plan | None:
@@ -540,10 +542,13 @@ def answer_now(session: EngineSession, sql: str, params: list[Any], info: Sessio
         if stats is None:
             return None
         plan = _plan(lookup, bound, *stats)
-    if plan is None or plan.streaming or not _in_memory(plan) \
-            or (plan.rows > NOW_ROWS and _key_term(lookup) is None):
+    if plan is None or plan.streaming or (plan.rows > NOW_ROWS and _key_term(lookup) is None):
         return None
-    return run(plan)
+    plan.at_once = True
+    try:
+        return run(plan)
+    except _NotHere:  # a file's columns or key index not in memory (never read, or pushed out)
+        return None
 
 
 # Rows a read answered at once may filter without a key index (milliseconds of Arrow kernels at
@@ -557,19 +562,6 @@ def _needed(lk: Lookup, wanted: list[str]) -> list[str]:
 
 def _run_columns(lk: Lookup) -> list[str]:
     return list(dict.fromkeys([c.name for c in lk.columns] + [k for k, _ in lk.order]))
-
-
-def _in_memory(plan: Plan) -> bool:
-    lk = plan.lookup
-    needed = _needed(lk, _run_columns(lk))
-    narrowing = _key_term(lk)
-    for path in plan.files:
-        if not columns_kept(path, needed):
-            return False
-        if narrowing is not None:
-            if not key_index_kept(path, narrowing.column.name):
-                return False
-    return True
 
 
 def rows(plan: Plan) -> pa.Table:
@@ -628,13 +620,23 @@ def _read(plan: Plan, wanted: list[str]) -> pa.Table:
     narrowing = _key_term(lk)
     parts = []
     for path in plan.files:
-        if not columns_kept(path, needed):  # a cold table: the other files are read meanwhile
-            prefetch([action_path(lk.table.location, p) for p in plan.listed], schema, needed,
-                     narrowing.column.name if narrowing is not None else None)
-        part = file_columns(path, schema, needed)
+        if plan.at_once:
+            part = kept_columns(path, needed)
+            if part is None:
+                raise _NotHere
+        else:
+            if not columns_kept(path, needed):  # a cold table: the other files are read meanwhile
+                prefetch([action_path(lk.table.location, p) for p in plan.listed], schema, needed,
+                         narrowing.column.name if narrowing is not None else None)
+            part = file_columns(path, schema, needed)
         if narrowing is not None:  # the rows the key index names; every term is checked on them below
             values = next(v for term, v in plan.terms if term is narrowing)
-            index = key_index(path, narrowing.column.name, part.column(narrowing.column.name))
+            if plan.at_once:
+                index = kept_key_index(path, narrowing.column.name)
+                if index is None:
+                    raise _NotHere
+            else:
+                index = key_index(path, narrowing.column.name, part.column(narrowing.column.name))
             part = part.take(pa.array(_indexed_rows(narrowing, values, index)))
         keep = None
         for term, values in plan.terms:

@@ -1003,6 +1003,14 @@ def columns_kept(path: str, names: list[str]) -> bool:
     return all(_CACHE.get((path, n)) is not None for n in names)
 
 
+def kept_columns(path: str, names: list[str]) -> pa.Table | None:
+    """:func:`file_columns` when every one of ``names`` is in memory (no read), else None."""
+    cached = [_CACHE.get((path, n)) for n in names]
+    if any(c is None for c in cached):
+        return None
+    return pa.table(dict(zip(names, cached)))
+
+
 @dataclass(frozen=True)
 class KeyIndex:
     """One data file's non-NULL values of an integer column, sorted, and their row numbers."""
@@ -1087,7 +1095,12 @@ def key_index(path: str, name: str, column: pa.ChunkedArray) -> KeyIndex:
 
 
 def key_index_kept(path: str, name: str) -> bool:
-    return _INDEXES.get((path, name)) is not None
+    return kept_key_index(path, name) is not None
+
+
+def kept_key_index(path: str, name: str) -> KeyIndex | None:
+    """:func:`key_index` if it is built (no work), else None."""
+    return _INDEXES.get((path, name))
 
 
 def remember_file(path: str, table: pa.Table) -> None:

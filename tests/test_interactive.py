@@ -339,7 +339,15 @@ def test_a_kept_lookup_is_answered_at_once_only_when_nothing_waits(spark_free_en
     s.rollback()
     assert _values(s.answer_now(sql, [1], info)) == [("a",)]
 
-    from engine import interactive
+    from engine import interactive, storage
+
+    monkeypatch.setattr(storage, "_CACHE", storage._ColumnCache(storage.CACHE_BYTES))  # files pushed out
+    assert s.answer_now(sql, [1], info) is None  # never a file read on the event loop
+    assert _values(s.execute(sql, [1], info)) == [("a",)]
+    monkeypatch.setattr(storage, "_INDEXES", storage._ColumnCache(storage.INDEX_BYTES))  # index pushed out
+    assert s.answer_now(sql, [1], info) is None
+    assert _values(s.execute(sql, [1], info)) == [("a",)]
+    assert _values(s.answer_now(sql, [1], info)) == [("a",)]
 
     scan = "SELECT id FROM kv WHERE v = $1"  # no key index: at once only over few rows
     assert _values(s.execute(scan, ["b"], info)) == [(2,)]
