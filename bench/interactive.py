@@ -50,14 +50,20 @@ def load(conn: C.Conn, rows: int) -> None:
     with psycopg.connect(conn.dsn, autocommit=True) as c:
         c.execute("DROP TABLE IF EXISTS kv")
         c.execute("CREATE TABLE kv (id bigint PRIMARY KEY, v text, ts timestamptz, n numeric(12,2))")
-        for start in range(0, rows, CHUNK):
-            buf = io.StringIO()
-            for k in range(start, min(rows, start + CHUNK)):
-                buf.write(f"{k}\tvalue {k}\t2024-01-01 00:00:00+00\t{k % 100000 / 100:.2f}\n")
-            with c.cursor().copy("COPY kv FROM STDIN") as copy:
-                copy.write(buf.getvalue())
-        if conn.name == "postgres":
-            c.execute("ANALYZE kv")
+        copy_rows(c, conn, "kv", rows, lambda k: f"{k}\tvalue {k}\t2024-01-01 00:00:00+00\t{k % 100000 / 100:.2f}\n")
+
+
+def copy_rows(c: psycopg.Connection, conn: C.Conn, table: str, rows: int, line) -> None:
+    """``rows`` lines ``line(k)`` into ``table`` with COPY, in commits of CHUNK rows (then ANALYZE
+    on PostgreSQL)."""
+    for start in range(0, rows, CHUNK):
+        buf = io.StringIO()
+        for k in range(start, min(rows, start + CHUNK)):
+            buf.write(line(k))
+        with c.cursor().copy(f"COPY {table} FROM STDIN") as copy:
+            copy.write(buf.getvalue())
+    if conn.name == "postgres":
+        c.execute(f"ANALYZE {table}")
 
 
 SERIES_START = dt.datetime(2024, 1, 1)
@@ -74,14 +80,7 @@ def load_series(conn: C.Conn, rows: int) -> None:
         else:
             c.execute("CREATE TABLE series (host text, ts timestamp NOT NULL, cpu double precision, TIME INDEX (ts),"
                       " PRIMARY KEY (host))")
-        for start in range(0, rows, CHUNK):
-            buf = io.StringIO()
-            for k in range(start, min(rows, start + CHUNK)):
-                buf.write(f"h{k % 10}\t{SERIES_START + dt.timedelta(seconds=k)}\t{k % 1000 / 10}\n")
-            with c.cursor().copy("COPY series FROM STDIN") as copy:
-                copy.write(buf.getvalue())
-        if conn.name == "postgres":
-            c.execute("ANALYZE series")
+        copy_rows(c, conn, "series", rows, lambda k: f"h{k % 10}\t{SERIES_START + dt.timedelta(seconds=k)}\t{k % 1000 / 10}\n")
 
 
 def cold_lookups_s(conn: C.Conn, sql: str, rows: int) -> float:

@@ -669,9 +669,8 @@ def _stream(plan: Plan) -> Iterator[pa.RecordBatch]:
     for path in plan.files:
         if left is not None and left <= 0:
             return
-        if columns_kept(path, wanted):
-            part = file_columns(path, schema, wanted)
-        else:
+        part = kept_columns(path, wanted)
+        if part is None:
             part = pads.dataset(path, schema=schema, format="parquet").to_table(columns=wanted)
         if skip:
             cut = min(skip, part.num_rows)

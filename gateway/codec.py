@@ -47,10 +47,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tidegate.errors import SqlError
-from tidegate.pgvalues import (BOOL_FALSE, BOOL_TRUE, cast_number_texts, check_json, datetime_input_error, infinity_refused,
-                               numeric_at_scale, numeric_exact, own_scale, parse_bool, parse_bytea, parse_date,
-                               parse_flat_array, parse_float, parse_int, parse_interval_fields, parse_numeric,
-                               parse_timestamp, spark_zone, zone_info, zone_offset_at)
+from tidegate.pgvalues import (ARROW_ZONES_END_US, BOOL_FALSE, BOOL_TRUE, cast_number_texts, check_json,
+                               datetime_input_error, infinity_refused, numeric_at_scale, numeric_exact, own_scale,
+                               parse_bool, parse_bytea, parse_date, parse_flat_array, parse_float, parse_int,
+                               parse_interval_fields, parse_numeric, parse_timestamp, spark_zone, zone_info,
+                               zone_offset_at)
 from tidegate.pgtypes import ColumnType
 from tidegate.results import ResultField
 
@@ -745,16 +746,11 @@ def _arrow_zone(name: str) -> str:
     return spark_zone(name)
 
 
-# Arrow's time zone kernels read only a zone's listed transitions, which end in 2037: later
-# instants get the last listed offset (no summer time), where PostgreSQL (and zoneinfo) extend
-# the zone's rule. From this instant on, offsets are zoneinfo's.
-_ARROW_ZONES_END_US = (_dt.datetime(2037, 1, 1) - _dt.datetime(1970, 1, 1)) // _dt.timedelta(microseconds=1)
-
-
 def _zone_local(utc_us: np.ndarray, zone: _dt.tzinfo, timezone: str) -> tuple[np.ndarray, np.ndarray]:
     """(local wall-clock µs, UTC offset in seconds) of UTC instants in the session zone; Arrow
-    computes the years it knows the zone's rules for, zoneinfo the others (each value once)."""
-    in_range = (utc_us >= _MIN_US + _US_PER_DAY) & (utc_us < _ARROW_ZONES_END_US)
+    computes the years it knows the zone's rules for (before ``ARROW_ZONES_END_US``), zoneinfo
+    the others (each value once)."""
+    in_range = (utc_us >= _MIN_US + _US_PER_DAY) & (utc_us < ARROW_ZONES_END_US)
     try:
         safe = pa.array(np.where(in_range, utc_us, 0)).cast(pa.timestamp("us", tz="UTC"))
         local = pc.local_timestamp(safe.cast(pa.timestamp("us", tz=_arrow_zone(timezone))))
@@ -1258,8 +1254,6 @@ def _frame_few(values: list[list[bytes | None]], n: int, datarow: bool) -> bytes
 
 _PACK_INT = {"int2": struct.Struct(">h").pack, "int4": struct.Struct(">i").pack, "int8": struct.Struct(">q").pack}
 _PACK_FLOAT = {"float4": (pa.float32(), struct.Struct(">f").pack), "float8": (pa.float64(), struct.Struct(">d").pack)}
-_PACK_I4 = struct.Struct(">i").pack
-_PACK_I8 = struct.Struct(">q").pack
 
 
 def _few_values(arr: pa.Array, ctype: ColumnType, binary: bool, timezone: str) -> list[bytes | None] | None:
@@ -1290,13 +1284,13 @@ def _few_values(arr: pa.Array, ctype: ColumnType, binary: bool, timezone: str) -
     if name == "date" and pa.types.is_date32(t):
         days = arr.cast(pa.int32()).to_pylist()
         if binary:
-            return [None if d is None else _PACK_I4(d if d in (_DATE_INF, _DATE_NINF) else d - PG_EPOCH_DAYS) for d in days]
+            return [None if d is None else _PACK_INT["int4"](d if d in (_DATE_INF, _DATE_NINF) else d - PG_EPOCH_DAYS) for d in days]
         return [None if d is None else _fmt_date_days(d).encode() for d in days]
     if name in ("timestamp", "timestamptz") and pa.types.is_timestamp(t) and t.unit == "us" \
             and (t.tz is None or name == "timestamptz"):
         utc = arr.cast(pa.int64()).to_pylist()
         if binary:
-            return [None if u is None else _PACK_I8(u if u in (_TS_INF, _TS_NINF) else u - PG_EPOCH_US) for u in utc]
+            return [None if u is None else _PACK_INT["int8"](u if u in (_TS_INF, _TS_NINF) else u - PG_EPOCH_US) for u in utc]
         if name == "timestamp":
             return [None if u is None else _fmt_timestamp_us(u, None).encode() for u in utc]
         zone = _zone(timezone)
@@ -1315,9 +1309,9 @@ def _few_numeric(d: decimal.Decimal, scale: int | None, binary: bool) -> bytes:
 
 
 def _few_timestamptz_text(us: int, zone: _dt.tzinfo | None) -> bytes:
-    if us in (_TS_INF, _TS_NINF) or zone is None:
-        return _fmt_timestamp_us(us, 0 if us not in (_TS_INF, _TS_NINF) else None).encode()
-    offset = zone_offset_at(us, zone)
+    if us in (_TS_INF, _TS_NINF):
+        return _fmt_timestamp_us(us, None).encode()
+    offset = 0 if zone is None else zone_offset_at(us, zone)
     return _fmt_timestamp_us(us + offset * 1_000_000, offset).encode()
 
 

@@ -581,20 +581,22 @@ def localize_array(arr, zone: str | None = None):
     if not isinstance(tz, ZoneInfo):
         shift = int(tz.utcoffset(None).total_seconds() * 1_000_000)
         return pc.subtract(arr.cast(pa.int64()), shift).cast(utc)
-    # Arrow reads only the zone's listed transitions, which end in 2037 (later wall times would
-    # get no summer time); zoneinfo extends the zone's rule as PostgreSQL does.
-    late = pc.fill_null(pc.greater_equal(arr, pa.scalar(_ARROW_ZONES_END, pa.timestamp("us"))), False)
-    try:
-        if pc.any(late).as_py():
-            raise ValueError("wall times past the zone's listed transitions")
-        return pc.assume_timezone(arr, tz.key, ambiguous="raise", nonexistent="raise").cast(utc)
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ValueError):
-        return pa.array([None if v is None else _localize_us(v, tz.key) for v in arr.cast(pa.int64()).to_pylist()],
-                        type=pa.int64()).cast(utc)
+    late = pc.fill_null(pc.greater_equal(arr, pa.scalar(ARROW_ZONES_END, pa.timestamp("us"))), False)
+    if not pc.any(late).as_py():
+        try:
+            return pc.assume_timezone(arr, tz.key, ambiguous="raise", nonexistent="raise").cast(utc)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ValueError):
+            pass  # a zone Arrow lacks, a gap or a repeated hour: each value below
+    return pa.array([None if v is None else _localize_us(v, tz.key) for v in arr.cast(pa.int64()).to_pylist()],
+                    type=pa.int64()).cast(utc)
 
 
-_ARROW_ZONES_END = datetime(2037, 1, 1)
 _EPOCH_NAIVE = datetime(1970, 1, 1)
+# Arrow's time zone kernels read only a zone's listed transitions, which end in 2037: later
+# instants get the last listed offset (no summer time), where PostgreSQL (and zoneinfo) extend the
+# zone's rule. From this instant on (wall time or UTC), offsets are zoneinfo's.
+ARROW_ZONES_END = datetime(2037, 1, 1)
+ARROW_ZONES_END_US = (ARROW_ZONES_END - _EPOCH_NAIVE) // timedelta(microseconds=1)
 _DATETIME_US = ((datetime.min - _EPOCH_NAIVE) // timedelta(microseconds=1) + 86_400_000_000,
                 (datetime.max - _EPOCH_NAIVE) // timedelta(microseconds=1) - 86_400_000_000)
 
