@@ -24,6 +24,7 @@ from catalog.store import Catalog, ColumnDef, TableDef
 from engine.pgfunctions import PG_FUNCTIONS, SPARK_DENIED, check_spark_sql
 from tidegate.errors import SqlError
 from tidegate.pgtypes import column_type
+from tests.tidegate_server import start_tidegate
 
 GETENV = "reflect('java.lang.System', 'getenv', 'PATH')"
 # Every spelling of a denied function must fail with one of these: 42883 (unknown function);
@@ -176,13 +177,20 @@ def test_every_statement_path_refuses(conn: psycopg.Connection) -> None:
     assert columns == ("OK", [("id", None), ("s", None)])
 
 
-def test_definitions_stored_before_are_refused_at_use(gw, conn: psycopg.Connection) -> None:
+def test_definitions_stored_before_are_refused_at_use(tmp_path: Path) -> None:
     """A view or a column DEFAULT written before the allow-list existed (here: straight into the
-    catalog) is refused when it is used."""
-    conn.execute("DROP VIEW IF EXISTS secf_old_view")
-    conn.execute("DROP TABLE IF EXISTS secf_old_default")
-    conn.execute("CREATE TABLE secf_old_default (id int, x text)")
-    catalog = Catalog(Path(gw.data_dir) / "catalog.sqlite")
+    catalog, with the gateway stopped: the data dir lock makes it the catalog's only writer while
+    it runs) is refused when it is used, after a restart."""
+    data_dir = tmp_path / "data"
+    server = start_tidegate(data_dir)
+    try:
+        with psycopg.connect(server.dsn, autocommit=True) as c:
+            c.execute("CREATE TABLE secf_t (id int, s text)")
+            c.execute("INSERT INTO secf_t VALUES (1, 'a')")
+            c.execute("CREATE TABLE secf_old_default (id int, x text)")
+    finally:
+        server.stop()
+    catalog = Catalog(data_dir / "catalog.sqlite")
     try:
         text = column_type("text")
         catalog.create_table(TableDef("public", "secf_old_view", [ColumnDef("p", text)], kind="view",
@@ -193,15 +201,21 @@ def test_definitions_stored_before_are_refused_at_use(gw, conn: psycopg.Connecti
                                        location=table.location, oid=table.oid, owner=table.owner))
     finally:
         catalog.close()
-    assert_refused(conn, "SELECT * FROM secf_old_view")
-    assert_refused(conn, "SELECT count(*) FROM secf_t JOIN secf_old_view ON true")
-    assert_refused(conn, "CREATE VIEW secf_on_old AS SELECT * FROM secf_old_view")
-    assert_refused(conn, "INSERT INTO secf_old_default (id) VALUES (1)")
-    assert_refused(conn, "INSERT INTO secf_old_default VALUES (1, DEFAULT)")
-    assert outcome(conn, "SELECT count(*) FROM secf_old_default") == ("OK", [("0",)])
-    conn.execute("DROP VIEW secf_old_view")
-    conn.execute("DROP TABLE secf_old_default")
-    alive(conn)
+    server = start_tidegate(data_dir)
+    try:
+        with psycopg.connect(server.dsn, autocommit=True) as conn:
+            assert_refused(conn, "SELECT * FROM secf_old_view")
+            assert_refused(conn, "SELECT count(*) FROM secf_t JOIN secf_old_view ON true")
+            assert_refused(conn, "CREATE VIEW secf_on_old AS SELECT * FROM secf_old_view")
+            assert_refused(conn, "INSERT INTO secf_old_default (id) VALUES (1)")
+            assert_refused(conn, "INSERT INTO secf_old_default VALUES (1, DEFAULT)")
+            assert outcome(conn, "SELECT count(*) FROM secf_old_default") == ("OK", [("0",)])
+            assert outcome(conn, "SELECT id, s FROM secf_t") == ("OK", [("1", "a")])
+            conn.execute("DROP VIEW secf_old_view")
+            conn.execute("DROP TABLE secf_old_default")
+            assert outcome(conn, "SELECT * FROM secf_old_view")[1] == "42P01"
+    finally:
+        server.stop()
 
 
 # ------------------------------------------------------------------------------ files and paths
