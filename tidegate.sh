@@ -2,7 +2,8 @@
 # tidegate's two set-up commands on a fresh machine:
 #   ./tidegate.sh serve [tidegate serve flags...]   start the gateway on its embedded defaults
 #   ./tidegate.sh test  [pytest args...]            run every test: pytest, then the sqlness suite
-# Each one creates/refreshes .venv with the pinned dependencies and installs Java 17 if missing.
+# Each one creates/refreshes .venv with the pinned dependencies, fetches the JVM jars in
+# jars/maven.txt into .jars/ with Maven, and installs Java 17 (and Maven) if missing.
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -23,6 +24,23 @@ ensure_java() {
     command -v java >/dev/null 2>&1 || apt_install openjdk-17-jre-headless
 }
 
+ensure_jars() {
+    # The JVM jars in jars/maven.txt, copied from Maven Central into .jars/ (Spark's spark.jars).
+    local coord missing=()
+    while read -r coord; do
+        case "$coord" in ''|'#'*) continue ;; esac
+        IFS=: read -r group artifact version <<<"$coord"
+        [ -f ".jars/$artifact-$version.jar" ] || missing+=("$coord")
+    done < jars/maven.txt
+    [ ${#missing[@]} -eq 0 ] && return 0
+    command -v mvn >/dev/null 2>&1 || apt_install maven
+    mkdir -p .jars
+    for coord in "${missing[@]}"; do
+        echo "fetching $coord" >&2
+        mvn -q -B dependency:copy -Dartifact="$coord" -DoutputDirectory=.jars -Dmdep.overWriteIfNewer=true >&2
+    done
+}
+
 ensure_venv() {
     local stamp=.venv/.tidegate-installed
     [ -x .venv/bin/python ] || python3 -m venv .venv
@@ -38,6 +56,7 @@ shift || true
 case "$cmd" in
     serve)
         ensure_java
+        ensure_jars
         ensure_venv
         exec .venv/bin/tidegate serve "$@"
         ;;
@@ -45,6 +64,7 @@ case "$cmd" in
         ensure_java
         # The oracle PostgreSQL 15 and pgJDBC driver used by the client-matrix tests.
         apt_install postgresql libpostgresql-jdbc-java
+        ensure_jars
         ensure_venv
         # The tool suite's own environment (released dbt, pgcli, ibis: tests/tools/requirements.txt).
         .venv/bin/python -m tests.tools.venv >/dev/null

@@ -51,6 +51,30 @@ _MAX_PARTITION_BYTES = "spark.sql.files.maxPartitionBytes"
 
 PG_JDBC_JAR = "/usr/share/java/postgresql.jar"  # Debian's libpostgresql-jdbc-java
 
+# The JVM jars Spark needs (Delta Lake's connector): listed in jars/maven.txt, fetched into .jars/
+# by ./tidegate.sh with Maven; TIDEGATE_JARS_DIR names another directory holding them.
+_REPO_ROOT = Path(__file__).resolve().parent.parent
+MAVEN_JARS_LIST = _REPO_ROOT / "jars" / "maven.txt"
+
+
+def required_jars(jars_dir: Path | str | None = None) -> list[Path]:
+    """The jar files of jars/maven.txt, in order; SqlError 58P01 naming the missing ones and the
+    command that fetches them."""
+    folder = Path(jars_dir or os.environ.get("TIDEGATE_JARS_DIR") or _REPO_ROOT / ".jars")
+    jars, missing = [], []
+    for line in MAVEN_JARS_LIST.read_text().splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        _group, artifact, version = line.split(":")
+        path = folder / f"{artifact}-{version}.jar"
+        (jars if path.is_file() else missing).append(path if path.is_file() else line)
+    if missing:
+        raise SqlError("58P01", f"Spark's jars are missing from {folder}: {', '.join(missing)}",
+                       hint="./tidegate.sh serve (or test) fetches them with Maven; "
+                            "TIDEGATE_JARS_DIR names a directory that already holds them")
+    return jars
+
 DEFAULT_CONF: dict[str, str] = {
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
@@ -77,6 +101,12 @@ DEFAULT_CONF: dict[str, str] = {
     "spark.sql.files.openCostInBytes": "524288",
     "spark.sql.sources.ignoreDataLocality": "true",
     "spark.sql.legacy.timeParserPolicy": "CORRECTED",
+    # Delta Lake's connector (jars/maven.txt): its SQL extensions and catalog.
+    "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+    "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+    # Parquet timestamps as INT64 microseconds (Spark's default is INT96, which delta-rs, DuckDB
+    # and the interactive reader would see as nanoseconds).
+    "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
     # SQL never reads files by path (no SELECT * FROM csv.`/etc/passwd`): tidegate registers its
     # tables as DataFrame temp views and reads sources through the DataFrame reader.
     "spark.sql.runSQLOnFiles": "false",
@@ -172,8 +202,11 @@ class SparkRuntime:
             pools.parent.mkdir(parents=True, exist_ok=True)
             pools.write_text(FAIR_SCHEDULER_XML)
             conf.update({"spark.scheduler.mode": "FAIR", "spark.scheduler.allocation.file": str(pools)})
+            jars = [str(p) for p in required_jars()]
             if os.path.exists(PG_JDBC_JAR):  # Spark JDBC source of REFRESH TABLE's postgres connector
-                conf.update({"spark.jars": PG_JDBC_JAR, "spark.driver.extraClassPath": PG_JDBC_JAR})
+                jars.append(PG_JDBC_JAR)
+                conf["spark.driver.extraClassPath"] = PG_JDBC_JAR
+            conf["spark.jars"] = ",".join(jars)
             conf.update(self._settings.spark_conf)
             for key, value in conf.items():
                 builder = builder.config(key, value)

@@ -80,6 +80,12 @@ def check_settings(settings: Settings) -> str | None:
         return f"invalid setting job_result_ttl: {settings.job_result_ttl!r} is not a positive duration"
     if settings.max_running_jobs < 1:
         return "invalid setting max_running_jobs: it must be at least 1"
+    from engine.spark import required_jars
+
+    try:
+        required_jars()
+    except SqlError as exc:
+        return f"{exc.message} ({exc.hint})"
     return None
 
 
