@@ -21,7 +21,7 @@ import sqlglot
 from sqlglot import exp
 
 from catalog.store import ColumnDef, TableDef
-from engine import constraints, ddl, spark as sparkmod, ttl
+from engine import constraints, ddl, spark as sparkmod, sparkwrite, ttl
 from engine.resolver import node_name, param_index, StatementResolver
 from engine import interactive
 from engine.storage import (coerce_array, convert_batches, dedupe_last, duplicate_keys, key_text, python_value,
@@ -335,12 +335,18 @@ class DmlStatements:
                 data = self._build_rows(t, values, len(rows), ctx, info)
             except NotConstant:
                 data = None
+        conflict = tree.args.get("conflict")
         if data is None:
             if source is None:
                 data = self._build_rows(t, {}, 1, ctx, info)
             else:
-                data = self._insert_source_via_spark(t, target_cols, source, params, info, ctx)
-        conflict = tree.args.get("conflict")
+                # a large result of a blind append is written by Spark (engine.sparkwrite)
+                on_spark = (self._pending is None and conflict is None and tree.args.get("returning") is None
+                            and sparkwrite.blind_append_target(t))
+                got = self._insert_source_via_spark(t, target_cols, source, params, info, ctx, on_spark)
+                if isinstance(got, int):
+                    return CommandResult(f"INSERT 0 {got}")
+                data = got
         # ON CONFLICT decides from what is stored: it holds the table's write lock as UPDATE does, so
         # a racing upsert of the same key waits and then sees this one (the right count, no lost update).
         with self._rewriting(t) if conflict is not None else nullcontext():
@@ -365,7 +371,10 @@ class DmlStatements:
         return CommandResult(f"INSERT 0 {rows_written}", rows=result_rows)
 
     def _insert_source_via_spark(self, t: TableDef, target_cols: list[ColumnDef], source: exp.Expression,
-                                 params: list[Any], info: SessionInfo, ctx: dict[str, Any]) -> pa.Table:
+                                 params: list[Any], info: SessionInfo, ctx: dict[str, Any],
+                                 on_spark: bool = False) -> pa.Table | int:
+        """The rows ``source`` computes, in ``t``'s storage form; or, with ``on_spark`` and a large
+        result that needs no conversion, the count of rows Spark appended (engine.sparkwrite)."""
         refuse_sequence_functions(source)
         if isinstance(source, exp.Values) and any(is_default(e) for tup in source.expressions for e in tup.expressions):
             raise SqlError("0A000", "DEFAULT mixed with non-constant expressions in VALUES is not supported")
@@ -378,12 +387,20 @@ class DmlStatements:
             source = _typed_values(source, target_cols)
         self.engine.runtime.wait()
 
-        def work() -> tuple[pa.Table, list[ColumnType | None]]:
+        def work() -> tuple[pa.Table, list[ColumnType | None]] | int:
             tq, _ = self._translate(source, params, info)
-            table = sparkmod.collect_arrow(self.spark.sql(tq.spark_sql))
+            df = self.spark.sql(tq.spark_sql)
+            if on_spark and not unknown:
+                frame = self._spark_append_frame(t, target_cols, df, list(tq.output_types or []), ctx, info)
+                if frame is not None:
+                    return sparkwrite.append(frame, t.location or "")
+            table = sparkmod.collect_arrow(df)
             return table, list(tq.output_types or [None] * table.num_columns)
 
-        result, types = self._run(work)
+        got = self._run(work)
+        if isinstance(got, int):
+            return got
+        result, types = got
         if result.num_columns > len(target_cols):
             raise SqlError("42601", "INSERT has more expressions than target columns")
         values: dict[str, Any] = {}
@@ -397,6 +414,35 @@ class DmlStatements:
                 col = storage_to_result(col, src_type)
             values[c.name] = col
         return self._build_rows(t, values, result.num_rows, ctx, info)
+
+    def _spark_append_frame(self, t: TableDef, target_cols: list[ColumnDef], df: Any,
+                            types: list[ColumnType | None], ctx: dict[str, Any], info: SessionInfo) -> Any:
+        """``df`` as ``t``'s storage rows for a Spark append, or None when the collected path must
+        write it: a small result, a column whose value needs a conversion, a default per row."""
+        if len(df.columns) != len(target_cols):
+            return None  # too many expressions (42601) or too few: the collected path reports and fills
+        for c, src in zip(target_cols, sparkwrite.result_types(df, types)):
+            if c.identity is not None or not sparkwrite.same_storage(src, c.type):
+                return None
+        if not sparkwrite.worth_writing_on_spark(df, info):
+            return None
+        given = {c.name: i for i, c in enumerate(target_cols)}
+        filled: dict[str, sparkwrite.Filled] = {}
+        for c in t.columns:
+            if c.name in given:
+                continue
+            if c.identity is not None or (c.default is not None and self._default_sequence(c, info) is not None):
+                return None
+            try:  # a default Spark would compute (now(), random()) keeps the collected path
+                value = None if c.default is None else python_value(self._eval_default_text(c.default, ctx),
+                                                                       c.type, c.name)
+            except NotConstant:
+                return None
+            fill = sparkwrite.literal_default(value)
+            if fill is None:
+                return None
+            filled[c.name] = fill
+        return sparkwrite.storage_frame(df, t, given, filled)
 
     def _returning(self, t: TableDef, data: pa.Table | None, returning: exp.Returning, params: list[Any],
                    info: SessionInfo) -> RowStream:

@@ -89,6 +89,31 @@ def _condition(exc: BaseException) -> str | None:
     return match.group(1) if match else None
 
 
+# Conditions that only wrap the error that made a task fail (a Delta write's task reports an
+# expression's division by zero as TASK_WRITE_FAILED): the cause is the error to report.
+_WRAPPING = {"TASK_WRITE_FAILED"}
+
+
+def _java_cause(exc: BaseException) -> BaseException | None:
+    """The first cause of ``exc``'s Java exception that is not a wrapping condition, as PySpark's
+    exception for it; None when there is none (or the JVM cannot be asked)."""
+    try:
+        from pyspark.errors.exceptions.captured import _convert_exception
+
+        # PySpark's exception keeps the Java one as _origin, py4j's (a DataFrameWriter call) as java_exception
+        cause = getattr(exc, "_origin", None) or getattr(exc, "java_exception", None)
+        for _ in range(16):
+            cause = cause.getCause() if cause is not None else None
+            if cause is None:
+                return None
+            converted = _convert_exception(cause)
+            if (_condition(converted) or "").split(".")[0] not in _WRAPPING:
+                return converted
+    except Exception:  # noqa: BLE001 - the wrapper's own message is reported then
+        return None
+    return None
+
+
 def _params(exc: BaseException) -> dict[str, str]:
     fn = getattr(exc, "getMessageParameters", None)
     if fn is None:
@@ -131,6 +156,10 @@ def map_spark_error(exc: BaseException, sql: str | None = None) -> SqlError:
         return exc
     condition = _condition(exc) or ""
     base = condition.split(".")[0]
+    if base in _WRAPPING:
+        cause = _java_cause(exc)
+        if cause is not None:
+            return map_spark_error(cause, sql)
     params = _params(exc)
     text = str(exc)
 

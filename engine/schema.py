@@ -6,13 +6,13 @@ from __future__ import annotations
 
 from contextlib import nullcontext
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 from sqlglot import exp
 
 from catalog.store import ColumnDef, is_temp_schema, relation_word, SequenceParams, TableDef
-from engine import constraints, ddl, spark as sparkmod, ttl
+from engine import constraints, ddl, spark as sparkmod, sparkwrite, ttl
 from engine.dml import NotConstant
 from engine.flows import statements as flow_statements
 from engine.resolver import node_name
@@ -23,6 +23,9 @@ from tidegate.errors import SqlError
 from tidegate.pgtypes import ColumnType, pg_type_for_arrow, TEXT
 from tidegate.results import CommandResult
 from tidegate.session import SessionInfo
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
 
 
 class SchemaStatements:
@@ -104,11 +107,17 @@ class SchemaStatements:
         tree = self._parse_one(ct.as_query_sql or "")
         self.engine.runtime.wait()
 
-        def work() -> tuple[list[str], list[ColumnType], pa.Table]:
+        def work() -> tuple[list[str], list[ColumnType], pa.Table | DataFrame]:
             tq, _ = self._translate(tree, params, info)
             df = self.spark.sql(tq.spark_sql)
+            names = list(tq.output_names) if tq.output_names else df.columns
+            known = sparkwrite.result_types(df, list(tq.output_types or []))
+            # a large result whose types are stored as they are: written by Spark (engine.sparkwrite)
+            if self._pending is None and len(known) == len(names) and all(
+                    sparkwrite.same_storage(t, _storable_type(t)) for t in known) \
+                    and sparkwrite.worth_writing_on_spark(df, info):
+                return names, known, df
             table = sparkmod.collect_arrow(df)
-            names = list(tq.output_names) if tq.output_names else table.column_names
             types = [t if t is not None else pg_type_for_arrow(f.type)
                      for t, f in zip(tq.output_types or [None] * len(names), table.schema)]
             return names, types, table
@@ -121,6 +130,8 @@ class SchemaStatements:
             seen.add(n)
         columns = [ColumnDef(n, _storable_type(t)) for n, t in zip(names, types)]
         table = self.new_table(TableDef(schema, ct.name, columns, options=ct.options, comment=ct.comment), info)
+        if not isinstance(data, pa.Table):
+            return self._create_table_on_spark(table, data)
         arrays = [coerce_array(storage_to_result(data.column(i), t), c.type, c.name)
                   for i, (c, t) in enumerate(zip(columns, types))]
         rows = pa.Table.from_arrays(arrays, schema=storage_schema(columns))
@@ -133,6 +144,19 @@ class SchemaStatements:
             self.store.drop(stored.location)
             raise
         return CommandResult(f"SELECT {rows.num_rows}")
+
+    def _create_table_on_spark(self, table: TableDef, df: DataFrame) -> CommandResult:
+        """CREATE TABLE AS's table made, then its rows appended by Spark; dropped again if that fails."""
+        stored = self._create_storage_and_entry(table, False)
+        try:
+            frame = sparkwrite.storage_frame(df.toDF(*[c.name for c in stored.columns]), stored,
+                                             {c.name: i for i, c in enumerate(stored.columns)}, {})
+            written = self._run(lambda: sparkwrite.append(frame, stored.location or ""))
+        except BaseException:
+            self.catalog.drop_table(stored.schema, stored.name)
+            self.store.drop(stored.location)
+            raise
+        return CommandResult(f"SELECT {written}")
 
     def _create(self, tree: exp.Create, sql: str, params: list[Any], info: SessionInfo) -> CommandResult:
         kind = (tree.args.get("kind") or "").upper()

@@ -101,7 +101,10 @@ DEFAULT_CONF: dict[str, str] = {
     "spark.sql.files.openCostInBytes": "524288",
     "spark.sql.sources.ignoreDataLocality": "true",
     "spark.sql.legacy.timeParserPolicy": "CORRECTED",
-    # Delta Lake's connector (jars/maven.txt): its SQL extensions and catalog.
+    # Delta Lake's connector (jars/maven.txt): its SQL extensions and catalog. A table's state is
+    # rebuilt from its log in this many partitions (Delta's default, 50, is for logs of millions
+    # of files: here it was 50 tasks per first write of a table).
+    "spark.databricks.delta.snapshotPartitions": "4",
     "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
     "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
     # Parquet timestamps as INT64 microseconds (Spark's default is INT96, which delta-rs, DuckDB
@@ -222,11 +225,31 @@ class SparkRuntime:
             spark.sql("SELECT 1").collect()
             self._spark = spark
             log.info("Spark ready in %.1f s (master %s)", time.monotonic() - started, self._settings.spark_master)
+            self._warm_delta(spark)
         except BaseException as exc:  # noqa: BLE001 - reported to every waiting statement
             log.exception("Spark failed to start")
             self._error = exc
         finally:
             self._ready.set()
+
+    def _warm_delta(self, spark: SparkSession) -> None:
+        """One small Delta write and read, after Spark is ready (statements run meanwhile): the
+        connector's first write loads and compiles its classes, 10-30 s on 2 cores, which the
+        first INSERT ... SELECT written by Spark would otherwise wait for."""
+        import shutil
+        import tempfile
+
+        folder = Path(tempfile.mkdtemp(prefix="delta-warmup-", dir=Path(self._settings.data_dir) / "spark"))
+        try:
+            started = time.monotonic()
+            with background_jobs(spark):
+                spark.range(1).write.format("delta").mode("append").save(str(folder / "t"))
+                spark.read.format("delta").load(str(folder / "t")).collect()
+            log.info("Delta Lake's Spark connector warmed in %.1f s", time.monotonic() - started)
+        except Exception:  # noqa: BLE001 - only a warm-up: the first real write reports any problem
+            log.warning("warming Delta Lake's Spark connector failed", exc_info=True)
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
 
     def ready(self) -> bool:
         return self._ready.is_set() and self._spark is not None

@@ -1330,8 +1330,15 @@ def _array_text(value: exp.Expression) -> exp.Expression:
 
 
 # Casts to text that Spark spells differently from PostgreSQL, by source type.
+def _bytea_text(v: exp.Expression) -> exp.Expression:
+    """bytea as text: its output form, hex (Spark's cast decoded the bytes as UTF-8)."""
+    return _func("concat", _string("\\x"), _func("lower", _func("hex", v)))
+
+
 _PG_TEXT_OF = {
     _T.ARRAY: _array_text,
+    _T.VARBINARY: _bytea_text,
+    _T.BINARY: _bytea_text,
     _T.DOUBLE: lambda v: _float_text(v, 15),
     _T.FLOAT: lambda v: _float_text(v, 6),
     _T.TIME: _time_text,
@@ -2627,7 +2634,7 @@ class _Translator:
                 return arg
             raise SqlError("0A000", "casting a non-constant value to interval is not supported")
         if t in (_T.VARCHAR, _T.CHAR, _T.NCHAR) and params:
-            text = _cast(arg, "STRING")
+            text = _bytea_text(arg) if src in (_T.VARBINARY, _T.BINARY) else _cast(arg, "STRING")
             n = params[0]
             if t == _T.VARCHAR:
                 return _func("substring", text, exp.Literal.number(1), exp.Literal.number(n))
@@ -3246,8 +3253,11 @@ class _Translator:
                            expression=_func("length", node.this.copy()))
             arg = "times"
         too_long = exp.GT(this=size, expression=limit)
-        value.set(arg, exp.Case(ifs=[exp.If(this=too_long.copy(), true=exp.Literal.number(0))],
-                                default=value.args[arg]))
+        ifs = [exp.If(this=too_long.copy(), true=exp.Literal.number(0))]
+        if isinstance(node, exp.Pad):  # a negative length pads to '' (Spark 4.2 overflowed on -2^31)
+            ifs.append(exp.If(this=exp.LT(this=size.copy(), expression=exp.Literal.number(0)),
+                              true=exp.Literal.number(0)))
+        value.set(arg, exp.Case(ifs=ifs, default=value.args[arg]))
         return _Translator._guarded(value, [(too_long, "54000", "requested length too large")])
 
     @staticmethod

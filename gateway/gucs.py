@@ -217,6 +217,9 @@ _GUC_LIST: list[Guc] = [
         _enum("local", "remote_write", "remote_apply", "on", "off")),
     Guc("tidegate.interactive", "on", "Answers small reads of one table from its files in the gateway (off: on Spark).",
         _bool),
+    Guc("tidegate.spark_writes", "auto", "Writes INSERT ... SELECT and CREATE TABLE AS results with Delta Lake's Spark "
+        "connector (auto: results the optimizer expects to exceed 8 MB; on: every one it can; off: none).",
+        _enum("auto", "on", "off")),
     Guc("TimeZone", "UTC", "Sets the time zone for displaying and interpreting time stamps.", _timezone, reported=True),
     Guc("timezone_abbreviations", "Default", "Selects a file of time zone abbreviations."),
     Guc("transaction_deferrable", "off", "Whether to defer a read-only serializable transaction until it can be executed with no possible serialization failures.", _bool),

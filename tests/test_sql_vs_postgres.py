@@ -364,6 +364,10 @@ SCENARIOS: dict[str, list[str]] = {
         "SELECT id, num_nulls(s, b, NULL), num_nonnulls(s, b, id) FROM sqf_fx ORDER BY id",
         "SELECT id, encode(b, 'hex'), decode(encode(b, 'hex'), 'hex') FROM sqf_fx ORDER BY id",
         "SELECT decode(s, 'hex') FROM sqf_fx WHERE id = 1",
+        "SELECT id, b::text, b::varchar(3), b::char(5), b::text || '!' FROM sqf_fx ORDER BY id",
+        "SELECT b::text, count(*) FROM sqf_fx GROUP BY b ORDER BY 1",
+        "SELECT id, lpad(s, -2147483648), rpad(s, -1), lpad(s, 4, 'xy') FROM sqf_fx ORDER BY id",
+        "SELECT '\\x00ff'::bytea::text, 'abc'::bytea::varchar(3), 'abc'::bytea::text",
         "DROP TABLE sqf_fx",
     ],
     "operators_that_do_not_exist": [

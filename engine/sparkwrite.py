@@ -1,0 +1,158 @@
+"""Writes on Spark: rows a query computes are appended by Delta Lake's own Spark connector.
+
+``INSERT INTO t SELECT ...`` and ``CREATE TABLE t AS SELECT ...`` used to collect the query's rows
+into the gateway and write them with delta-rs: one Python process held them all (and Spark's
+``spark.driver.maxResultSize`` refused results past 512 MB). When the optimizer expects a result
+larger than :data:`SPARK_WRITE_BYTES`, the executors write the rows as Delta files and the driver
+commits them (``DataFrame.write.format("delta").mode("append")``): the rows never pass through
+the gateway's Python process, and on a cluster the writing scales with the executors.
+
+Only blind appends go this way (:func:`blind_append_target`): tables without PRIMARY KEY, UNIQUE
+or FOREIGN KEY constraints (time-series tables in append mode), whose inserts read nothing of the
+table, so Delta's optimistic concurrency lets them commit beside this gateway's delta-rs writers
+(both follow the log's put-if-absent protocol on the same table). Each source column must already
+have its target column's type (:func:`same_storage`): the rows are in storage form, cast to the
+exact Delta type, and NOT NULL is checked on the executors with PostgreSQL's 23502. Anything else
+(a key to check, a conversion PostgreSQL does by its own rules, a per-row default, RETURNING,
+ON CONFLICT, a transaction block) keeps the collected path.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import date
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any
+
+from catalog.store import ColumnDef, TableDef
+from engine.errors import RAISED_QUOTE
+from engine.spark import spark_type_sql
+from tidegate.pgtypes import ColumnType, pg_type_for_arrow
+from tidegate.session import SessionInfo
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+# A query whose optimizer size estimate (its files' bytes for a scan) exceeds this is written on
+# Spark; smaller results are collected and written by delta-rs, which commits in milliseconds
+# where a Spark write job takes a few hundred.
+SPARK_WRITE_BYTES = 8 * 1024 * 1024
+SETTING = "tidegate.spark_writes"  # the session setting that chooses (gateway/gucs.py)
+# Rows per data file Spark writes: about one compaction target (engine.maintenance), so the
+# interactive reader's per-file key index and row groups look as they do for delta-rs' files.
+FILE_ROWS = 128 * 1024
+# Casts Spark makes as PostgreSQL's assignment does: exact integer widening, integers and float4 to
+# the nearest float (IEEE round to nearest in both), a string literal (unknown) into text.
+_WIDENING = {("int2", "int4"), ("int2", "int8"), ("int4", "int8"), ("float4", "float8"), ("unknown", "text")} | {
+    (i, f) for i in ("int2", "int4", "int8") for f in ("float4", "float8")}
+_LITERAL_TYPES = (bool, int, float, str, Decimal, bytes, date)  # no datetime: Spark reads it in a zone
+
+
+def estimated_bytes(df: DataFrame) -> int | None:
+    """The optimizer's size estimate of ``df``'s result, or None when it gives none."""
+    try:
+        return int(str(df._jdf.queryExecution().optimizedPlan().stats().sizeInBytes()))
+    except Exception:  # noqa: BLE001 - an estimate only
+        return None
+
+
+def worth_writing_on_spark(df: DataFrame, info: SessionInfo) -> bool:
+    """The session's ``tidegate.spark_writes``: ``on``, ``off``, or ``auto`` (the default): a
+    result the optimizer expects to exceed :data:`SPARK_WRITE_BYTES`."""
+    mode = info.settings.get(SETTING, "auto")
+    if mode != "auto":
+        return mode == "on"
+    size = estimated_bytes(df)
+    return size is not None and size > SPARK_WRITE_BYTES
+
+
+def result_types(df: DataFrame, types: list[ColumnType | None]) -> list[ColumnType]:
+    """The PostgreSQL type of each of ``df``'s columns: the translator's, else the one its Arrow
+    type maps to (what the collected path takes from the collected rows' schema)."""
+    from engine.spark import arrow_schema_of
+
+    schema = arrow_schema_of(df)
+    return [types[i] if i < len(types) and types[i] is not None else pg_type_for_arrow(f.type)
+            for i, f in enumerate(schema)]
+
+
+def blind_append_target(t: TableDef) -> bool:
+    """Whether an insert into ``t`` is a blind append: no key, unique set or reference to check."""
+    if t.kind != "table" or not t.location or t.constraints or t.unique_sets():
+        return False
+    if t.time_index:
+        return not t.primary_key and t.options.get("append_mode", "false").lower() == "true"
+    return not t.primary_key
+
+
+def same_storage(source: ColumnType, target: ColumnType) -> bool:
+    """Whether a value of ``source`` is stored as ``target`` stores it with no PostgreSQL rule in
+    between (the same type and modifiers, or a widening integer/float cast)."""
+    if source.exact_op is not None or source.div_min_scale is not None:
+        return False
+    if (source.pg.name, target.pg.name) in _WIDENING:
+        return True
+    return (source.pg.oid, source.length, source.precision, source.scale) == \
+        (target.pg.oid, target.length, target.precision, target.scale)
+
+
+@dataclass(frozen=True)
+class Filled:
+    """A target column the query does not give: its one default value (None: NULL)."""
+
+    value: Any
+
+
+def literal_default(value: Any) -> Filled | None:
+    """A default value Spark can take as a literal, or None (the collected path handles it)."""
+    return Filled(value) if value is None or isinstance(value, _LITERAL_TYPES) else None
+
+
+def storage_frame(df: DataFrame, t: TableDef, given: dict[str, int], filled: dict[str, Filled]) -> DataFrame:
+    """``df``'s rows as ``t`` stores them: every column of ``t`` by name, cast to its Delta type;
+    ``given`` maps a column to the position of the ``df`` column holding it, ``filled`` gives the
+    others. A NULL in a NOT NULL column fails the job with PostgreSQL's 23502."""
+    from pyspark.sql import functions as F  # noqa: N812
+
+    source = df.columns
+    out = []
+    for c in t.columns:
+        if c.name in given:
+            value = F.col(_quoted(source[given[c.name]]))
+        else:
+            value = F.lit(filled[c.name].value)
+        value = value.cast(spark_type_sql(c.type))
+        if c.not_null:
+            value = F.when(value.isNull(), F.raise_error(F.lit(_not_null_message(t, c)))).otherwise(value)
+        out.append(value.alias(c.name))
+    return df.select(*out)
+
+
+def _not_null_message(t: TableDef, c: ColumnDef) -> str:
+    q = RAISED_QUOTE
+    return (f"tidegate-sqlstate:23502:null value in column {q}{c.name}{q} of relation {q}{t.name}{q} "
+            "violates not-null constraint")
+
+
+def _quoted(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def append(frame: DataFrame, location: str) -> int:
+    """Append ``frame`` (see :func:`storage_frame`) to the Delta table at ``location`` as one
+    commit; returns the rows written. Nothing is visible unless the commit succeeds: a failed or
+    cancelled job leaves only unreferenced files (VACUUM removes them)."""
+    from deltalake import DeltaTable
+
+    token = f"tidegate-append-{uuid.uuid4()}"
+    (frame.write.format("delta").mode("append")
+     .option("maxRecordsPerFile", FILE_ROWS)
+     .option("userMetadata", token)
+     .save(location))
+    # The commit's own metrics, found by the token (other writers may have committed since).
+    for entry in DeltaTable(location).history(50):
+        if entry.get("userMetadata") == token:
+            metrics = entry.get("operationMetrics") or {}
+            return int(metrics.get("numOutputRows", 0))
+    raise RuntimeError(f"the append to {location} committed but its log entry was not found")

@@ -1,0 +1,243 @@
+"""INSERT ... SELECT and CREATE TABLE AS written by Delta Lake's Spark connector (engine.sparkwrite).
+
+Through a real client on the shared gateway. ``SET tidegate.spark_writes = on`` sends every
+eligible write to Spark whatever its size (``auto``, the default, only large ones), ``off`` keeps
+the collected delta-rs path: each test compares what a user reads after the Spark write with what
+the collected path stores, and checks the log to know which writer committed.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import duckdb
+import psycopg
+import pytest
+from deltalake import DeltaTable
+
+SPARK = "Apache-Spark"
+
+
+@pytest.fixture(scope="module")
+def gw(tidegate):
+    return tidegate
+
+
+@pytest.fixture()
+def conn(gw):
+    with psycopg.connect(gw.dsn, autocommit=True) as c:
+        yield c
+
+
+def location(conn: psycopg.Connection, table: str, gw) -> str:
+    (path,) = conn.execute("SELECT pg_relation_filepath(%s)", (table,)).fetchone()
+    return str(gw.data_dir / path)
+
+
+def writers(path: str) -> list[str]:
+    """The engine of each commit after the table's creation, oldest first."""
+    history = sorted(DeltaTable(path).history(), key=lambda e: e.get("version", 0))
+    return [str(e.get("engineInfo") or e.get("clientVersion") or "") for e in history if e.get("version", 0) > 0]
+
+
+TYPES = [
+    ("b", "boolean"), ("i2", "smallint"), ("i4", "integer"), ("i8", "bigint"), ("f4", "real"),
+    ("f8", "double precision"), ("n", "numeric(12,3)"), ("nu", "numeric"), ("t", "text"),
+    ("vc", "varchar(5)"), ("ch", "char(3)"), ("by", "bytea"), ("d", "date"), ("tm", "time"),
+    ("ts", "timestamp"), ("tz", "timestamptz"), ("iv", "interval"), ("u", "uuid"), ("j", "jsonb"),
+    ("ai", "integer[]"), ("at", "text[]"),
+]
+ROWS = [
+    "(1, true, 1, 2, 3, 1.5, 2.25, 123456789.125, 1.000000001, 'héllo', 'ab', 'x', '\\x00ff', "
+    "'2024-02-29', '23:59:59.999999', '2024-01-01 12:34:56.789012', '2040-07-01 12:00:00+02', "
+    "'1 year 2 mons -3 days 04:05:06.5', 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11', '{\"k\": [1, 2]}', "
+    "'{1,NULL,3}', '{\"a b\",NULL}')",
+    "(2, false, -32768, -2147483648, -9223372036854775808, 'NaN', '-Infinity', -0.001, -123, '', "
+    "'', ' ', '\\x', '0001-01-01', '00:00', '1900-01-01 00:00', '1970-01-01 00:00:00+00', '0', "
+    "'00000000-0000-0000-0000-000000000000', 'null', '{}', '{}')",
+    "(3" + ", NULL" * len(TYPES) + ")",
+]
+
+
+def test_insert_select_on_spark_stores_what_the_collected_path_stores(conn, gw) -> None:
+    columns = ", ".join(f"{n} {t}" for n, t in TYPES)
+    for name in ("sw_src", "sw_spark", "sw_rows"):
+        conn.execute(f"DROP TABLE IF EXISTS {name}")
+        conn.execute(f"CREATE TABLE {name} (id int, {columns})")
+    conn.execute(f"INSERT INTO sw_src VALUES {', '.join(ROWS)}")
+    conn.execute("SET tidegate.spark_writes = off")
+    assert conn.execute("INSERT INTO sw_rows SELECT * FROM sw_src").statusmessage == "INSERT 0 3"
+    conn.execute("SET tidegate.spark_writes = on")
+    assert conn.execute("INSERT INTO sw_spark SELECT * FROM sw_src").statusmessage == "INSERT 0 3"
+    spark_path, rows_path = location(conn, "sw_spark", gw), location(conn, "sw_rows", gw)
+    assert writers(spark_path)[-1].startswith(SPARK)
+    assert not writers(rows_path)[-1].startswith(SPARK)
+    expected = repr(conn.execute("SELECT * FROM sw_rows ORDER BY id").fetchall())  # repr: NaN is not NaN
+    assert repr(conn.execute("SELECT * FROM sw_spark ORDER BY id").fetchall()) == expected
+    # the same through the text protocol and in a query Spark answers (a join, never interactive)
+    as_text = "SELECT {cols} FROM {t} ORDER BY id"
+    cols = ", ".join(f"{n}::text" for n, _ in TYPES)
+    assert conn.execute(as_text.format(cols=cols, t="sw_spark")).fetchall() == \
+        conn.execute(as_text.format(cols=cols, t="sw_rows")).fetchall()
+    assert conn.execute("SELECT count(*) FROM sw_spark s JOIN sw_rows r ON s.id = r.id "
+                        "AND s.tz = r.tz AND s.ts = r.ts AND s.n = r.n AND s.tm = r.tm").fetchone() == (2,)
+    # other readers of the table: delta-rs, and DuckDB over the files delta-rs lists
+    dt = DeltaTable(spark_path)
+    assert dt.to_pyarrow_table().num_rows == 3
+    files = ", ".join(f"'{u}'" for u in dt.file_uris())
+    assert duckdb.sql(f"SELECT count(*), sum(i8) FROM read_parquet([{files}])").fetchall() == \
+        [(3, -9223372036854775805)]
+
+
+def test_widening_and_conversions(conn, gw) -> None:
+    conn.execute("DROP TABLE IF EXISTS sw_wide")
+    conn.execute("DROP TABLE IF EXISTS sw_narrow")
+    conn.execute("CREATE TABLE sw_narrow (a smallint, b int, c real, s text)")
+    conn.execute("INSERT INTO sw_narrow VALUES (1, 2, 0.1, '7'), (NULL, -5, 3.5, '8')")
+    conn.execute("CREATE TABLE sw_wide (a bigint, b bigint, c double precision, s int)")
+    conn.execute("SET tidegate.spark_writes = on")
+    conn.execute("INSERT INTO sw_wide (a, b, c) SELECT a, b, c FROM sw_narrow")
+    path = location(conn, "sw_wide", gw)
+    assert writers(path)[-1].startswith(SPARK)
+    assert conn.execute("SELECT a, b, c, s FROM sw_wide ORDER BY b").fetchall() == [
+        (None, -5, 3.5, None), (1, 2, 0.10000000149011612, None)]
+    # text into int is PostgreSQL's assignment error, from the collected path; nothing written
+    with pytest.raises(psycopg.errors.DatatypeMismatch):
+        conn.execute("INSERT INTO sw_wide (s) SELECT s FROM sw_narrow")
+    assert conn.execute("SELECT count(*) FROM sw_wide").fetchone() == (2,)
+    # a column converted by PostgreSQL's rules (int -> text) is written by the collected path
+    conn.execute("DROP TABLE IF EXISTS sw_text")
+    conn.execute("CREATE TABLE sw_text (v text, d int DEFAULT 42, n numeric(4,1))")
+    before = len(writers(location(conn, "sw_text", gw)))
+    conn.execute("INSERT INTO sw_text (v, n) SELECT b, c FROM sw_narrow")
+    assert conn.execute("SELECT v, d, n FROM sw_text ORDER BY v").fetchall() == [
+        ("-5", 42, __import__("decimal").Decimal("3.5")), ("2", 42, __import__("decimal").Decimal("0.1"))]
+    assert not writers(location(conn, "sw_text", gw))[before].startswith(SPARK)
+    # a constant default filled on Spark
+    conn.execute("INSERT INTO sw_text (v) SELECT s FROM sw_narrow")
+    assert writers(location(conn, "sw_text", gw))[-1].startswith(SPARK)
+    assert conn.execute("SELECT v, d, n FROM sw_text WHERE v IN ('7', '8') ORDER BY v").fetchall() == [
+        ("7", 42, None), ("8", 42, None)]
+
+
+def test_not_null_violation_writes_nothing(conn, gw) -> None:
+    conn.execute("DROP TABLE IF EXISTS sw_nn")
+    conn.execute("DROP TABLE IF EXISTS sw_nn_src")
+    conn.execute("CREATE TABLE sw_nn_src (id bigint, v text)")
+    conn.execute("INSERT INTO sw_nn_src SELECT g, CASE WHEN g = 777 THEN NULL ELSE 'v' END FROM generate_series(1, 1000) g")
+    conn.execute("CREATE TABLE sw_nn (id bigint NOT NULL, v text NOT NULL)")
+    path = location(conn, "sw_nn", gw)
+    versions = len(writers(path))
+    conn.execute("SET tidegate.spark_writes = on")
+    with pytest.raises(psycopg.errors.NotNullViolation) as err:
+        conn.execute("INSERT INTO sw_nn SELECT * FROM sw_nn_src")
+    assert err.value.diag.message_primary == \
+        'null value in column "v" of relation "sw_nn" violates not-null constraint'
+    with pytest.raises(psycopg.errors.NotNullViolation):
+        conn.execute("INSERT INTO sw_nn (v) SELECT v FROM sw_nn_src WHERE v IS NOT NULL")
+    assert conn.execute("SELECT count(*) FROM sw_nn").fetchone() == (0,)
+    assert len(writers(path)) == versions
+    conn.execute("INSERT INTO sw_nn SELECT * FROM sw_nn_src WHERE v IS NOT NULL")
+    assert conn.execute("SELECT count(*), count(DISTINCT id) FROM sw_nn").fetchone() == (999, 999)
+
+
+def test_keyed_tables_keep_their_checks(conn, gw) -> None:
+    conn.execute("DROP TABLE IF EXISTS sw_pk")
+    conn.execute("CREATE TABLE sw_pk (id bigint PRIMARY KEY, v text)")
+    conn.execute("INSERT INTO sw_pk VALUES (5, 'old')")
+    conn.execute("SET tidegate.spark_writes = on")
+    with pytest.raises(psycopg.errors.UniqueViolation):
+        conn.execute("INSERT INTO sw_pk SELECT g, 'new' FROM generate_series(1, 10) g")
+    conn.execute("INSERT INTO sw_pk SELECT g, 'new' FROM generate_series(6, 10) g")
+    assert conn.execute("SELECT count(*), count(DISTINCT id) FROM sw_pk").fetchone() == (6, 6)
+    assert not writers(location(conn, "sw_pk", gw))[-1].startswith(SPARK)
+
+
+def test_create_table_as_on_spark(conn, gw) -> None:
+    conn.execute("DROP TABLE IF EXISTS sw_ctas")
+    conn.execute("DROP TABLE IF EXISTS sw_ctas_bad")
+    conn.execute("SET tidegate.spark_writes = on")
+    status = conn.execute("CREATE TABLE sw_ctas AS SELECT g::bigint AS id, 'r' || g AS s, (g * 0.25)::numeric(10,2) AS q, "
+                          "TIMESTAMP '2024-01-01' + g * INTERVAL '1 minute' AS ts FROM generate_series(1, 5000) g")
+    assert status.statusmessage == "SELECT 5000"
+    assert writers(location(conn, "sw_ctas", gw))[-1].startswith(SPARK)
+    assert conn.execute("SELECT count(*), sum(id), min(s), max(ts) FROM sw_ctas").fetchone()[:3] == (5000, 12502500, "r1")
+    assert conn.execute("SELECT q::text FROM sw_ctas WHERE id = 3").fetchone() == ("0.75",)
+    columns = conn.execute("SELECT column_name, data_type FROM information_schema.columns "
+                           "WHERE table_name = 'sw_ctas' ORDER BY ordinal_position").fetchall()
+    assert [c for c, _ in columns] == ["id", "s", "q", "ts"]
+    # an error in the middle of the job: no table is left behind
+    with pytest.raises(psycopg.errors.DivisionByZero):
+        conn.execute("CREATE TABLE sw_ctas_bad AS SELECT id, 10 / (id - 2500) AS x FROM sw_ctas")
+    with pytest.raises(psycopg.errors.UndefinedTable):
+        conn.execute("SELECT * FROM sw_ctas_bad")
+
+
+def test_small_inserts_commit_beside_a_spark_append(conn, gw) -> None:
+    conn.execute("DROP TABLE IF EXISTS sw_busy")
+    conn.execute("CREATE TABLE sw_busy (id bigint, who text)")
+    conn.execute("SET tidegate.spark_writes = on")
+    errors: list[BaseException] = []
+
+    def small() -> None:
+        try:
+            with psycopg.connect(gw.dsn, autocommit=True) as other:
+                for i in range(40):
+                    other.execute("INSERT INTO sw_busy VALUES (%s, 'small')", (-1 - i,))
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=small) for _ in range(2)]
+    for th in threads:
+        th.start()
+    for _ in range(3):
+        conn.execute("INSERT INTO sw_busy SELECT g, 'spark' FROM generate_series(1, 20000) g")
+    for th in threads:
+        th.join()
+    assert not errors
+    assert conn.execute("SELECT who, count(*) FROM sw_busy GROUP BY who ORDER BY who").fetchall() == [
+        ("small", 80), ("spark", 60000)]
+    assert sum(w.startswith(SPARK) for w in writers(location(conn, "sw_busy", gw))) == 3
+
+
+def test_cancelled_spark_append_leaves_nothing(conn, gw) -> None:
+    conn.execute("DROP TABLE IF EXISTS sw_cancel")
+    conn.execute("DROP TABLE IF EXISTS sw_cancel_src")
+    conn.execute("CREATE TABLE sw_cancel (a bigint, b bigint)")
+    conn.execute("CREATE TABLE sw_cancel_src (a bigint)")
+    conn.execute("INSERT INTO sw_cancel_src SELECT g FROM generate_series(1, 20000) g")
+    conn.execute("SET tidegate.spark_writes = on")
+    conn.execute("SET statement_timeout = '1500ms'")
+    started = time.monotonic()
+    with pytest.raises(psycopg.errors.QueryCanceled):  # 400M pairs: minutes of work
+        conn.execute("INSERT INTO sw_cancel SELECT x.a, y.a FROM sw_cancel_src x, sw_cancel_src y "
+                     "WHERE (x.a * y.a) % 7 = 3")
+    assert time.monotonic() - started < 30
+    conn.execute("SET statement_timeout = 0")
+    assert conn.execute("SELECT count(*) FROM sw_cancel").fetchone() == (0,)
+    assert writers(location(conn, "sw_cancel", gw)) == []
+
+
+def test_flow_reads_what_spark_appended(conn, gw) -> None:
+    conn.execute("DROP FLOW IF EXISTS sw_flow")
+    conn.execute("DROP TABLE IF EXISTS sw_sink")
+    conn.execute("DROP TABLE IF EXISTS sw_metrics")
+    conn.execute("CREATE TABLE sw_metrics (host text, ts timestamp TIME INDEX, v double precision) "
+                 "WITH ('append_mode' = 'true')")
+    conn.execute("CREATE FLOW sw_flow SINK TO sw_sink EVAL INTERVAL '1 hour' AS SELECT host, "
+                 "date_bin(INTERVAL '1 hour', ts, '2000-01-01 00:00:00'::timestamp) AS w, count(*) AS n, "
+                 "sum(v) AS total FROM sw_metrics GROUP BY host, w")
+    conn.execute("SET tidegate.spark_writes = on")
+    conn.execute("INSERT INTO sw_metrics SELECT 'h' || (g % 3), TIMESTAMP '2024-01-01' + g * INTERVAL '1 minute', "
+                 "g FROM generate_series(0, 299) g")
+    assert writers(location(conn, "sw_metrics", gw))[-1].startswith(SPARK)
+    conn.execute("ADMIN FLUSH_FLOW('sw_flow')")
+    got = conn.execute("SELECT host, sum(n)::int, sum(total) FROM sw_sink GROUP BY host ORDER BY host").fetchall()
+    assert got == [("h0", 100, 14850.0), ("h1", 100, 14950.0), ("h2", 100, 15050.0)]
+    # appended again: only the windows it touched change
+    conn.execute("INSERT INTO sw_metrics SELECT 'h0', TIMESTAMP '2024-01-01 04:00' + g * INTERVAL '1 second', 1 "
+                 "FROM generate_series(1, 10) g")
+    conn.execute("ADMIN FLUSH_FLOW('sw_flow')")
+    assert conn.execute("SELECT n::int FROM sw_sink WHERE host = 'h0' AND w = '2024-01-01 04:00'").fetchone() == (30,)
+    conn.execute("DROP FLOW sw_flow")
