@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from datetime import date
+from datetime import date, datetime
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
@@ -106,6 +106,8 @@ class Filled:
 
 def literal_default(value: Any) -> Filled | None:
     """A default value Spark can take as a literal, or None (the collected path handles it)."""
+    if isinstance(value, datetime):  # a date subclass
+        return None
     return Filled(value) if value is None or isinstance(value, _LITERAL_TYPES) else None
 
 

@@ -56,6 +56,8 @@ SELECT coalesce(salary, -1), nullif(dept, 'eng') FROM emp ORDER BY id;
 -- SQLNESS REPLACE \[file:\S+\] [FILE]
 -- SQLNESS REPLACE #\d+L? #N
 -- SQLNESS REPLACE plan_id=\d+ plan_id=N
+-- SQLNESS REPLACE -{2,} --
+-- SQLNESS REPLACE (\x20)\x20+ \1
 EXPLAIN SELECT count(*) FROM emp;
 
 DROP TABLE emp;
