@@ -24,6 +24,16 @@ def tidegate(tmp_path_factory) -> TidegateServer:
     server.stop()
 
 
+@pytest.fixture(scope="session")
+def spark_cluster():
+    """A Spark standalone cluster (a master and one worker) for the suites that run on one."""
+    from tests.spark_cluster import start_cluster
+
+    cluster = start_cluster()
+    yield cluster
+    cluster.stop()
+
+
 @pytest.fixture()
 def spark_free_engine(tmp_path):
     """(engine, session) of an engine whose Spark is never started: what runs on it must not need

@@ -19,6 +19,11 @@ from pathlib import Path
 from tests.pgoracle import free_port
 
 
+# A gateway's flags for the cluster. An application takes every core of the worker while it runs
+# (Spark's default), so the suites on the cluster run one gateway at a time.
+CLUSTER_CONF = ["--spark-conf", "spark.executor.memory=1g", "--spark-conf", "spark.sql.shuffle.partitions=2"]
+
+
 @dataclass
 class SparkCluster:
     url: str

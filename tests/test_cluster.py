@@ -3,39 +3,27 @@ own launcher (tests/spark_cluster.py), the gateway started with ``--spark-master
 
 The worker's executor is its own JVM with its own Python workers; the warehouse is at the same
 path for both (one machine). Each test checks through a real client what a user sees, and that
-the executor, not the driver, ran tasks. The sqlness golden files run through the cluster too.
+the executor, not the driver, ran tasks. The sqlness golden files run through the same cluster in
+tests/test_cluster_sqlness.py (the cluster is the session's ``spark_cluster`` fixture).
 """
 
 from __future__ import annotations
 
-import os
-import shlex
-import subprocess
-import sys
 from datetime import datetime
-from pathlib import Path
 
 import psycopg
 import pytest
 from deltalake import DeltaTable
 
-from tests.spark_cluster import SparkCluster, start_cluster
-from tests.tidegate_server import REPO_ROOT, start_tidegate
+from tests.spark_cluster import CLUSTER_CONF, SparkCluster
+from tests.tidegate_server import start_tidegate
 
-CLUSTER_CONF = ["--spark-conf", "spark.executor.memory=1g", "--spark-conf", "spark.sql.shuffle.partitions=2"]
-
-
-@pytest.fixture(scope="module")
-def cluster() -> SparkCluster:
-    c = start_cluster()
-    yield c
-    c.stop()
 
 
 @pytest.fixture(scope="module")
-def gw(cluster: SparkCluster, tmp_path_factory):
+def gw(spark_cluster: SparkCluster, tmp_path_factory):
     server = start_tidegate(tmp_path_factory.mktemp("cluster-data") / "data",
-                            extra_args=["--spark-master", cluster.url, *CLUSTER_CONF])
+                            extra_args=["--spark-master", spark_cluster.url, *CLUSTER_CONF])
     server.wait_for_spark(timeout=300)
     yield server
     server.stop()
@@ -55,8 +43,8 @@ def executor_tasks(cluster: SparkCluster) -> int:
     return total
 
 
-def test_queries_and_writes_run_on_the_executor(cluster: SparkCluster, conn, gw) -> None:
-    before = executor_tasks(cluster)
+def test_queries_and_writes_run_on_the_executor(spark_cluster: SparkCluster, conn, gw) -> None:
+    before = executor_tasks(spark_cluster)
     conn.execute("CREATE TABLE cl_src (id bigint, s text, ts timestamp)")
     conn.execute("INSERT INTO cl_src SELECT g, 'v' || g, TIMESTAMP '2024-01-01' + g * INTERVAL '1 minute' "
                  "FROM generate_series(1, 50000) g")
@@ -75,10 +63,10 @@ def test_queries_and_writes_run_on_the_executor(cluster: SparkCluster, conn, gw)
     conn.execute("UPDATE cl_copy SET s = 'changed' WHERE id BETWEEN 10 AND 19")
     assert conn.execute("SELECT count(*) FILTER (WHERE s = 'changed'), count(*) FROM cl_copy "
                         "WHERE id BETWEEN 1 AND 30").fetchone() == (10, 29)
-    assert executor_tasks(cluster) > before
+    assert executor_tasks(spark_cluster) > before
 
 
-def test_batch_flow_and_job_on_the_cluster(cluster: SparkCluster, conn) -> None:
+def test_batch_flow_and_job_on_the_cluster(conn) -> None:
     conn.execute("CREATE TABLE cl_metrics (host text, ts timestamp TIME INDEX, v double precision) "
                  "WITH ('append_mode' = 'true')")
     conn.execute("CREATE FLOW cl_flow SINK TO cl_sink EVAL INTERVAL '1 hour' AS SELECT host, "
@@ -95,15 +83,3 @@ def test_batch_flow_and_job_on_the_cluster(cluster: SparkCluster, conn) -> None:
     assert waited.fetchone()[status] == "SUCCEEDED"
     assert conn.execute("FETCH JOB 'cl_job'").fetchall() == [("h0", 14280.0), ("h1", 14400.0)]
     conn.execute("DROP FLOW cl_flow")
-
-
-@pytest.mark.timeout(1500)
-def test_sqlness_cases_through_the_cluster(cluster: SparkCluster, tmp_path: Path) -> None:
-    """Every golden file, each env on its own gateway started with --spark-master."""
-    cmd = [sys.executable, "-m", "tidegate", "serve", "--host", "127.0.0.1", "--port", "{port}",
-           "--data-dir", "{data_dir}", "--spark-master", cluster.url, *CLUSTER_CONF]
-    done = subprocess.run([sys.executable, "-m", "sqlness", "--server-cmd", shlex.join(cmd), "--start-timeout", "300"],
-                          cwd=REPO_ROOT, env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
-                          capture_output=True, text=True, timeout=1500)
-    assert done.returncode == 0, done.stdout[-6000:] + done.stderr[-3000:]
-    assert "0 failed" in done.stdout
