@@ -67,9 +67,13 @@ def main() -> None:
         tg = started["tidegate"]
         with psycopg.connect(tg.dsn, autocommit=True) as c:
             c.execute("SET tidegate.spark_writes = on")
+            # generate_series(1, N) is one array of N values on one task: a cross join of two short
+            # series spreads the rows over every core
+            outer = (rows + 9_999) // 10_000
             load_s, _ = C.timed(lambda: c.execute(
-                "CREATE TABLE t1 AS SELECT g::bigint AS id, 'row ' || g AS s, (g * 0.5)::float8 AS x, "
-                f"TIMESTAMP '2024-01-01' + g * INTERVAL '1 second' AS ts FROM generate_series(1, {rows}) g"))
+                "CREATE TABLE t1 AS SELECT g AS id, 'row ' || g AS s, (g * 0.5)::float8 AS x, "
+                "TIMESTAMP '2024-01-01' + g * INTERVAL '1 second' AS ts FROM (SELECT a::bigint * 10000 + b AS g "
+                f"FROM generate_series(0, {outer - 1}) a, generate_series(1, 10000) b) s WHERE g <= {rows}"))
             print(f"  loaded t1 ({rows:,} rows, written by Spark) in {load_s:.1f} s", flush=True)
         spark_s, spark_mb, spark_status = insert_select(tg, "auto")
         print(f"  Spark writes: {spark_status} in {spark_s} s, RSS +{spark_mb:.0f} MB", flush=True)
