@@ -93,7 +93,7 @@ def main() -> None:
     report.add("UPDATE 1% of 10M rows / 1%-changed MERGE", {}, "<= 1.5x Spark rewriting the files",
                note="not measured: UPDATE, DELETE and MERGE still run on delta-rs (issue 22 is open)")
     report.add("INSERT ... SELECT on a 1-worker standalone cluster", {}, "reported",
-               note="not measured: the cluster suite is not built yet (issue 22 is open)")
+               note="not measured yet: this bench does not start the standalone cluster (tests/spark_cluster.py does)")
     report.print()
 
 
