@@ -310,6 +310,18 @@ PARTITIONS = "partitions"
 _PARTITION_COLUMN = "__tidegate_partition"
 
 
+def _size_in_bytes(plan: Any) -> int:
+    return int(str(plan.stats().sizeInBytes()))
+
+
+def estimated_bytes(df: DataFrame) -> int | None:
+    """The optimizer's size estimate of ``df``'s result (file sizes for scans), or None."""
+    try:
+        return _size_in_bytes(df._jdf.queryExecution().optimizedPlan())
+    except Exception:  # noqa: BLE001 - an estimate only
+        return None
+
+
 def result_strategy(df: DataFrame) -> str:
     """How to fetch ``df``'s result: COLLECT, COLLECT_STREAMED or PARTITIONS.
 
@@ -321,7 +333,7 @@ def result_strategy(df: DataFrame) -> str:
     """
     try:
         plan = df._jdf.queryExecution().optimizedPlan()
-        size = int(str(plan.stats().sizeInBytes()))
+        size = _size_in_bytes(plan)
         node = plan
         while True:
             name = node.nodeName()

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from catalog.store import ColumnDef, TableDef
 from engine.errors import RAISED_QUOTE
-from engine.spark import spark_type_sql
+from engine.spark import arrow_schema_of, estimated_bytes, spark_type_sql
 from tidegate.pgtypes import ColumnType, pg_type_for_arrow
 from tidegate.session import SessionInfo
 
@@ -49,14 +49,6 @@ _WIDENING = {("int2", "int4"), ("int2", "int8"), ("int4", "int8"), ("float4", "f
 _LITERAL_TYPES = (bool, int, float, str, Decimal, bytes, date)  # no datetime: Spark reads it in a zone
 
 
-def estimated_bytes(df: DataFrame) -> int | None:
-    """The optimizer's size estimate of ``df``'s result, or None when it gives none."""
-    try:
-        return int(str(df._jdf.queryExecution().optimizedPlan().stats().sizeInBytes()))
-    except Exception:  # noqa: BLE001 - an estimate only
-        return None
-
-
 def worth_writing_on_spark(df: DataFrame, info: SessionInfo) -> bool:
     """The session's ``tidegate.spark_writes``: ``on``, ``off``, or ``auto`` (the default): a
     result the optimizer expects to exceed :data:`SPARK_WRITE_BYTES`."""
@@ -70,8 +62,6 @@ def worth_writing_on_spark(df: DataFrame, info: SessionInfo) -> bool:
 def result_types(df: DataFrame, types: list[ColumnType | None]) -> list[ColumnType]:
     """The PostgreSQL type of each of ``df``'s columns: the translator's, else the one its Arrow
     type maps to (what the collected path takes from the collected rows' schema)."""
-    from engine.spark import arrow_schema_of
-
     schema = arrow_schema_of(df)
     return [types[i] if i < len(types) and types[i] is not None else pg_type_for_arrow(f.type)
             for i, f in enumerate(schema)]
