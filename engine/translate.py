@@ -88,6 +88,7 @@ __all__ = [
     "TranslatedQuery",
     "parse_postgres",
     "translate_expression",
+    "translate_row_expressions",
     "translate_query",
     "DIALECT",
 ]
@@ -1496,6 +1497,10 @@ class _Translator:
                 elem_type = arr.to.expressions[0].sql("postgres")
         else:
             elem_type = self._literal_type(generator.args.get("start"))
+            bounds = [self._literal_type(generator.args.get(k)) for k in ("start", "end", "step")
+                      if generator.args.get(k) is not None]
+            if elem_type == "INT" and "BIGINT" in bounds and set(bounds) <= {"INT", "BIGINT"}:
+                elem_type = "BIGINT"  # generate_series(int, bigint) is generate_series(bigint, bigint)
         self.schema[placeholder] = {col_name.lower(): elem_type}
         table = exp.Table(
             this=exp.to_identifier(placeholder),
@@ -2002,6 +2007,7 @@ class _Translator:
             return exp.Nullif(this=_func("array_position", node.this, node.expression), expression=exp.Literal.number(0))
         if isinstance(node, exp.DPipe) and _T.ARRAY in (_dtype(node.this), _dtype(node.expression)):
             return self._array_concat(node.this, node.expression)
+
         if isinstance(node, exp.ArrayConcat) and len(node.expressions) == 1:
             return self._array_concat(node.this, node.expressions[0])
         if isinstance(node, exp.StringToArray):
@@ -2966,6 +2972,11 @@ class _Translator:
                 if result is not None:
                     node.type = exp.DataType.build(result)
         _bpchar_semantics(tree, pg_type)
+        for node in tree.find_all(exp.DPipe):
+            if _T.JSONB in (_dtype(node.this), _dtype(node.expression)):
+                # jsonb is kept as its text: || joined the texts ('{"a":1}{"b":2}') instead of merging
+                raise SqlError("0A000", "the jsonb || operator is not supported yet",
+                               hint="Concatenate texts with ::text, or build the value in the client.")
 
     def _anonymous(self, node: exp.Anonymous) -> exp.Expression | None:
         name = node.name.lower()
@@ -3622,11 +3633,56 @@ class _Translator:
                 step = self.rewrite(step.copy()) if step is not None else None
                 if step is not None and isinstance(step, exp.Literal) and not step.is_string and float(step.name) == 0:
                     raise SqlError("22023", "step size cannot equal zero")
+                spark_alias = exp.TableAlias(this=alias.this.copy(), columns=[c.copy() for c in alias.columns])
+                elem_type = next(iter(self.schema[name].values()))
+                ranged = _integer_range(start, end, step, elem_type, alias.columns[0].name, spark_alias)
+                if ranged is not None:
+                    table.replace(ranged)
+                    continue
                 call = _func("explode", self._series(start, end, step))
             # Spark's table-valued generator takes the alias as name(column).
             spark_alias = exp.TableAlias(this=alias.this.copy(), columns=[c.copy() for c in alias.columns])
             replacement = exp.Lateral(this=call, alias=spark_alias) if isinstance(table.parent, exp.Join) else exp.Table(this=call, alias=spark_alias)
             table.replace(replacement)
+
+
+_RANGE_TYPES = {"INT": "INT", "BIGINT": "BIGINT"}
+_LONG_MIN, _LONG_MAX = -(1 << 63), (1 << 63) - 1
+
+
+def _integer_constant(node: exp.Expression | None) -> int | None:
+    """The value of an integer literal, with its minus signs; None for anything else."""
+    if node is None:
+        return None
+    negated = negated_literal(node)
+    if negated is not None:
+        return negated
+    if isinstance(node, exp.Literal) and not node.is_string:
+        text = node.name.lstrip("-")
+        if text.isascii() and text.isdigit():
+            return int(node.name)
+    return None
+
+
+def _integer_range(start: exp.Expression, end: exp.Expression, step: exp.Expression | None, elem_type: str,
+                   column: str, alias: exp.TableAlias) -> exp.Subquery | None:
+    """``generate_series`` of integer constants as Spark's ``range``: rows are produced as they are
+    consumed, in partitions, with no limit on their number. EXPLODE(SEQUENCE(...)) builds the whole
+    array in one row, is capped at 2^31 - 16 elements, and its rows are buffered by whole-stage code
+    generation (a 20M-row series filled the driver's heap and did not stop on cancel).
+    None when the bounds are not integer constants of int or bigint (timestamps, numerics, columns of
+    a lateral call): those keep EXPLODE(SEQUENCE(...))."""
+    spark_type = _RANGE_TYPES.get(elem_type.upper())
+    values = [_integer_constant(start), _integer_constant(end), 1 if step is None else _integer_constant(step)]
+    if spark_type is None or any(v is None or not _LONG_MIN <= v <= _LONG_MAX for v in values):
+        return None
+    first, last, by = values
+    stop = last + (1 if by > 0 else -1)  # PostgreSQL includes its end; range stops before it
+    if not _LONG_MIN <= stop <= _LONG_MAX:
+        return None
+    series = exp.Table(this=_func("range", *[exp.Literal.number(v) for v in (first, stop, by)]))
+    body = exp.select(exp.alias_(_cast(exp.column("id"), spark_type), column, quoted=True)).from_(series)
+    return exp.Subquery(this=body, alias=alias)
 
 
 def _set_output_aliases(tree: exp.Expression, names: list[str]) -> None:
@@ -4011,10 +4067,23 @@ def translate_expression(
     columns (UPDATE SET values, WHERE conditions, DEFAULT expressions). Subqueries in it are
     resolved through ``resolver``.
     """
+    return translate_row_expressions([expression], columns, params, resolver, view_name)[0][0]
+
+
+def translate_row_expressions(
+    expressions: Sequence[exp.Expression],
+    columns: Sequence[tuple[str, ColumnType]],
+    params: Sequence[Any] = (),
+    resolver: TableResolver | None = None,
+    view_name: str = "__row",
+) -> list[tuple[str, ColumnType | None]]:
+    """:func:`translate_expression` of several expressions over one row at once, each with its
+    PostgreSQL type (None where the translator cannot tell). Columns may be qualified by
+    ``view_name`` (an UPDATE's alias); the Spark SQL names them unqualified."""
     use_session_zone(resolver)
     translator = _Translator(resolver, params)
     translator.schema[view_name] = {_schema_key(name): _sqlglot_type(ct) for name, ct in columns}
-    select = exp.Select(expressions=[exp.alias_(expression.copy(), "__value")]).from_(
+    select = exp.Select(expressions=[exp.alias_(e.copy(), f"__value_{k}") for k, e in enumerate(expressions)]).from_(
         exp.Table(this=exp.to_identifier(view_name))
     )
     tree = translator.bind_params(select)
@@ -4025,16 +4094,19 @@ def translate_expression(
     tree = translator.qualify(tree)
     translator.check_functions(tree)
     translator.check_operators(tree)
+    _, types = translator.output_columns(translator.output_select(tree))
     tree = translator.rewrite(tree)
     translator.restore_generators(tree)
-    value = translator.output_select(tree).expressions[0]
-    value = value.this if isinstance(value, exp.Alias) else value
-    for col in value.find_all(exp.Column):
-        if col.table == view_name:
-            col.set("table", None)
-    spark_sql = value.sql(dialect="spark", identify=True, comments=False)
-    pgfunctions.check_spark_sql(value, spark_sql)
-    return spark_sql
+    out: list[tuple[str, ColumnType | None]] = []
+    for k, value in enumerate(translator.output_select(tree).expressions):
+        value = value.this if isinstance(value, exp.Alias) else value
+        for col in value.find_all(exp.Column):
+            if col.table == view_name:
+                col.set("table", None)
+        spark_sql = value.sql(dialect="spark", identify=True, comments=False)
+        pgfunctions.check_spark_sql(value, spark_sql)
+        out.append((spark_sql, types[k] if k < len(types) else None))
+    return out
 
 
 def check_functions(tree: exp.Expression) -> None:

@@ -315,6 +315,15 @@ QUERIES: list[str] = [
     "select x / 2 from generate_series(1, 5) x",
     "select * from generate_series('2024-01-01'::timestamp, '2024-01-01 03:00'::timestamp, interval '1 hour')",
     "select id, g from t, generate_series(1, t.id) g where id < 3 order by id, g",
+    "select g, pg_typeof(g) from generate_series(2147483645, 2147483650) g",
+    "select * from generate_series(-3, 3, 2) g",
+    "select * from generate_series(3, 3) g",
+    "select * from generate_series(1, 10, 100) g",
+    "select * from generate_series(-2147483648, -2147483646) g",
+    "select * from generate_series(3, -9223372036854775807, -4611686018427387904) g",
+    "select x, y from generate_series(1, 3) a(x) join generate_series(2, 4) b(y) on x = y",
+    "select * from generate_series(9223372036854775800, 9223372036854775806, 3) g",
+    "select count(*), sum(g) from generate_series(1, 3000000) g",
     "select * from unnest(array[3, 1, 2]) as u(x)",
     # dates and times
     "select date_trunc('hour', ts), date_trunc('day', tz), date_trunc('month', d) from t order by id",
@@ -668,3 +677,12 @@ def test_explain_options_refused(text: str, sqlstate: str) -> None:
     with pytest.raises(SqlError) as info:
         explain_options(text)
     assert info.value.sqlstate == sqlstate
+
+
+def test_jsonb_concatenation_is_refused_not_misanswered() -> None:
+    """jsonb is carried as its text: || joined the two texts ('{"a": 1}{"b": 2}', not valid json)."""
+    for sql in ("""select '{"a": 1}'::jsonb || '{"b": 2}'::jsonb""", "select j || '[1]' from (select '[]'::jsonb j) s"):
+        with pytest.raises(SqlError) as info:
+            _translate(sql)
+        assert info.value.sqlstate == "0A000"
+    assert "||" in _translate("""select '{"a": 1}'::jsonb::text || 'x'""").spark_sql
