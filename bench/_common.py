@@ -199,12 +199,22 @@ def fmt(value: float | int | str | None) -> str:
     return f"{value:.3f}"
 
 
-def spark_session(app: str = "tidegate-bench"):
-    """A lean local PySpark session, configured like the gateway's own (local[2], 2 shuffle partitions)."""
+def spark_session(app: str = "tidegate-bench", delta: bool = False):
+    """A lean local PySpark session, configured like the gateway's own (local[2], 2 shuffle
+    partitions); ``delta``: with Delta Lake's connector (the jars the gateway uses)."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
-    return (SparkSession.builder.master("local[2]").appName(app)
+    builder = SparkSession.builder
+    if delta:
+        from engine.spark import required_jars
+
+        builder = (builder.config("spark.jars", ",".join(str(p) for p in required_jars()))
+                   .config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension")
+                   .config("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog")
+                   .config("spark.databricks.delta.snapshotPartitions", "4")
+                   .config("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS"))
+    return (builder.master("local[2]").appName(app)
             .config("spark.sql.shuffle.partitions", "2")
             .config("spark.ui.enabled", "false")
             .config("spark.ui.showConsoleProgress", "false")

@@ -613,6 +613,10 @@ class DmlStatements:
         scanned = None
         if matched_only and not joined and tree.args.get("returning") is None:
             scanned = self._scan_by_lookup(t, target, where, sets, params, info)
+        if scanned is None and not joined and tree.args.get("returning") is None:
+            done = self._rewrite_on_spark("UPDATE", t, alias, where, sets, params, info)
+            if done is not None:
+                return CommandResult(f"UPDATE {done}")
         table, version = scanned or self._scan_with_flag(t, alias, where.this if where is not None else None,
                                                          [exp.null() if is_default(e) else e for _, e in sets],
                                                          params, info, matched_only, joined)
@@ -678,6 +682,52 @@ class DmlStatements:
             result_rows = self._returning(t, new, tree.args["returning"], params, info)
         return CommandResult(f"UPDATE {count}", rows=result_rows)
 
+    def _rewrite_on_spark(self, kind: str, t: TableDef, alias: str, where: exp.Where | None,
+                          sets: list[tuple[ColumnDef, exp.Expression]], params: list[Any],
+                          info: SessionInfo) -> int | None:
+        """An UPDATE or DELETE run by Delta Lake's own command on Spark (engine.sparkwrite.rewrite):
+        the rows it changes never pass through the gateway. Returns the rows changed, or None when
+        the collected path must run it: inside a transaction block; a table with a TTL, a FOREIGN
+        KEY, or one referenced by one; SET of a key, UNIQUE, identity or DEFAULT column; a
+        subquery; a value that needs one of PostgreSQL's conversions; a small table (the setting
+        ``tidegate.spark_writes``, as for INSERT ... SELECT)."""
+        if self._pending is not None or t.kind != "table" or not t.location or t.constraints \
+                or not ttl.of(t).forever or constraints.referencing(self, t):
+            return None
+        guarded = {k for k in self._keys(t)} | {c for _, cols in t.unique_sets() for c in cols}
+        if any(c.name in guarded or c.identity is not None or is_default(e) for c, e in sets):
+            return None
+        condition = where.this if where is not None else None
+        expressions = [e for _, e in sets] + ([condition] if condition is not None else [])
+        if any(e.find(exp.Subquery, exp.Select, exp.Exists) is not None for e in expressions):
+            return None
+        self.engine.runtime.wait()
+
+        def work() -> int | None:
+            from engine.translate import translate_row_expressions
+
+            resolver = StatementResolver(self, info)
+            with self.store.gate.reading():
+                rows = self.spark.table(self.table_view(t, resolver))
+            if not sparkwrite.worth_writing_on_spark(rows, info):
+                return None
+            columns = [(c.name, c.type) for c in t.columns]
+            translated = translate_row_expressions(expressions, columns, params, resolver, view_name=alias)
+            values = translated[:len(sets)]
+            computed = rows.selectExpr(*[sql for sql, _ in translated]) if translated else rows
+            if not sparkwrite.deterministic(computed):
+                return None  # random(), clock_timestamp(): Delta's commands refuse them
+            value_types = sparkwrite.result_types(computed, [ty for _, ty in translated])[:len(sets)]
+            assignments = []
+            for (c, e), (value_sql, _), value_type in zip(sets, values, value_types):
+                if not isinstance(e, exp.Null) and not sparkwrite.same_storage(value_type, c.type):
+                    return None  # (a NULL is stored as NULL whatever the column's type)
+                assignments.append(sparkwrite.Assignment(c, value_sql))
+            condition_sql = translated[-1][0] if condition is not None else None
+            return sparkwrite.rewrite(self.spark, t, kind, condition_sql, assignments)
+
+        return self._run(work)
+
     def _delete(self, tree: exp.Delete, params: list[Any], info: SessionInfo) -> CommandResult:
         """DELETE: Spark finds the rows over one snapshot; they are removed by a delta-rs merge
         matched on the key (or on all values for key-less tables): only their files change."""
@@ -712,6 +762,10 @@ class DmlStatements:
         scanned = None
         if matched_only and not joined and returning is None:
             scanned = self._scan_by_lookup(t, target, where, [], params, info)
+        if scanned is None and not joined and returning is None:
+            done = self._rewrite_on_spark("DELETE", t, alias, where, [], params, info)
+            if done is not None:
+                return CommandResult(f"DELETE {done}")
         table, version = scanned or self._scan_with_flag(t, alias, where.this if where is not None else None, [],
                                                          params, info, matched_only, joined)
         n = len(t.columns)

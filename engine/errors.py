@@ -94,6 +94,10 @@ def _condition(exc: BaseException) -> str | None:
 _WRAPPING = {"TASK_WRITE_FAILED"}
 
 
+# Delta Lake's conflicts besides DELTA_CONCURRENT_* (a concurrent metadata or protocol change).
+_DELTA_CONFLICTS = {"DELTA_METADATA_CHANGED", "DELTA_PROTOCOL_CHANGED"}
+
+
 def _java_cause(exc: BaseException) -> BaseException | None:
     """The first cause of ``exc``'s Java exception that is not a wrapping condition, as PySpark's
     exception for it; None when there is none (or the JVM cannot be asked)."""
@@ -195,7 +199,8 @@ def map_spark_error(exc: BaseException, sql: str | None = None) -> SqlError:
         values = f"{params.get('value1', '')} {params.get('value2', '')}"
         return SqlError("22003", _overflow_message(values))
     if base == "ARITHMETIC_OVERFLOW":
-        return SqlError("22003", _overflow_message(params.get("message", "") + " " + params.get("alternative", "")))
+        wording = params.get("message", "") + " " + params.get("alternative", "")
+        return SqlError("22003", _overflow_message(wording if wording.strip() else _first_line(exc)))
     if base in ("NUMERIC_VALUE_OUT_OF_RANGE", "NUMERIC_OUT_OF_SUPPORTED_RANGE", "DECIMAL_PRECISION_EXCEEDS_MAX_PRECISION"):
         return SqlError("22003", "numeric field overflow")
     if base == "CANNOT_PARSE_TIMESTAMP" or "CANNOT_PARSE_TIMESTAMP" in text:
@@ -277,6 +282,10 @@ def map_spark_error(exc: BaseException, sql: str | None = None) -> SqlError:
         return SqlError("P0001", params.get("errorMessage", _first_line(exc)))
     if base.startswith("UNSUPPORTED") or base == "NOT_SUPPORTED_COMMAND_WITHOUT_HIVE_SUPPORT":
         return SqlError("0A000", _first_line(exc))
+    if base.startswith("DELTA_CONCURRENT") or base in _DELTA_CONFLICTS:
+        # Delta's optimistic concurrency: a commit since this statement read the table touched
+        # what it read or rewrote. The statement changed nothing; READ COMMITTED runs it again.
+        return SqlError("40001", "could not serialize access due to concurrent update")
     if base == "OPERATION_CANCELED" or _is_cancellation(text):
         return SqlError("57014", "canceling statement due to user request")
     if "java.lang.ArithmeticException" in text:  # an exact-arithmetic overflow inside generated code

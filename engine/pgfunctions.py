@@ -112,9 +112,12 @@ SPARK_DENIED: frozenset[str] = frozenset({
 })
 
 # The subset dropped from Spark's function registry at start-up (engine.spark): the ones that
-# reach the JVM or the file system. (version/identifier stay: Spark uses them itself.)
+# reach the JVM or the file system. Spark uses version and identifier itself; Delta Lake's DELETE,
+# UPDATE and MERGE find the files they rewrite with input_file_name, which Spark 4 resolves by name
+# through the registry (clients still cannot call these: the allow-list and check_spark_sql refuse them).
 SPARK_UNREGISTER: tuple[str, ...] = tuple(sorted(
-    SPARK_DENIED - {"version", "identifier", "read_files", "python_worker_logs"}))
+    SPARK_DENIED - {"version", "identifier", "read_files", "python_worker_logs",
+                    "input_file_name", "input_file_block_start", "input_file_block_length"}))
 SPARK_UNREGISTER_TABLE_FUNCTIONS: tuple[str, ...] = ("python_worker_logs",)
 
 _HINT = "No function matches the given name and argument types. You might need to add explicit type casts."

@@ -147,7 +147,7 @@ def background_jobs(spark: SparkSession) -> Iterator[None]:
 
 def unregister_dangerous_functions(spark: SparkSession) -> None:
     """Drop the builtins that reach the JVM or the file system (``reflect``, ``java_method``,
-    ``input_file_name``, ...: engine.pgfunctions.SPARK_UNREGISTER) from Spark's function registry.
+    ``from_protobuf``, ...: engine.pgfunctions.SPARK_UNREGISTER) from Spark's function registry.
 
     Defence in depth behind the translator's allow-list and its check of the generated SQL.
     Sessions copy the builtin registry when created (``newSession``), so the names are dropped

@@ -15,6 +15,14 @@ have its target column's type (:func:`same_storage`): the rows are in storage fo
 exact Delta type, and NOT NULL is checked on the executors with PostgreSQL's 23502. Anything else
 (a key to check, a conversion PostgreSQL does by its own rules, a per-row default, RETURNING,
 ON CONFLICT, a transaction block) keeps the collected path.
+
+UPDATE and DELETE over a large table run as Delta Lake's own commands (:func:`rewrite`): Delta finds
+the files holding matched rows, rewrites only those on the executors, records the change feed
+(update pre/post images, deletes: what flows read) and checks its read against commits made
+meanwhile. They go this way when nothing but Delta's command is needed: no key, UNIQUE or FOREIGN
+KEY to check for the columns set, no TTL (its hidden rows must stay unmatched), no subquery, values
+of their column's exact type (or NULL), deterministic expressions (Delta refuses others), and
+outside a transaction block (engine.dml ``_rewrite_on_spark``).
 """
 
 from __future__ import annotations
@@ -24,6 +32,8 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
+
+from sqlglot import exp
 
 from catalog.store import ColumnDef, TableDef
 from engine.errors import RAISED_QUOTE
@@ -65,6 +75,11 @@ def result_types(df: DataFrame, types: list[ColumnType | None]) -> list[ColumnTy
     schema = arrow_schema_of(df)
     return [types[i] if i < len(types) and types[i] is not None else pg_type_for_arrow(f.type)
             for i, f in enumerate(schema)]
+
+
+def deterministic(df: DataFrame) -> bool:
+    """Whether ``df``'s analysed plan computes the same values each time it runs."""
+    return bool(df._jdf.queryExecution().analyzed().deterministic())
 
 
 def blind_append_target(t: TableDef) -> bool:
@@ -148,3 +163,41 @@ def append(frame: DataFrame, location: str) -> int:
             metrics = entry.get("operationMetrics") or {}
             return int(metrics.get("numOutputRows", 0))
     raise RuntimeError(f"the append to {location} committed but its log entry was not found")
+
+
+@dataclass(frozen=True)
+class Assignment:
+    """``SET column = value`` of an UPDATE on Spark: the column and its value's Spark SQL."""
+
+    column: ColumnDef
+    value_sql: str
+
+
+def rewrite(spark: Any, t: TableDef, kind: str, condition_sql: str | None,
+            assignments: list[Assignment] = ()) -> int:
+    """UPDATE (``kind`` "UPDATE") or DELETE the rows of ``t`` where ``condition_sql`` holds (all
+    rows when None) with Delta Lake's own command, on a temp view over the table's current version;
+    returns the rows it changed. Delta rewrites only the files holding such rows, records their
+    change feed (update pre/post images, deletes) and checks its read against commits made
+    meanwhile (a conflict is ``DELTA_CONCURRENT_*``: 40001, engine.errors). Values are cast to the
+    columns' Delta types; NULL into a NOT NULL column fails with 23502 and changes nothing."""
+    view = f"tg_rewrite_{uuid.uuid4().hex}"
+    spark.read.format("delta").load(t.location).createOrReplaceTempView(view)
+    try:
+        where = f" WHERE {condition_sql}" if condition_sql is not None else ""
+        if kind == "UPDATE":
+            sets = ", ".join(f"{_quoted(a.column.name)} = {_stored_value(t, a)}" for a in assignments)
+            statement = f"UPDATE {_quoted(view)} SET {sets}{where}"
+        else:
+            statement = f"DELETE FROM {_quoted(view)}{where}"
+        return int(spark.sql(statement).collect()[0][0])
+    finally:
+        spark.catalog.dropTempView(view)
+
+
+def _stored_value(t: TableDef, a: Assignment) -> str:
+    value = f"CAST(({a.value_sql}) AS {spark_type_sql(a.column.type)})"
+    if a.column.not_null:  # coalesce evaluates the value once (random() stays one value)
+        message = exp.Literal.string(_not_null_message(t, a.column)).sql(dialect="spark")
+        value = f"coalesce({value}, raise_error({message}))"
+    return value

@@ -609,12 +609,14 @@ def test_execute_after_describe_sees_changes_made_in_between(engine, s):
 
 def test_spark_registry_has_no_jvm_or_file_functions(s):
     """Defence in depth behind the translator's allow-list (engine.pgfunctions): Spark itself
-    no longer resolves reflect & co., in this session or a new one, nor reads files by path."""
+    no longer resolves reflect & co., in this session or a new one, nor reads files by path.
+    (input_file_name stays registered: Delta's DELETE needs it; tests/test_security_functions.py
+    checks that clients cannot call it.)"""
     from pyspark.errors import AnalysisException
 
     for spark in (s.spark, s.spark.newSession()):
         for sql in ("SELECT reflect('java.lang.System', 'getenv', 'PATH')",
-                    "SELECT java_method('java.lang.System', 'exit', 3)", "SELECT input_file_name()",
+                    "SELECT java_method('java.lang.System', 'exit', 3)",
                     "SELECT * FROM python_worker_logs()", "SELECT * FROM csv.`/etc/hostname`"):
             with pytest.raises(AnalysisException):
                 spark.sql(sql).collect()
