@@ -689,8 +689,9 @@ class DmlStatements:
         the rows it changes never pass through the gateway. Returns the rows changed, or None when
         the collected path must run it: inside a transaction block; a table with a TTL, a FOREIGN
         KEY, or one referenced by one; SET of a key, UNIQUE, identity or DEFAULT column; a
-        subquery; a value that needs one of PostgreSQL's conversions; a small table (the setting
-        ``tidegate.spark_writes``, as for INSERT ... SELECT)."""
+        subquery; a value that needs one of PostgreSQL's conversions; a non-deterministic value;
+        a small table or few rows to change (``tidegate.spark_writes``: ``auto`` goes to Spark
+        for a table over 8 MB of which a million rows or more match)."""
         if self._pending is not None or t.kind != "table" or not t.location or t.constraints \
                 or not ttl.of(t).forever or constraints.referencing(self, t):
             return None
@@ -709,8 +710,9 @@ class DmlStatements:
             resolver = StatementResolver(self, info)
             with self.store.gate.reading():
                 rows = self.spark.table(self.table_view(t, resolver))
+            auto = info.settings.get(sparkwrite.SETTING, "auto") == "auto"
             if not sparkwrite.worth_writing_on_spark(rows, info):
-                return None
+                return None  # off; or auto and a small table
             columns = [(c.name, c.type) for c in t.columns]
             translated = translate_row_expressions(expressions, columns, params, resolver, view_name=alias)
             values = translated[:len(sets)]
@@ -724,6 +726,8 @@ class DmlStatements:
                     return None  # (a NULL is stored as NULL whatever the column's type)
                 assignments.append(sparkwrite.Assignment(c, value_sql))
             condition_sql = translated[-1][0] if condition is not None else None
+            if auto and not sparkwrite.enough_rows_to_rewrite(rows, condition_sql):
+                return None
             return sparkwrite.rewrite(self.spark, t, kind, condition_sql, assignments)
 
         return self._run(work)

@@ -286,6 +286,12 @@ def map_spark_error(exc: BaseException, sql: str | None = None) -> SqlError:
         # Delta's optimistic concurrency: a commit since this statement read the table touched
         # what it read or rewrote. The statement changed nothing; READ COMMITTED runs it again.
         return SqlError("40001", "could not serialize access due to concurrent update")
+    if "spark.driver.maxResultSize" in text:
+        return SqlError("54000", "the result is too large to collect into the gateway "
+                        "(spark.driver.maxResultSize)",
+                        hint="A write of a large result: SET tidegate.spark_writes = auto (or on) writes it "
+                             "on Spark. A query: fetch it with a cursor or through a job, or raise "
+                             "spark.driver.maxResultSize.")
     if base == "OPERATION_CANCELED" or _is_cancellation(text):
         return SqlError("57014", "canceling statement due to user request")
     if "java.lang.ArithmeticException" in text:  # an exact-arithmetic overflow inside generated code

@@ -415,3 +415,19 @@ def test_flow_sees_spark_updates_and_deletes(conn, gw) -> None:
     assert conn.execute("SELECT host, w, n, total FROM swu_sink ORDER BY host, w").fetchall() == \
         conn.execute(recomputed).fetchall()
     conn.execute("DROP FLOW swu_flow")
+
+
+def test_auto_sends_large_updates_to_spark_and_small_ones_to_the_collected_path(conn, gw) -> None:
+    conn.execute("DROP TABLE IF EXISTS swu_auto")
+    conn.execute("SET tidegate.spark_writes = on")
+    conn.execute("CREATE TABLE swu_auto AS SELECT g::bigint AS id, md5(g::text) AS s, g * 0.5 AS x "
+                 "FROM generate_series(1, 1200000) g")
+    conn.execute("SET tidegate.spark_writes = auto")
+    path = location(conn, "swu_auto", gw)
+    assert conn.execute("UPDATE swu_auto SET x = -x WHERE id % 1000 = 1").statusmessage == "UPDATE 1200"
+    assert not writers(path)[-1].startswith(SPARK)  # 1,200 rows: collected
+    assert conn.execute("UPDATE swu_auto SET x = x + 1 WHERE id > 150000").statusmessage == "UPDATE 1050000"
+    assert writers(path)[-1].startswith(SPARK)  # a million rows or more of a large table: Spark
+    assert conn.execute("SELECT count(*) FILTER (WHERE x < 0), count(*) FILTER (WHERE x = id * 0.5 + 1), "
+                        "count(*) FROM swu_auto").fetchone() == (1200, 1048950, 1200000)
+    conn.execute("DROP TABLE swu_auto")

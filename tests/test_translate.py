@@ -686,3 +686,15 @@ def test_jsonb_concatenation_is_refused_not_misanswered() -> None:
             _translate(sql)
         assert info.value.sqlstate == "0A000"
     assert "||" in _translate("""select '{"a": 1}'::jsonb::text || 'x'""").spark_sql
+
+
+def test_a_result_over_the_collect_limit_is_54000_with_what_to_do() -> None:
+    """Spark's refusal to collect past spark.driver.maxResultSize (as py4j reports it, wrapped in
+    the Arrow collector's awaitResult) is PostgreSQL's program_limit_exceeded, not XX000."""
+    text = ("An error occurred while calling o92.getResult.\n: org.apache.spark.SparkException: Exception thrown in "
+            "awaitResult: \n\tat org.apache.spark.util.SparkThreadUtils$.awaitResult(SparkThreadUtils.scala:56)\n"
+            "Caused by: org.apache.spark.SparkException: Job aborted due to stage failure: Total size of serialized "
+            "results of 3 tasks (600.1 MiB) is bigger than spark.driver.maxResultSize (512.0 MiB)")
+    err = map_spark_error(RuntimeError(text))
+    assert err.sqlstate == "54000"
+    assert "tidegate.spark_writes" in (err.hint or "")
