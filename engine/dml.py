@@ -682,6 +682,15 @@ class DmlStatements:
             result_rows = self._returning(t, new, tree.args["returning"], params, info)
         return CommandResult(f"UPDATE {count}", rows=result_rows)
 
+    def _spark_rewritable(self, t: TableDef) -> set[str] | None:
+        """The columns an UPDATE / MERGE on Spark may not set (keys, UNIQUE), or None when no
+        statement may change ``t`` there: inside a transaction block, a TTL, constraints to check
+        (FOREIGN KEY, CHECK, UNIQUE constraint) or a foreign key referencing it."""
+        if self._pending is not None or t.kind != "table" or not t.location or t.constraints \
+                or not ttl.of(t).forever or constraints.referencing(self, t):
+            return None
+        return set(self._keys(t)) | {c for _, cols in t.unique_sets() for c in cols}
+
     def _rewrite_on_spark(self, kind: str, t: TableDef, alias: str, where: exp.Where | None,
                           sets: list[tuple[ColumnDef, exp.Expression]], params: list[Any],
                           info: SessionInfo) -> int | None:
@@ -692,11 +701,8 @@ class DmlStatements:
         subquery; a value that needs one of PostgreSQL's conversions; a non-deterministic value;
         a small table or few rows to change (``tidegate.spark_writes``: ``auto`` goes to Spark
         for a table over 8 MB of which a million rows or more match)."""
-        if self._pending is not None or t.kind != "table" or not t.location or t.constraints \
-                or not ttl.of(t).forever or constraints.referencing(self, t):
-            return None
-        guarded = {k for k in self._keys(t)} | {c for _, cols in t.unique_sets() for c in cols}
-        if any(c.name in guarded or c.identity is not None or is_default(e) for c, e in sets):
+        guarded = self._spark_rewritable(t)
+        if guarded is None or any(c.name in guarded or c.identity is not None or is_default(e) for c, e in sets):
             return None
         condition = where.this if where is not None else None
         expressions = [e for _, e in sets] + ([condition] if condition is not None else [])

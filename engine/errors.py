@@ -286,6 +286,9 @@ def map_spark_error(exc: BaseException, sql: str | None = None) -> SqlError:
         # Delta's optimistic concurrency: a commit since this statement read the table touched
         # what it read or rewrote. The statement changed nothing; READ COMMITTED runs it again.
         return SqlError("40001", "could not serialize access due to concurrent update")
+    if base == "DELTA_MULTIPLE_SOURCE_ROW_MATCHING_TARGET_ROW_IN_MERGE":
+        return SqlError("21000", "MERGE command cannot affect row a second time",
+                        hint="Ensure that not more than one source row matches any one target row.")
     if "spark.driver.maxResultSize" in text:
         return SqlError("54000", "the result is too large to collect into the gateway "
                         "(spark.driver.maxResultSize)",

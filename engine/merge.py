@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from sqlglot import exp
 
-from engine import spark as sparkmod
+from engine import constraints, spark as sparkmod, sparkwrite
 from engine.dml import fast_array, is_default, name_target_columns, row_id_column, set_targets, target_columns
 from engine.resolver import node_name
 from engine.storage import (WriteOp, coerce_array, dedupe_last, duplicate_keys, storage_schema,
@@ -185,6 +185,9 @@ def _of_source(e: exp.Expression, source_name: str, target_name: str) -> exp.Exp
 
 def _merge_once(session: EngineSession, tree: exp.Merge, t: TableDef, alias: str, clauses: list[_Clause],
                 params: list[Any], info: SessionInfo) -> CommandResult:
+    done = _merge_on_spark(session, tree, t, alias, clauses, params, info)
+    if done is not None:
+        return CommandResult(f"MERGE {done}")
     for c in clauses:
         c.value_slots = []
     query = _decision_query(tree, t, alias, clauses)
@@ -263,6 +266,75 @@ def _merge_once(session: EngineSession, tree: exp.Merge, t: TableDef, alias: str
     return CommandResult(f"MERGE {sum(counts.values())}")
 
 
+def _merge_on_spark(session: EngineSession, tree: exp.Merge, t: TableDef, alias: str, clauses: list[_Clause],
+                    params: list[Any], info: SessionInfo) -> int | None:
+    """The MERGE run by Delta Lake's own command on Spark (engine.sparkwrite.merge): its rows never
+    pass through the gateway. None when the collected path must run it: what
+    ``engine.dml._rewrite_on_spark`` keeps for UPDATE (a transaction block, TTL, constraints,
+    keys set, subqueries, values needing PostgreSQL's conversions, non-deterministic values), DO
+    NOTHING and DEFAULT, an INSERT into a table with keys or without a value for a column that
+    has a default or NOT NULL; and ``auto`` with a source of fewer than a million rows or a
+    target under 8 MB (``tidegate.spark_writes``)."""
+    guarded = session._spark_rewritable(t)
+    if guarded is None:
+        return None
+    source_name = tree.args["using"].alias_or_name
+    expressions: list[exp.Expression] = [tree.args["on"]]
+    for c in clauses:
+        if c.action == "nothing" or any(v is None for v in c.values):
+            return None
+        if c.action == "update" and any(col.name in guarded or col.identity is not None for col in c.columns):
+            return None
+        if c.action == "insert":
+            given = {col.name for col in c.columns}
+            if not sparkwrite.blind_append_target(t) or any(
+                    col.name not in given and (col.default is not None or col.identity is not None or col.not_null)
+                    for col in t.columns):
+                return None
+        scoped = (lambda e: e) if c.matched else (lambda e: _of_source(e, source_name, alias))
+        expressions += [scoped(e) for e in ([c.condition] if c.condition is not None else []) + c.values]
+    if any(e.find(exp.Subquery, exp.Select, exp.Exists) is not None for e in expressions):
+        return None
+    session.engine.runtime.wait()
+
+    def work() -> int | None:
+        from engine.resolver import StatementResolver
+        from engine.translate import translate_merge_parts
+
+        resolver = StatementResolver(session, info)
+        with session.store.gate.reading():
+            rows = session.spark.table(session.table_view(t, resolver))
+            if not sparkwrite.worth_writing_on_spark(rows, info):
+                return None  # off; or auto and a small table
+            target = exp.Table(this=exp.to_identifier(t.name), db=exp.to_identifier(t.schema),
+                               alias=exp.TableAlias(this=exp.to_identifier(alias)))
+            select = exp.Select(expressions=[exp.alias_(e.copy(), f"__tg_p{k}") for k, e in enumerate(expressions)])
+            select = select.from_(target).join(tree.args["using"].copy(), join_type="CROSS")
+            source_sql, parts = translate_merge_parts(select, resolver, params)
+        probe = session.spark.sql(f"SELECT {', '.join(sql for sql, _ in parts)} FROM "
+                                  f"{session.table_view(t, resolver)} AS `{alias}` CROSS JOIN {source_sql}")
+        if not sparkwrite.deterministic(probe):
+            return None
+        types = sparkwrite.result_types(probe, [ty for _, ty in parts])
+        slots = iter(zip(parts[1:], types[1:]))
+        spark_clauses = []
+        for c in clauses:
+            condition = next(slots)[0][0] if c.condition is not None else None
+            assignments = []
+            for col, v in zip(c.columns, c.values):
+                (value_sql, _), value_type = next(slots)
+                if not isinstance(v, exp.Null) and not sparkwrite.same_storage(value_type, col.type):
+                    return None
+                assignments.append(sparkwrite.Assignment(col, value_sql))
+            spark_clauses.append(sparkwrite.MergeClause(c.matched, c.action, condition, tuple(assignments)))
+        if info.settings.get(sparkwrite.SETTING, "auto") == "auto" and \
+                session.spark.sql(f"SELECT count(*) FROM {source_sql}").collect()[0][0] < sparkwrite.SPARK_REWRITE_ROWS:
+            return None
+        return sparkwrite.merge(session.spark, t, alias, source_sql, parts[0][0], spark_clauses)
+
+    return session._run(work)
+
+
 def _defaults(session: EngineSession, t: TableDef, c: ColumnDef, rows: int, ctx: dict[str, Any],
               info: SessionInfo) -> pa.Array:
     """``SET col = DEFAULT`` for ``rows`` rows: the column's default (a fresh value per row for a sequence)."""
@@ -279,7 +351,6 @@ def _plan_writes(session: EngineSession, t: TableDef, updates: list[pa.Table], o
                  deletes: list[pa.Table], inserts: list[pa.Table], version: int, info: SessionInfo) -> list[WriteOp]:
     """The writes of one MERGE, checked: NOT NULL, keys and UNIQUE constraints never held by two
     rows afterwards, FOREIGN KEYs in both directions."""
-    from engine import constraints
     ops: list[WriteOp] = []
     keys = session._keys(t)
     uniques = t.unique_sets()

@@ -88,6 +88,7 @@ __all__ = [
     "TranslatedQuery",
     "parse_postgres",
     "translate_expression",
+    "translate_merge_parts",
     "translate_row_expressions",
     "translate_query",
     "DIALECT",
@@ -3788,6 +3789,22 @@ def _explain(expression: exp.Command, resolver: TableResolver, params: Sequence[
     return TranslatedQuery(f"EXPLAIN {mode} {inner.spark_sql}", ["QUERY PLAN"], [ColumnType(TEXT)], inner.tables)
 
 
+def _analysed(expression: exp.Expression, resolver: TableResolver,
+              params: Sequence[Any]) -> tuple[_Translator, exp.Expression]:
+    """A query with its parameters bound, relations prepared, names qualified and types
+    annotated, its functions and operators checked: ready for the semantic rewrites."""
+    use_session_zone(resolver)
+    translator = _Translator(resolver, params)
+    tree = translator.bind_params(expression.copy())
+    tree = translator.prepare(tree)
+    translator.mark_names(tree)
+    translator.name_inner_columns(tree)
+    tree = translator.qualify(tree)
+    translator.check_functions(tree)
+    translator.check_operators(tree)
+    return translator, tree
+
+
 def translate_query(
     expression: exp.Expression, resolver: TableResolver, params: Sequence[Any] = (), exact_numeric: bool = False
 ) -> TranslatedQuery:
@@ -3804,15 +3821,7 @@ def translate_query(
         raise SqlError("0A000", "DESCRIBE is not supported")
     if not isinstance(expression, (exp.Query, exp.Values)):
         raise SqlError("0A000", f"{expression.key.upper()} statement is not supported as a query")
-    use_session_zone(resolver)
-    translator = _Translator(resolver, params)
-    tree = translator.bind_params(expression.copy())
-    tree = translator.prepare(tree)
-    translator.mark_names(tree)
-    translator.name_inner_columns(tree)
-    tree = translator.qualify(tree)
-    translator.check_functions(tree)
-    translator.check_operators(tree)
+    translator, tree = _analysed(expression, resolver, params)
     names, types = translator.output_columns(translator.output_select(tree))
     names = [translator.pg_label(name) for name in names]
     operands: dict[int, tuple[int, ...]] = {}
@@ -4107,6 +4116,34 @@ def translate_row_expressions(
         pgfunctions.check_spark_sql(value, spark_sql)
         out.append((spark_sql, types[k] if k < len(types) else None))
     return out
+
+
+def translate_merge_parts(
+    select: exp.Select, resolver: TableResolver, params: Sequence[Any] = ()
+) -> tuple[str, list[tuple[str, ColumnType | None]]]:
+    """The parts of a MERGE run by Delta's own command on Spark. ``select`` is ``SELECT <expressions>
+    FROM <target> AS <alias> CROSS JOIN <source>``: returns the Spark SQL of the source relation
+    (with its alias) and of each expression with its PostgreSQL type (None where unknown). The
+    expressions keep their qualifiers (the target's alias, the source's), which the MERGE
+    statement names the same way."""
+    translator, tree = _analysed(select, resolver, params)
+    _, types = translator.output_columns(translator.output_select(tree))
+    tree = translator.rewrite(tree)
+    translator.restore_generators(tree)
+    _evaluable_values(tree)
+    joins = tree.args.get("joins") or []
+    if len(joins) != 1:
+        raise SqlError("XX000", "MERGE source not found in its translation")
+    source = joins[0].this
+    source_sql = source.sql(dialect="spark", identify=True, comments=False)
+    pgfunctions.check_spark_sql(source, source_sql)
+    out: list[tuple[str, ColumnType | None]] = []
+    for k, value in enumerate(translator.output_select(tree).expressions):
+        value = value.this if isinstance(value, exp.Alias) else value
+        spark_sql = value.sql(dialect="spark", identify=True, comments=False)
+        pgfunctions.check_spark_sql(value, spark_sql)
+        out.append((spark_sql, types[k] if k < len(types) else None))
+    return source_sql, out
 
 
 def check_functions(tree: exp.Expression) -> None:

@@ -431,3 +431,35 @@ def test_auto_sends_large_updates_to_spark_and_small_ones_to_the_collected_path(
     assert conn.execute("SELECT count(*) FILTER (WHERE x < 0), count(*) FILTER (WHERE x = id * 0.5 + 1), "
                         "count(*) FROM swu_auto").fetchone() == (1200, 1048950, 1200000)
     conn.execute("DROP TABLE swu_auto")
+
+
+def test_merge_on_spark_changes_what_the_collected_path_changes(conn, gw) -> None:
+    twin_tables(conn, "swm", "id bigint, s text, x double precision, ts timestamp",
+                "SELECT g, 's' || g, g * 1.5, TIMESTAMP '2024-01-01' + g * INTERVAL '1 minute' "
+                "FROM generate_series(1, 5000) g")
+    conn.execute("DROP TABLE IF EXISTS swm_src")
+    conn.execute("CREATE TABLE swm_src (id bigint, x double precision, tag text)")
+    conn.execute("INSERT INTO swm_src SELECT g, g * 10, CASE WHEN g % 3 = 0 THEN 'drop' ELSE 'keep' END "
+                 "FROM generate_series(4001, 6500) g")
+    assert on_both(conn, gw, "swm", "MERGE INTO {t} AS t USING swm_src AS s ON t.id = s.id "
+                   "WHEN MATCHED AND s.tag = 'drop' THEN DELETE "
+                   "WHEN MATCHED AND t.x > 7000 THEN UPDATE SET x = s.x + t.x, s = upper(t.s) || s.tag "
+                   "WHEN MATCHED THEN UPDATE SET ts = t.ts + INTERVAL '1 day' "
+                   "WHEN NOT MATCHED AND s.id % 2 = 0 THEN INSERT (id, x, s) VALUES (s.id, s.x, s.tag) "
+                   "WHEN NOT MATCHED THEN INSERT VALUES (s.id, 'odd', -s.x, NULL)") == "MERGE 2500"
+    assert on_both(conn, gw, "swm", "MERGE INTO {t} USING (SELECT g AS id FROM generate_series(1, 100) g) AS d "
+                   "ON {t}.id = d.id WHEN MATCHED THEN UPDATE SET s = NULL") == "MERGE 100"
+    # what Spark cannot do as PostgreSQL does stays collected (DO NOTHING, a DEFAULT)
+    assert on_both(conn, gw, "swm", "MERGE INTO {t} AS t USING swm_src AS s ON t.id = s.id "
+                   "WHEN MATCHED AND s.id < 4100 THEN DO NOTHING WHEN MATCHED THEN UPDATE SET s = DEFAULT",
+                   spark=False) == "MERGE 2101"
+    expected = conn.execute("SELECT * FROM swm_rows ORDER BY id").fetchall()
+    assert conn.execute("SELECT * FROM swm_spark ORDER BY id").fetchall() == expected
+    conn.execute("SET tidegate.spark_writes = on")
+    path = location(conn, "swm_spark", gw)
+    commits = len(writers(path))
+    with pytest.raises(psycopg.errors.CardinalityViolation):
+        conn.execute("MERGE INTO swm_spark AS t USING (SELECT 7::bigint AS id UNION ALL SELECT 7) AS d "
+                     "ON t.id = d.id WHEN MATCHED THEN UPDATE SET x = 0")
+    assert len(writers(path)) == commits
+    assert conn.execute("SELECT * FROM swm_spark ORDER BY id").fetchall() == expected
