@@ -685,9 +685,10 @@ class DmlStatements:
     def _spark_rewritable(self, t: TableDef) -> set[str] | None:
         """The columns an UPDATE / MERGE on Spark may not set (keys, UNIQUE), or None when no
         statement may change ``t`` there: inside a transaction block, a TTL, constraints to check
-        (FOREIGN KEY, CHECK, UNIQUE constraint) or a foreign key referencing it."""
+        (FOREIGN KEY, CHECK, UNIQUE constraint) or a foreign key referencing it, a column name
+        Delta's commands cannot take."""
         if self._pending is not None or t.kind != "table" or not t.location or t.constraints \
-                or not ttl.of(t).forever or constraints.referencing(self, t):
+                or not ttl.of(t).forever or constraints.referencing(self, t) or not sparkwrite.spark_safe_names(t):
             return None
         return set(self._keys(t)) | {c for _, cols in t.unique_sets() for c in cols}
 

@@ -312,7 +312,7 @@ def _merge_on_spark(session: EngineSession, tree: exp.Merge, t: TableDef, alias:
             select = select.from_(target).join(tree.args["using"].copy(), join_type="CROSS")
             source_sql, parts = translate_merge_parts(select, resolver, params)
         probe = session.spark.sql(f"SELECT {', '.join(sql for sql, _ in parts)} FROM "
-                                  f"{session.table_view(t, resolver)} AS `{alias}` CROSS JOIN {source_sql}")
+                                  f"{session.table_view(t, resolver)} AS {sparkwrite.quoted(alias)} CROSS JOIN {source_sql}")
         if not sparkwrite.deterministic(probe):
             return None
         types = sparkwrite.result_types(probe, [ty for _, ty in parts])

@@ -94,6 +94,13 @@ def deterministic(df: DataFrame) -> bool:
     return bool(df._jdf.queryExecution().analyzed().deterministic())
 
 
+def spark_safe_names(t: TableDef) -> bool:
+    """Whether Delta's UPDATE / DELETE / MERGE can take ``t``'s column names: with a backtick in
+    one they fail inside Delta (INVALID_ATTRIBUTE_NAME_SYNTAX on its own plan), so such tables
+    keep the collected path."""
+    return not any("`" in c.name for c in t.columns)
+
+
 def blind_append_target(t: TableDef) -> bool:
     """Whether an insert into ``t`` is a blind append: no key, unique set or reference to check."""
     if t.kind != "table" or not t.location or t.constraints or t.unique_sets():
@@ -138,7 +145,7 @@ def storage_frame(df: DataFrame, t: TableDef, given: dict[str, int], filled: dic
     out = []
     for c in t.columns:
         if c.name in given:
-            value = F.col(_quoted(source[given[c.name]]))
+            value = F.col(quoted(source[given[c.name]]))
         else:
             value = F.lit(filled[c.name].value)
         value = value.cast(spark_type_sql(c.type))
@@ -154,7 +161,8 @@ def _not_null_message(t: TableDef, c: ColumnDef) -> str:
             "violates not-null constraint")
 
 
-def _quoted(name: str) -> str:
+def quoted(name: str) -> str:
+    """``name`` as a Spark SQL identifier (backticks doubled: a client's name cannot end it)."""
     return "`" + name.replace("`", "``") + "`"
 
 
@@ -198,10 +206,10 @@ def rewrite(spark: Any, t: TableDef, kind: str, condition_sql: str | None,
     try:
         where = f" WHERE {condition_sql}" if condition_sql is not None else ""
         if kind == "UPDATE":
-            sets = ", ".join(f"{_quoted(a.column.name)} = {_stored_value(t, a)}" for a in assignments)
-            statement = f"UPDATE {_quoted(view)} SET {sets}{where}"
+            sets = ", ".join(f"{quoted(a.column.name)} = {_stored_value(t, a)}" for a in assignments)
+            statement = f"UPDATE {quoted(view)} SET {sets}{where}"
         else:
-            statement = f"DELETE FROM {_quoted(view)}{where}"
+            statement = f"DELETE FROM {quoted(view)}{where}"
         return int(spark.sql(statement).collect()[0][0])
     finally:
         spark.catalog.dropTempView(view)
@@ -242,13 +250,13 @@ def merge(spark: Any, t: TableDef, alias: str, source_sql: str, on_sql: str, cla
             if c.action == "delete":
                 whens.append(f"{head} THEN DELETE")
             elif c.action == "update":
-                sets = ", ".join(f"{_quoted(a.column.name)} = {_stored_value(t, a)}" for a in c.assignments)
+                sets = ", ".join(f"{quoted(a.column.name)} = {_stored_value(t, a)}" for a in c.assignments)
                 whens.append(f"{head} THEN UPDATE SET {sets}")
             else:
-                names = ", ".join(_quoted(a.column.name) for a in c.assignments)
+                names = ", ".join(quoted(a.column.name) for a in c.assignments)
                 values = ", ".join(_stored_value(t, a) for a in c.assignments)
                 whens.append(f"{head} THEN INSERT ({names}) VALUES ({values})")
-        statement = (f"MERGE INTO {_quoted(view)} AS {_quoted(alias)} USING {source_sql} ON {on_sql} "
+        statement = (f"MERGE INTO {quoted(view)} AS {quoted(alias)} USING {source_sql} ON {on_sql} "
                      + " ".join(whens))
         return int(spark.sql(statement).collect()[0][0])
     finally:

@@ -463,3 +463,32 @@ def test_merge_on_spark_changes_what_the_collected_path_changes(conn, gw) -> Non
                      "ON t.id = d.id WHEN MATCHED THEN UPDATE SET x = 0")
     assert len(writers(path)) == commits
     assert conn.execute("SELECT * FROM swm_spark ORDER BY id").fetchall() == expected
+
+
+def test_names_with_backticks_stay_names_on_spark(conn, gw) -> None:
+    """A client's alias or column name is quoted into the Spark statements, never spliced."""
+    conn.execute('DROP TABLE IF EXISTS "swq`t"')
+    conn.execute('CREATE TABLE "swq`t" ("c`1" bigint, v text)')
+    conn.execute('INSERT INTO "swq`t" SELECT g, \'v\' FROM generate_series(1, 50) g')
+    conn.execute("SET tidegate.spark_writes = on")
+    conn.execute('INSERT INTO "swq`t" SELECT "c`1" + 100, v FROM "swq`t"')
+    assert conn.execute('UPDATE "swq`t" AS "a`b" SET v = "a`b".v || \'!\' WHERE "a`b"."c`1" < 10').statusmessage \
+        == "UPDATE 9"
+    assert conn.execute('MERGE INTO "swq`t" AS "x` y" USING (SELECT 3::bigint AS "d`id") AS "s`" '
+                        'ON "x` y"."c`1" = "s`"."d`id" WHEN MATCHED THEN UPDATE SET v = \'m\'').statusmessage == "MERGE 1"
+    assert conn.execute('DELETE FROM "swq`t" AS "q`" WHERE "q`"."c`1" > 40').statusmessage == "DELETE 60"
+    assert conn.execute('SELECT count(*), count(*) FILTER (WHERE v = \'v!\'), count(*) FILTER (WHERE v = \'m\') '
+                        'FROM "swq`t"').fetchone() == (40, 8, 1)
+    # aliases with backticks on a table Delta's commands take
+    conn.execute("DROP TABLE IF EXISTS swq_plain")
+    conn.execute("CREATE TABLE swq_plain (id bigint, v text)")
+    conn.execute("INSERT INTO swq_plain SELECT g, 'v' FROM generate_series(1, 50) g")
+    conn.execute("SET tidegate.interactive = off")  # the DELETE's rows are not looked up in the gateway
+    assert conn.execute('UPDATE swq_plain AS "a`b" SET v = "a`b".v || \'!\' WHERE "a`b".id < 10').statusmessage \
+        == "UPDATE 9"
+    assert conn.execute('MERGE INTO swq_plain AS "x` y" USING (SELECT 3::bigint AS "d`id") AS "s`" '
+                        'ON "x` y".id = "s`"."d`id" WHEN MATCHED THEN UPDATE SET v = \'m\'').statusmessage == "MERGE 1"
+    assert conn.execute('DELETE FROM swq_plain AS "q`" WHERE "q`".id > 40').statusmessage == "DELETE 10"
+    assert all(w.startswith(SPARK) for w in writers(location(conn, "swq_plain", gw))[-3:])
+    assert conn.execute("SELECT count(*), count(*) FILTER (WHERE v = 'v!'), count(*) FILTER (WHERE v = 'm') "
+                        "FROM swq_plain").fetchone() == (40, 8, 1)
