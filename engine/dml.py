@@ -682,13 +682,14 @@ class DmlStatements:
             result_rows = self._returning(t, new, tree.args["returning"], params, info)
         return CommandResult(f"UPDATE {count}", rows=result_rows)
 
-    def _spark_rewritable(self, t: TableDef) -> set[str] | None:
+    def _spark_rewritable(self, t: TableDef, info: SessionInfo) -> set[str] | None:
         """The columns an UPDATE / MERGE on Spark may not set (keys, UNIQUE), or None when no
-        statement may change ``t`` there: inside a transaction block, a TTL, constraints to check
+        statement may change ``t`` there: ``tidegate.spark_writes = off``, inside a transaction block, a TTL, constraints to check
         (FOREIGN KEY, CHECK, UNIQUE constraint) or a foreign key referencing it, a column name
         Delta's commands cannot take."""
-        if self._pending is not None or t.kind != "table" or not t.location or t.constraints \
-                or not ttl.of(t).forever or constraints.referencing(self, t) or not sparkwrite.spark_safe_names(t):
+        if info.settings.get(sparkwrite.SETTING, "auto") == "off" or self._pending is not None \
+                or t.kind != "table" or not t.location or t.constraints or not ttl.of(t).forever \
+                or not sparkwrite.spark_safe_names(t) or constraints.referencing(self, t):
             return None
         return set(self._keys(t)) | {c for _, cols in t.unique_sets() for c in cols}
 
@@ -702,12 +703,12 @@ class DmlStatements:
         subquery; a value that needs one of PostgreSQL's conversions; a non-deterministic value;
         a small table or few rows to change (``tidegate.spark_writes``: ``auto`` goes to Spark
         for a table over 8 MB of which a million rows or more match)."""
-        guarded = self._spark_rewritable(t)
+        guarded = self._spark_rewritable(t, info)
         if guarded is None or any(c.name in guarded or c.identity is not None or is_default(e) for c, e in sets):
             return None
         condition = where.this if where is not None else None
         expressions = [e for _, e in sets] + ([condition] if condition is not None else [])
-        if any(e.find(exp.Subquery, exp.Select, exp.Exists) is not None for e in expressions):
+        if sparkwrite.has_subquery(expressions):
             return None
         self.engine.runtime.wait()
 
@@ -722,16 +723,14 @@ class DmlStatements:
                 return None  # off; or auto and a small table
             columns = [(c.name, c.type) for c in t.columns]
             translated = translate_row_expressions(expressions, columns, params, resolver, view_name=alias)
-            values = translated[:len(sets)]
             computed = rows.selectExpr(*[sql for sql, _ in translated]) if translated else rows
-            if not sparkwrite.deterministic(computed):
-                return None  # random(), clock_timestamp(): Delta's commands refuse them
-            value_types = sparkwrite.result_types(computed, [ty for _, ty in translated])[:len(sets)]
-            assignments = []
-            for (c, e), (value_sql, _), value_type in zip(sets, values, value_types):
-                if not isinstance(e, exp.Null) and not sparkwrite.same_storage(value_type, c.type):
-                    return None  # (a NULL is stored as NULL whatever the column's type)
-                assignments.append(sparkwrite.Assignment(c, value_sql))
+            types = sparkwrite.stored_types(computed, [ty for _, ty in translated])
+            if types is None:
+                return None
+            assignments = [sparkwrite.assignment(c, e, value_sql, value_type)
+                           for (c, e), (value_sql, _), value_type in zip(sets, translated, types)]
+            if None in assignments:
+                return None
             condition_sql = translated[-1][0] if condition is not None else None
             if auto and not sparkwrite.enough_rows_to_rewrite(rows, condition_sql):
                 return None

@@ -275,7 +275,7 @@ def _merge_on_spark(session: EngineSession, tree: exp.Merge, t: TableDef, alias:
     NOTHING and DEFAULT, an INSERT into a table with keys or without a value for a column that
     has a default or NOT NULL; and ``auto`` with a source of fewer than a million rows or a
     target under 8 MB (``tidegate.spark_writes``)."""
-    guarded = session._spark_rewritable(t)
+    guarded = session._spark_rewritable(t, info)
     if guarded is None:
         return None
     source_name = tree.args["using"].alias_or_name
@@ -293,7 +293,7 @@ def _merge_on_spark(session: EngineSession, tree: exp.Merge, t: TableDef, alias:
                 return None
         scoped = (lambda e: e) if c.matched else (lambda e: _of_source(e, source_name, alias))
         expressions += [scoped(e) for e in ([c.condition] if c.condition is not None else []) + c.values]
-    if any(e.find(exp.Subquery, exp.Select, exp.Exists) is not None for e in expressions):
+    if sparkwrite.has_subquery(expressions):
         return None
     session.engine.runtime.wait()
 
@@ -303,8 +303,8 @@ def _merge_on_spark(session: EngineSession, tree: exp.Merge, t: TableDef, alias:
 
         resolver = StatementResolver(session, info)
         with session.store.gate.reading():
-            rows = session.spark.table(session.table_view(t, resolver))
-            if not sparkwrite.worth_writing_on_spark(rows, info):
+            view = session.table_view(t, resolver)
+            if not sparkwrite.worth_writing_on_spark(session.spark.table(view), info):
                 return None  # off; or auto and a small table
             target = exp.Table(this=exp.to_identifier(t.name), db=exp.to_identifier(t.schema),
                                alias=exp.TableAlias(this=exp.to_identifier(alias)))
@@ -312,10 +312,10 @@ def _merge_on_spark(session: EngineSession, tree: exp.Merge, t: TableDef, alias:
             select = select.from_(target).join(tree.args["using"].copy(), join_type="CROSS")
             source_sql, parts = translate_merge_parts(select, resolver, params)
         probe = session.spark.sql(f"SELECT {', '.join(sql for sql, _ in parts)} FROM "
-                                  f"{session.table_view(t, resolver)} AS {sparkwrite.quoted(alias)} CROSS JOIN {source_sql}")
-        if not sparkwrite.deterministic(probe):
+                                  f"{sparkwrite.quoted(view)} AS {sparkwrite.quoted(alias)} CROSS JOIN {source_sql}")
+        types = sparkwrite.stored_types(probe, [ty for _, ty in parts])
+        if types is None:
             return None
-        types = sparkwrite.result_types(probe, [ty for _, ty in parts])
         slots = iter(zip(parts[1:], types[1:]))
         spark_clauses = []
         for c in clauses:
@@ -323,12 +323,13 @@ def _merge_on_spark(session: EngineSession, tree: exp.Merge, t: TableDef, alias:
             assignments = []
             for col, v in zip(c.columns, c.values):
                 (value_sql, _), value_type = next(slots)
-                if not isinstance(v, exp.Null) and not sparkwrite.same_storage(value_type, col.type):
+                assigned = sparkwrite.assignment(col, v, value_sql, value_type)
+                if assigned is None:
                     return None
-                assignments.append(sparkwrite.Assignment(col, value_sql))
+                assignments.append(assigned)
             spark_clauses.append(sparkwrite.MergeClause(c.matched, c.action, condition, tuple(assignments)))
         if info.settings.get(sparkwrite.SETTING, "auto") == "auto" and \
-                session.spark.sql(f"SELECT count(*) FROM {source_sql}").collect()[0][0] < sparkwrite.SPARK_REWRITE_ROWS:
+                not sparkwrite.enough_rows_to_rewrite(session.spark.sql(f"SELECT * FROM {source_sql}"), None):
             return None
         return sparkwrite.merge(session.spark, t, alias, source_sql, parts[0][0], spark_clauses)
 

@@ -89,9 +89,27 @@ def result_types(df: DataFrame, types: list[ColumnType | None]) -> list[ColumnTy
             for i, f in enumerate(schema)]
 
 
-def deterministic(df: DataFrame) -> bool:
-    """Whether ``df``'s analysed plan computes the same values each time it runs."""
-    return bool(df._jdf.queryExecution().analyzed().deterministic())
+def stored_types(frame: DataFrame, types: list[ColumnType | None]) -> list[ColumnType] | None:
+    """The PostgreSQL type of each of ``frame``'s computed columns (see :func:`result_types`), or
+    None when its plan is not deterministic (``random()``, ``clock_timestamp()``: Delta's UPDATE,
+    DELETE and MERGE refuse them)."""
+    if not frame._jdf.queryExecution().analyzed().deterministic():
+        return None
+    return result_types(frame, types)
+
+
+def assignment(column: ColumnDef, written: Any, value_sql: str, value_type: ColumnType) -> Assignment | None:
+    """``SET column = <written>`` for a Delta command, or None when the value needs one of
+    PostgreSQL's assignment conversions (the collected path's); a NULL is stored as NULL whatever
+    the column's type."""
+    if not isinstance(written, exp.Null) and not same_storage(value_type, column.type):
+        return None
+    return Assignment(column, value_sql)
+
+
+def has_subquery(expressions: list[Any]) -> bool:
+    """Whether a subquery is in one of ``expressions`` (Delta's commands refuse them in conditions)."""
+    return any(e.find(exp.Subquery, exp.Select, exp.Exists) is not None for e in expressions)
 
 
 def spark_safe_names(t: TableDef) -> bool:
