@@ -342,7 +342,8 @@ class DmlStatements:
             else:
                 # a large result of a blind append is written by Spark (engine.sparkwrite)
                 on_spark = (self._pending is None and conflict is None and tree.args.get("returning") is None
-                            and sparkwrite.blind_append_target(t))
+                            and (sparkwrite.blind_append_target(t) or sparkwrite.upsert_target(t)
+                                 or sparkwrite.keyed_append_target(t)))
                 got = self._insert_source_via_spark(t, target_cols, source, params, info, ctx, on_spark)
                 if isinstance(got, int):
                     return CommandResult(f"INSERT 0 {got}")
@@ -392,8 +393,20 @@ class DmlStatements:
             df = self.spark.sql(tq.spark_sql)
             if on_spark and not unknown:
                 frame = self._spark_append_frame(t, target_cols, df, list(tq.output_types or []), ctx, info)
-                if frame is not None:
+                if frame is not None and sparkwrite.blind_append_target(t):
                     return sparkwrite.append(frame, t.location or "")
+                # Under the table's lock: this gateway's own inserts check their keys and append
+                # under it, and Delta counts neither a blind append beside a MERGE nor one beside
+                # another append as a conflict.
+                if frame is not None and sparkwrite.upsert_target(t):
+                    with self.store.lock(t.location or ""):
+                        return sparkwrite.upsert(self.spark, frame, t, self._keys(t))
+                if frame is not None and sparkwrite.keyed_append_target(t) and sparkwrite.deterministic(frame):
+                    with self.store.lock(t.location or ""):
+                        done = sparkwrite.append_new_keys(self.spark, frame, t, self._keys(t))
+                    if isinstance(done, dict):
+                        raise self._unique_error(t, done)
+                    return done
             table = sparkmod.collect_arrow(df)
             return table, list(tq.output_types or [None] * table.num_columns)
 

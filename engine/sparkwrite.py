@@ -7,14 +7,18 @@ larger than :data:`SPARK_WRITE_BYTES`, the executors write the rows as Delta fil
 commits them (``DataFrame.write.format("delta").mode("append")``): the rows never pass through
 the gateway's Python process, and on a cluster the writing scales with the executors.
 
-Only blind appends go this way (:func:`blind_append_target`): tables without PRIMARY KEY, UNIQUE
-or FOREIGN KEY constraints (time-series tables in append mode), whose inserts read nothing of the
+Blind appends go this way (:func:`blind_append_target`): tables without PRIMARY KEY, UNIQUE or
+FOREIGN KEY constraints (time-series tables in append mode), whose inserts read nothing of the
 table, so Delta's optimistic concurrency lets them commit beside this gateway's delta-rs writers
 (both follow the log's put-if-absent protocol on the same table). Each source column must already
 have its target column's type (:func:`same_storage`): the rows are in storage form, cast to the
 exact Delta type, and NOT NULL is checked on the executors with PostgreSQL's 23502. Anything else
 (a key to check, a conversion PostgreSQL does by its own rules, a per-row default, RETURNING,
 ON CONFLICT, a transaction block) keeps the collected path.
+
+Inserts into a time-series table (an upsert: the last write of a key wins) go the same way as one
+Delta MERGE (:func:`upsert`), and inserts into a PRIMARY KEY table as an append after one job has
+found no key stored or repeated (:func:`append_new_keys`), both under the table's lock here.
 
 UPDATE and DELETE over a large table run as Delta Lake's own commands (:func:`rewrite`): Delta finds
 the files holding matched rows, rewrites only those on the executors, records the change feed
@@ -128,6 +132,24 @@ def blind_append_target(t: TableDef) -> bool:
     return not t.primary_key
 
 
+def upsert_target(t: TableDef) -> bool:
+    """Whether ``t`` is a time-series table whose inserts are upserts (not append mode) with
+    nothing else to check: no UNIQUE, CHECK or FOREIGN KEY (its key is its tags and time index)."""
+    return (t.kind == "table" and bool(t.location) and bool(t.time_index) and not t.constraints
+            and not t.unique_sets() and t.options.get("append_mode", "false").lower() != "true")
+
+
+def keyed_append_target(t: TableDef) -> bool:
+    """Whether ``t`` is an ordinary table whose only rule for an insert is its PRIMARY KEY."""
+    return (t.kind == "table" and bool(t.location) and bool(t.primary_key) and not t.time_index
+            and not t.constraints and not t.unique_sets())
+
+
+def deterministic(frame: DataFrame) -> bool:
+    """Whether ``frame``'s plan gives the same rows each time it runs (no ``random()``)."""
+    return bool(frame._jdf.queryExecution().analyzed().deterministic())
+
+
 def same_storage(source: ColumnType, target: ColumnType) -> bool:
     """Whether a value of ``source`` is stored as ``target`` stores it with no PostgreSQL rule in
     between (the same type and modifiers, or a widening integer/float cast)."""
@@ -201,6 +223,54 @@ def append(frame: DataFrame, location: str) -> int:
             metrics = entry.get("operationMetrics") or {}
             return int(metrics.get("numOutputRows", 0))
     raise RuntimeError(f"the append to {location} committed but its log entry was not found")
+
+
+def append_new_keys(spark: Any, frame: DataFrame, t: TableDef, keys: list[str]) -> int | dict[str, Any]:
+    """Append ``frame`` (see :func:`storage_frame`; deterministic: it runs twice) to the PRIMARY
+    KEY table ``t`` when none of its keys is stored or repeated among its rows; else the first
+    such key (a dict: the caller's 23505, as PostgreSQL reports it). One job counts the keys of
+    both (a NULL key fails there with 23502 first, as in PostgreSQL), the second appends. The
+    caller holds the table's lock: this gateway's other writers of keys check at commit under it."""
+    from pyspark.sql import functions as F  # noqa: N812
+
+    columns = [F.col(quoted(k)) for k in keys]
+    stored = spark.read.format("delta").load(t.location).select(*columns)
+    clash = (frame.select(*columns).unionAll(stored).groupBy(*columns).count()
+             .where(F.col("count") > 1).select(*columns).limit(1).toArrow())
+    if clash.num_rows:
+        return clash.to_pylist()[0]
+    return append(frame, t.location or "")
+
+
+def upsert(spark: Any, frame: DataFrame, t: TableDef, keys: list[str]) -> int:
+    """Insert ``frame`` (see :func:`storage_frame`) into the time-series table ``t`` as GreptimeDB
+    does: a row replaces the stored row of its key (``keys``: the tags, NULL tags alike, and the
+    time index), and of the rows one key has in ``frame`` the last wins, as on the collected path
+    (engine.storage.dedupe_last: the order Spark's partitions give, which is the order the
+    collected rows have). One Delta MERGE on a temp view of the table's current version; returns
+    the rows written (inserted and replaced), the count the collected path reports."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F  # noqa: N812
+
+    position, rank = "__tg_position", "__tg_rank"
+    names = [quoted(c.name) for c in t.columns]
+    latest = Window.partitionBy(*[F.col(quoted(k)) for k in keys]).orderBy(F.col(position).desc())
+    last = (frame.withColumn(position, F.monotonically_increasing_id())
+            .withColumn(rank, F.row_number().over(latest))
+            .where(F.col(rank) == 1).select(*names))
+    view, source = f"tg_upsert_{uuid.uuid4().hex}", f"tg_upsert_rows_{uuid.uuid4().hex}"
+    spark.read.format("delta").load(t.location).createOrReplaceTempView(view)
+    last.createOrReplaceTempView(source)
+    try:
+        on = " AND ".join(f"t.{quoted(k)} <=> s.{quoted(k)}" for k in keys)
+        sets = ", ".join(f"{n} = s.{n}" for n in names)
+        statement = (f"MERGE INTO {quoted(view)} AS t USING {quoted(source)} AS s ON {on} "
+                     f"WHEN MATCHED THEN UPDATE SET {sets} "
+                     f"WHEN NOT MATCHED THEN INSERT ({', '.join(names)}) VALUES ({', '.join('s.' + n for n in names)})")
+        return int(spark.sql(statement).collect()[0][0])
+    finally:
+        spark.catalog.dropTempView(view)
+        spark.catalog.dropTempView(source)
 
 
 @dataclass(frozen=True)
