@@ -135,16 +135,21 @@ def commit(dt: DeltaTable, location: str, *, adds: Sequence[DataFile] = (),
            removes: Sequence[FileEntry] = (), cdc: Sequence[DataFile] = (),
            app_transaction: tuple[str, int] | None = None, operation: str = "WRITE",
            parameters: dict[str, object] | None = None, metrics: dict[str, int] | None = None,
-           data_change: bool = True) -> int:
+           data_change: bool = True, read_version: int | None = None, now: int | None = None) -> int:
     """Commit the actions on top of ``dt``'s version (the one they were computed from) as the next
-    version; returns it (CommitConflict if another writer took it). ``dt`` is brought up to date,
+    version; returns it (CommitConflict if another writer took it). ``dt`` is brought up to date
     and writes the checkpoint delta-rs would have written after its own commit.
 
     ``data_change=False`` marks the adds and removes as not a change of the table's data for
     readers of its changes (as compaction's are): the change data feed and streaming readers skip
-    the commit. tidegate uses it for ttl clean-up (engine/ttl.py), which must not read as deletes."""
-    read_version = dt.version()
-    now = int(time.time() * 1000)
+    the commit. tidegate uses it for ttl clean-up (engine/ttl.py), which must not read as deletes.
+
+    ``read_version``: the version the actions were computed from when ``dt`` is older (its
+    caller kept the log's state since: engine.storage.TableStore._rewrite_current); ``dt`` is then
+    left as it is, except when a checkpoint is due. ``now``: the commit's time in ms."""
+    stale = read_version is not None
+    read_version = dt.version() if read_version is None else read_version
+    now = int(time.time() * 1000) if now is None else now
     version = read_version + 1
     info: dict[str, object] = {
         "timestamp": now, "operation": operation, "operationParameters": parameters or {},
@@ -177,9 +182,11 @@ def commit(dt: DeltaTable, location: str, *, adds: Sequence[DataFile] = (),
         raise CommitConflict(f"version {version} of {location} was committed by another writer") from None
     finally:
         os.unlink(tmp)
-    dt.update_incremental()
     interval = int(dt.metadata().configuration.get("delta.checkpointInterval", DEFAULT_CHECKPOINT_INTERVAL))
-    if interval > 0 and version % interval == 0:
+    due = interval > 0 and version % interval == 0
+    if not stale or due:
+        dt.update_incremental()
+    if due:
         dt.create_checkpoint()
     return version
 

@@ -28,18 +28,18 @@ from dataclasses import dataclass
 
 from catalog.store import Catalog
 from engine import ttl
-from engine.deltalog import ROW_GROUP_ROWS
-from engine.storage import WRITER_PROPERTIES, TableStore
+from engine.storage import REWRITE_FILE_ROWS, WRITER_PROPERTIES, TableStore
 from tidegate.config import Settings
 
 log = logging.getLogger(__name__)
 
-# Compaction makes files of about TARGET_FILE_ROWS rows (one Parquet row group) from files of
-# fewer than half that. Rows, not bytes: an UPDATE / DELETE by key rewrites the files holding its
-# keys and the interactive path reads (and keeps) whole files, so both cost what a file holds
-# (bench/interactive.py: a one-row UPDATE in a 100k-row file ~25 ms; compacted to 128 MB files,
-# 2.9M rows each, it took the merge path and lookups went to Spark).
-TARGET_FILE_ROWS = ROW_GROUP_ROWS
+# Compaction makes files of about TARGET_FILE_ROWS rows from files of fewer than half that: the
+# size a rewrite by key cuts the files it writes to (engine.storage.REWRITE_FILE_ROWS), so the pieces
+# of a split file are not merged back. Rows, not bytes: an UPDATE / DELETE by key rewrites the files
+# holding its keys and the interactive path reads (and keeps) whole files, so both cost what a file
+# holds (bench/interactive.py: a one-row UPDATE in a 100k-row file ~25 ms; compacted to 128 MB
+# files, 2.9M rows each, it took the merge path and lookups went to Spark).
+TARGET_FILE_ROWS = REWRITE_FILE_ROWS
 _NO_STATS_TARGET_BYTES = 32 * 1024 * 1024  # files whose log has no row counts (written elsewhere)
 
 

@@ -41,6 +41,7 @@ import os
 import re
 import shutil
 import threading
+import time as _time
 import uuid as uuidlib
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
@@ -458,6 +459,8 @@ class TableStore:
         self.warehouse = Path(warehouse)
         self._tables: dict[str, DeltaTable] = {}
         self._stats: dict[str, tuple[Snapshot, dict[str, list[Any]]]] = {}  # snapshot_with_stats
+        # the flattened add actions of the version in _stats (rewrites by key find their files there)
+        self._actions: dict[str, pa.Table] = {}
         self._locks: dict[str, threading.RLock] = {}
         self._guard = threading.Lock()
         self.gate = VisibilityGate()  # a multi-commit transaction becomes visible at once
@@ -508,6 +511,8 @@ class TableStore:
     def forget(self, location: str) -> None:
         with self._guard:
             self._tables.pop(location, None)
+            self._stats.pop(location, None)
+            self._actions.pop(location, None)
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -571,11 +576,25 @@ class TableStore:
             kept = self._stats.get(location)
             if kept is None or kept[0].version != version:
                 actions = pa.table(dt.get_add_actions(flatten=True))
-                kept = (Snapshot(location, version, local_files(dt)),
-                        {name: actions.column(name).to_pylist() for name in actions.column_names})
-                with self._guard:
-                    self._stats[location] = kept
+                kept = self._keep(location, version, actions, local_files(dt))
             return kept
+
+    def _keep(self, location: str, version: int, actions: pa.Table, files: list[str]
+              ) -> tuple[Snapshot, dict[str, list[Any]]]:
+        kept = (Snapshot(location, version, files),
+                {name: actions.column(name).to_pylist() for name in actions.column_names})
+        with self._guard:
+            self._stats[location] = kept
+            self._actions[location] = actions
+        return kept
+
+    def _current_actions(self, location: str) -> tuple[int, pa.Table] | None:
+        """The current version and its flattened add actions when kept (:meth:`current_stats`)."""
+        kept = self.current_stats(location)
+        actions = self._actions.get(location)
+        if kept is None or actions is None:
+            return None
+        return kept[0].version, actions
 
     def current_stats(self, location: str) -> tuple[Snapshot, dict[str, list[Any]]] | None:
         """:meth:`snapshot_with_stats` when the kept one is current (no lock, no read), else None."""
@@ -683,7 +702,13 @@ class TableStore:
         props = None
         if op.app_id is not None:
             props = CommitProperties(app_transactions=[Transaction(op.app_id, int(op.app_version or 0))])
+        if op.kind in ("update", "delete") and op.data is not None and not isinstance(op.data, pa.Table):
+            op = replace(op, data=op.data.read_all())
         with self.lock(location):
+            if op.kind in ("update", "delete"):
+                version = self._rewrite_current(op)
+                if version is not None:
+                    return version, op
             dt = self._table(location)
             if op.kind == "none":
                 return dt.version(), op
@@ -747,6 +772,42 @@ class TableStore:
             # write_deltalake/merge leave ``dt`` at the commit they made; reloading the table from
             # its log here cost ~50 ms per INSERT.
             return dt.version(), op
+
+    def _rewrite_current(self, op: WriteOp) -> int | None:
+        """An UPDATE / DELETE by key (:func:`rewrite_by_keys`) committed on the kept add actions of
+        the current version, without bringing the cached DeltaTable up to date: delta-rs replays
+        the log since its last checkpoint to read a new commit (2-10 ms, growing with the
+        commits), and listing the add actions again cost as much. The kept actions then become
+        the new version's (:meth:`_keep`). Applies when the actions of the current version are
+        kept (the next version's log entry is absent), the statement read that version (nothing
+        to re-check: :meth:`verified`), and there is no UNIQUE set to re-check; the cached table
+        may be behind by this store's own rewrites, which change no schema, metadata or protocol.
+        Returns the version committed (or the current one when no row matched), or None."""
+        location = op.table.location or ""
+        current = self._current_actions(location)
+        dt = self._tables.get(location)
+        if current is None or dt is None or op.base_version != current[0] or op.unique_sets \
+                or op.schema_change or not isinstance(op.data, pa.Table):
+            return None
+        if op.data.num_rows == 0:
+            return current[0]
+        done = rewrite_by_keys(dt, location, op, op.data, current=current)
+        if done is None:
+            return None
+        if isinstance(done, int):
+            return done
+        version, removes, adds, now = done
+        gone = pa.array([r.path for r in removes], pa.string())
+        actions = current[1]
+        kept_rows = actions.filter(pc.invert(pc.is_in(actions.column("path"), value_set=gone)))
+        added = _add_actions(adds, now, actions.schema)
+        if added is None:  # a column of the actions this cannot fill: read the log next time
+            self.forget(location)
+            return version
+        actions = pa.concat_tables([kept_rows, added])
+        self._keep(location, version, actions,
+                   [action_path(location, p) for p in actions.column("path").to_pylist()])
+        return version
 
     def commit_all(self, ops: list[WriteOp], journal: Journal, ddl: DdlRecord | None = None,
                    catalog: Catalog | None = None, hooks: CommitHooks | None = None) -> None:
@@ -1117,9 +1178,10 @@ def key_files(dt: DeltaTable, location: str, keys: list[str], candidates: pa.Tab
     return [action_path(location, p) for p in paths]
 
 
-def _key_actions(dt: DeltaTable, keys: Sequence[str], candidates: pa.Table) -> pa.Table:
-    """The add actions (path, size_bytes, num_records, ...) of :func:`key_files`."""
-    actions = pa.table(dt.get_add_actions(flatten=True))
+def _key_actions(dt: DeltaTable | pa.Table, keys: Sequence[str], candidates: pa.Table) -> pa.Table:
+    """The add actions (path, size_bytes, num_records, ...) of :func:`key_files`, from ``dt``'s
+    log or the flattened add actions given."""
+    actions = dt if isinstance(dt, pa.Table) else pa.table(dt.get_add_actions(flatten=True))
     if actions.num_rows == 0:
         return actions
     keep = pa.repeat(True, actions.num_rows)
@@ -1132,9 +1194,26 @@ def _key_actions(dt: DeltaTable, keys: Sequence[str], candidates: pa.Table) -> p
 
 # Rows an UPDATE / DELETE by key may read to rewrite the files holding its keys; more: a merge.
 REWRITE_MAX_ROWS = 2_000_000
+# A file rewritten by key is written again as pieces of at most this many rows, two at a time: the
+# cost of a one-row UPDATE is writing its file (about 10 ms for 100,000 rows of four columns), so a
+# table's updated parts split into smaller files on their first rewrite, as a B-tree page splits, and
+# later rewrites there write a quarter as much. Maintenance compacts small files to this size too.
+REWRITE_FILE_ROWS = 32 * 1024
+_REWRITE_POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="tg-rewrite")
 
 
-def rewrite_by_keys(dt: DeltaTable, location: str, op: WriteOp, data: pa.Table) -> int | None:
+def _pieces(table: pa.Table) -> list[pa.Table]:
+    """``table`` cut into balanced slices of at most :data:`REWRITE_FILE_ROWS` rows."""
+    n = -(-table.num_rows // REWRITE_FILE_ROWS)
+    if n <= 1:
+        return [table]
+    bounds = [table.num_rows * i // n for i in range(n + 1)]
+    return [table.slice(lo, hi - lo) for lo, hi in zip(bounds, bounds[1:])]
+
+
+def rewrite_by_keys(dt: DeltaTable, location: str, op: WriteOp, data: pa.Table,
+                    current: tuple[int, pa.Table] | None = None
+                    ) -> int | tuple[int, list[FileEntry], list[deltalog.DataFile], int] | None:
     """An UPDATE / DELETE of rows found by their key, committed as a rewrite of the data files
     holding them (:mod:`engine.deltalog`): each such file is replaced by one without the rows
     (DELETE) or with their new values (UPDATE), and the change data feed gets the rows' delete /
@@ -1145,7 +1224,12 @@ def rewrite_by_keys(dt: DeltaTable, location: str, op: WriteOp, data: pa.Table) 
     reads the candidate files. Returns the version committed (or the current one when no row
     matched), or None when it does not apply and the merge runs: keys matched NULL-safely (a
     time-series table's tags, key-less tables), a table :func:`engine.deltalog.supports` does not
-    write, or more than :data:`REWRITE_MAX_ROWS` rows to read."""
+    write, or more than :data:`REWRITE_MAX_ROWS` rows to read.
+
+    ``current``: the version to commit on and its flattened add actions, kept by the store
+    (``dt`` may be older: it gives the schema, metadata and protocol only). The commit then leaves
+    ``dt`` as it is and returns (version, files removed, files added, commit time in ms), from
+    which the store keeps the new version's actions (:meth:`TableStore._rewrite_current`)."""
     keys = list(op.keys)
     if op.null_safe or not keys or not deltalog.supports(dt):
         return None
@@ -1156,9 +1240,10 @@ def rewrite_by_keys(dt: DeltaTable, location: str, op: WriteOp, data: pa.Table) 
     wanted = data.select([prefix + k for k in keys]).rename_columns(keys)
     if any(wanted.column(k).null_count for k in keys):
         return None
-    actions = _key_actions(dt, keys, wanted)
+    read_version = current[0] if current is not None else dt.version()
+    actions = _key_actions(current[1] if current is not None else dt, keys, wanted)
     if actions.num_rows == 0:
-        return dt.version()
+        return read_version
     if any(n is None for n in actions.column("num_records").to_pylist()) \
             or pc.sum(actions.column("num_records")).as_py() > REWRITE_MAX_ROWS:
         return None
@@ -1169,13 +1254,24 @@ def rewrite_by_keys(dt: DeltaTable, location: str, op: WriteOp, data: pa.Table) 
         changes = data.select([prefix + k for k in keys] + schema.names)
         changes = changes.rename_columns(keys + [f"__tg_new_{c}" for c in schema.names]).cast(
             pa.schema(list(key_schema) + [schema.field(c).with_name(f"__tg_new_{c}") for c in schema.names]))
-        if changes.group_by(keys).aggregate([]).num_rows != changes.num_rows:
-            return None  # a key with two new rows: the merge reports it
-    distinct = wanted.group_by(keys).aggregate([])
-    marker = distinct.append_column("__tg_hit", pa.array([True] * distinct.num_rows, pa.bool_()))
-    few_int_keys = distinct.column(keys[0]).to_pylist() if len(keys) == 1 and distinct.num_rows <= 64 \
-        and pa.types.is_integer(key_schema.field(0).type) else None
+    # A few keys of one integer column (the usual statement): found with the files' key indexes and
+    # paired in Python; Arrow's group-by and join cost about a millisecond each even for one row.
+    few_int_keys: list[int] | None = None
+    change_row: dict[int, int] = {}
+    if len(keys) == 1 and wanted.num_rows <= 64 and pa.types.is_integer(key_schema.field(0).type):
+        few_int_keys = list(dict.fromkeys(wanted.column(keys[0]).to_pylist()))
+        if changes is not None:
+            change_keys = changes.column(keys[0]).to_pylist()
+            change_row = {k: i for i, k in enumerate(change_keys)}
+            if len(change_row) != len(change_keys):
+                return None  # a key with two new rows: the merge reports it
+    else:
+        if changes is not None and changes.group_by(keys).aggregate([]).num_rows != changes.num_rows:
+            return None
+        distinct = wanted.group_by(keys).aggregate([])
+        marker = distinct.append_column("__tg_hit", pa.array([True] * distinct.num_rows, pa.bool_()))
     removes: list[FileEntry] = []
+    pieces: list[pa.Table] = []
     adds: list[deltalog.DataFile] = []
     before: list[pa.Table] = []
     after: list[pa.Table] = []
@@ -1193,37 +1289,79 @@ def rewrite_by_keys(dt: DeltaTable, location: str, op: WriteOp, data: pa.Table) 
         old = part.take(pa.array(hits))
         kept = _without_rows(part, hits)
         if changes is not None:
-            paired = old.select(keys).join(changes, keys=keys, join_type="inner")
+            if few_int_keys is not None:
+                paired = changes.take(pa.array([change_row[k] for k in old.column(keys[0]).to_pylist()
+                                                if k in change_row], pa.int64()))
+            else:
+                paired = old.select(keys).join(changes, keys=keys, join_type="inner")
             new = pa.Table.from_arrays([paired.column(f"__tg_new_{c}") for c in schema.names], schema=schema)
             kept = pa.concat_tables([kept, new])
             after.append(new)
         before.append(old)
         removes.append(FileEntry(path, int(size), int(rows)))
         if kept.num_rows:
-            added = deltalog.add_data_file(location, kept)
-            remember_file(action_path(location, added.path), kept)
-            adds.append(added)
+            pieces.extend(_pieces(kept))
     if not removes:
-        return dt.version()
-    cdc = []
+        return read_version
+    writes = [_REWRITE_POOL.submit(deltalog.add_data_file, location, piece) for piece in pieces]
+    cdc_write = None
     if dt.metadata().configuration.get("delta.enableChangeDataFeed") == "true":
         images = [(t, "delete" if op.kind == "delete" else "update_preimage") for t in before] + \
                  [(t, "update_postimage") for t in after]
         feed = pa.concat_tables([t.append_column(deltalog.CHANGE_TYPE, pa.array([kind] * t.num_rows, pa.string()))
                                  for t, kind in images])
-        cdc = [deltalog.add_cdc_file(location, feed)]
+        cdc_write = _REWRITE_POOL.submit(deltalog.add_cdc_file, location, feed)
+    for piece, written in zip(pieces, writes):
+        added = written.result()
+        remember_file(action_path(location, added.path), piece)
+        adds.append(added)
+    cdc = [cdc_write.result()] if cdc_write is not None else []
     count = sum(t.num_rows for t in before)
     app = (op.app_id, int(op.app_version or 0)) if op.app_id is not None else None
+    now = int(_time.time() * 1000)
     try:
-        return deltalog.commit(dt, location, adds=adds, removes=removes, cdc=cdc, app_transaction=app,
-                               operation=op.kind.upper(),
-                               parameters={"predicate": "rows by key"},
-                               metrics={"numTargetRowsUpdated" if op.kind == "update" else "numTargetRowsDeleted": count,
-                                        "numTargetFilesRemoved": len(removes), "numTargetFilesAdded": len(adds)})
+        version = deltalog.commit(dt, location, adds=adds, removes=removes, cdc=cdc, app_transaction=app,
+                                  operation=op.kind.upper(),
+                                  parameters={"predicate": "rows by key"},
+                                  metrics={"numTargetRowsUpdated" if op.kind == "update" else "numTargetRowsDeleted": count,
+                                           "numTargetFilesRemoved": len(removes), "numTargetFilesAdded": len(adds)},
+                                  read_version=read_version if current is not None else None, now=now)
+        return version if current is None else (version, removes, adds, now)
     except deltalog.CommitConflict:
         raise SqlError("40001", "could not serialize access due to concurrent update",
                        detail=f'table "{op.table.name}" was committed by another writer meanwhile',
                        hint="Run the transaction again.") from None
+
+
+def _add_actions(adds: Sequence[deltalog.DataFile], now: int, schema: pa.Schema) -> pa.Table | None:
+    """The rows ``DeltaTable.get_add_actions(flatten=True)`` gives for files this process added
+    (their stats JSON read back with Arrow's casts: timestamps of the log are text), in
+    ``schema``; None when ``schema`` has a column this does not know (partition values, tags)."""
+    stats = [json.loads(a.stats) if a.stats else {} for a in adds]
+    arrays = []
+    for f in schema:
+        name = f.name
+        if name == "path":
+            values: list[Any] = [a.path for a in adds]
+        elif name == "size_bytes":
+            values = [a.size for a in adds]
+        elif name == "modification_time":
+            values = [now] * len(adds)
+        elif name == "num_records":
+            values = [s.get("numRecords") for s in stats]
+        elif name.startswith(("null_count.", "min.", "max.")):
+            part, column = name.split(".", 1)
+            group = {"null_count": "nullCount", "min": "minValues", "max": "maxValues"}[part]
+            values = [s.get(group, {}).get(column) for s in stats]
+        else:
+            return None
+        if all(v is None for v in values):
+            arrays.append(pa.nulls(len(values), f.type))
+        elif pa.types.is_timestamp(f.type) or pa.types.is_date(f.type):
+            arrays.append(pa.array(values, pa.string()).cast(f.type))
+        else:
+            arrays.append(pa.array(values, f.type))
+    return pa.Table.from_arrays(arrays, schema=schema)
 
 
 def _without_rows(table: pa.Table, rows: np.ndarray) -> pa.Table:

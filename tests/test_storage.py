@@ -539,3 +539,56 @@ def test_compaction_merges_small_files_and_leaves_full_ones(tmp_path, monkeypatc
     assert after.to_pyarrow_table().sort_by("id").equals(expected)
     engine.shutdown()
     catalog.close()
+
+
+def test_rewrites_by_key_split_their_file_and_keep_the_logs_statistics(env):
+    """A one-row UPDATE / DELETE by key writes the file holding its key again as files of at most
+    REWRITE_FILE_ROWS rows (later rewrites there write that much, not the whole load's file), and
+    the file statistics lookups then use are exactly what a fresh reader of the log lists, version
+    for version, though the rewrites commit without reading the log back (timestamps, dates,
+    floats, NULLs and text without bounds)."""
+    from engine.storage import REWRITE_FILE_ROWS
+
+    engine, s = env
+    s.execute("CREATE TABLE big (id bigint PRIMARY KEY, v text, ts timestamptz, d date, f float8, n numeric(8,2))")
+    location = engine.catalog.get_table("public", "big").location
+    target = s.copy_target("COPY big FROM STDIN", None)
+    rows = 3 * REWRITE_FILE_ROWS + 100
+    ids = pa.array(range(rows), pa.int64())
+    batch = pa.record_batch([ids, pa.array([f"value {i}" if i % 5 else None for i in range(rows)]),
+                             pa.array([datetime(2024, 1, 1, tzinfo=timezone.utc) + timedelta(microseconds=7 * i)
+                                       for i in range(rows)], pa.timestamp("us", tz="UTC")),
+                             pa.array([date(2020, 1, 1) + timedelta(days=i % 900) for i in range(rows)]),
+                             pa.array([i / 3 for i in range(rows)], pa.float64()),
+                             pa.array([Decimal(i % 1000) / 4 for i in range(rows)], pa.decimal128(8, 2))],
+                            names=["id", "v", "ts", "d", "f", "n"])
+    assert s.copy_from(target, iter([batch]), None) == rows
+    assert _delta(engine, "big").get_add_actions(flatten=True).num_rows == 1
+
+    def kept_equals_log() -> None:
+        snapshot, kept = engine.store.snapshot_with_stats(location)
+        fresh = DeltaTable(location)
+        assert snapshot.version == fresh.version()
+        log = pa.table(fresh.get_add_actions(flatten=True)).sort_by("path")
+        assert pa.table(kept).sort_by("path").to_pylist() == log.to_pylist()
+        assert sorted(snapshot.files) == sorted(f"{location}/{p}" for p in log.column("path").to_pylist())
+
+    s.execute("SELECT v FROM big WHERE id = 5")  # the lookups keep the log's statistics
+    kept_equals_log()
+    assert s.execute("UPDATE big SET v = 'changed', f = NULL WHERE id = $1", [REWRITE_FILE_ROWS + 7]).tag == "UPDATE 1"
+    counts = sorted(pa.table(_delta(engine, "big").get_add_actions(flatten=True)).column("num_records").to_pylist())
+    assert len(counts) == 4 and max(counts) <= REWRITE_FILE_ROWS and sum(counts) == rows, counts
+    kept_equals_log()
+    for k in (3, rows - 1, 2 * REWRITE_FILE_ROWS):
+        assert s.execute("DELETE FROM big WHERE id = $1", [k]).tag == "DELETE 1"
+        kept_equals_log()
+    assert s.execute("UPDATE big SET ts = '2030-06-01 12:00:00+00', d = '1999-12-31' WHERE id = 41").tag == "UPDATE 1"
+    kept_equals_log()
+    got = s.execute("SELECT id, v, ts, d FROM big WHERE id IN (3, 41, $1)", [REWRITE_FILE_ROWS + 7])
+    assert isinstance(got, RowStream)
+    assert sorted(pa.Table.from_batches(list(got.batches)).to_pylist(), key=lambda r: r["id"]) == [
+        {"id": 41, "v": "value 41", "ts": datetime(2030, 6, 1, 12, tzinfo=timezone.utc), "d": date(1999, 12, 31)},
+        {"id": REWRITE_FILE_ROWS + 7, "v": "changed", "ts": datetime(2024, 1, 1, tzinfo=timezone.utc)
+         + timedelta(microseconds=7 * (REWRITE_FILE_ROWS + 7)), "d": date(2020, 1, 1) + timedelta(days=(REWRITE_FILE_ROWS + 7) % 900)}]
+    table = _delta(engine, "big").to_pyarrow_table()
+    assert table.num_rows == rows - 3
