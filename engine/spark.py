@@ -225,12 +225,15 @@ class SparkRuntime:
             spark.sql("SELECT 1").collect()
             self._spark = spark
             log.info("Spark ready in %.1f s (master %s)", time.monotonic() - started, self._settings.spark_master)
-            self._warm_delta(spark)
         except BaseException as exc:  # noqa: BLE001 - reported to every waiting statement
             log.exception("Spark failed to start")
             self._error = exc
         finally:
             self._ready.set()
+        # After the statements waiting for Spark are let go: with the warm-up inside the start,
+        # every Spark statement waited for it too (10-30 s at every start).
+        if self._spark is not None:
+            self._warm_delta(self._spark)
 
     def _warm_delta(self, spark: SparkSession) -> None:
         """One small Delta write and read, after Spark is ready (statements run meanwhile): the
