@@ -40,7 +40,7 @@ from sqlglot import exp
 from catalog.roles import DATABASE_OID
 from catalog.store import Catalog, TableDef, is_temp_schema
 from catalog.txn import CatalogTxn
-from engine import constraints, ddl, interactive, privileges, scalar, ttl, txnlog
+from engine import constraints, ddl, interactive, privileges, scalar, ttl, txnlog, vacuum
 from engine import spark as sparkmod
 from engine.blockddl import BlockDdl
 from engine.dml import DmlStatements, refuse_sequence_functions, view_ids
@@ -828,6 +828,7 @@ EngineSession._HANDLERS = {
     Kind.SHOW: lambda s, sql, params, info: s._show(sql, sqllex.scan(sql), info),
     Kind.EXPLAIN: lambda s, sql, params, info: s._explain(sql, params, info),
     Kind.COMMENT: lambda s, sql, params, info: s._comment(sql, info),
+    Kind.VACUUM: lambda s, sql, params, info: vacuum.execute(s, sql, info),
     Kind.SESSION: EngineSession._session_statement,
     Kind.EMPTY: EngineSession._empty,
 }

@@ -812,7 +812,7 @@ class JobManager:
         self._check_access(job, info, "fetch")
         doc = self._fetchable(job)
         if "fields" not in doc:
-            return CommandResult(doc.get("tag") or "", notices=list(doc.get("notices") or []))
+            return CommandResult(doc.get("tag") or "", notices=_notices(doc))
         fields = [ResultField(f["name"], _type_from_json(f["type"]), f.get("table_oid", 0), f.get("column_number", 0))
                   for f in doc["fields"]]
         path = self.results_root / job.job_id / doc["file"] if doc.get("file") else None
@@ -835,7 +835,7 @@ class JobManager:
 
         stream = RowStream(fields, gen, close=close, command=doc.get("command", "SELECT"))
         if "tag" in doc:  # RETURNING rows of a DML job: its tag, then the rows
-            return CommandResult(doc["tag"], rows=stream, notices=list(doc.get("notices") or []))
+            return CommandResult(doc["tag"], rows=stream, notices=_notices(doc))
         return stream
 
     def cancel(self, job: Job, info: SessionInfo) -> RowStream:
@@ -890,3 +890,8 @@ class JobManager:
 
 
 __all__ = ["JobManager", "parse_submit", "statement_kind"]
+
+
+def _notices(doc: dict[str, Any]) -> list[str | tuple[str, str, str]]:
+    """A stored result's notices: texts, or (severity, SQLSTATE, text), which JSON keeps as lists."""
+    return [n if isinstance(n, str) else tuple(n) for n in doc.get("notices") or []]

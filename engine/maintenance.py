@@ -136,6 +136,14 @@ class Maintenance:
         small, target = self.small_files(location)
         if small <= self.settings.compact_min_files:
             return 0
+        return self.compact(location, target)
+
+    def compact(self, location: str, target: int | None = None) -> int:
+        """Compact the table's files under ``target`` bytes (by default: :data:`TARGET_FILE_ROWS`
+        rows' worth, see :meth:`small_files`) into files of about that size, one commit; returns
+        the files removed."""
+        if target is None:
+            target = self.small_files(location)[1]
         with self.store.writing(location) as dt:
             metrics = dt.optimize.compact(target_size=target, writer_properties=WRITER_PROPERTIES)
         log.info("compacted %s: %s", location, metrics)

@@ -1139,8 +1139,11 @@ class Connection:
 
     def _adopt_result(self, portal: Portal, result: Any, inline: bool) -> None:
         if isinstance(result, CommandResult):
-            for text in result.notices:
-                self._notice("NOTICE", "00000", text)
+            for notice in result.notices:  # a text (NOTICE) or (severity, SQLSTATE, text)
+                if isinstance(notice, str):
+                    self._notice("NOTICE", "00000", notice)
+                else:
+                    self._notice(*notice)
             if result.rows is None:
                 self.send(m.command_complete(result.tag))
                 return

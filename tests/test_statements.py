@@ -37,6 +37,7 @@ CASES = [
     ("CREATE UNLOGGED TABLE t (x int)", Kind.CREATE_TABLE),
     ("CREATE INDEX i ON t (x)", Kind.INDEX), ("CREATE UNIQUE INDEX i ON t (x)", Kind.INDEX), ("DROP INDEX i", Kind.INDEX),
     ("SHOW TABLES", Kind.SHOW), ("SHOW CREATE TABLE t", Kind.SHOW), ("EXPLAIN SELECT 1", Kind.EXPLAIN),
+    ("VACUUM", Kind.VACUUM), ("vacuum (verbose) s.t, u", Kind.VACUUM),
     ("COMMENT ON TABLE t IS 'x'", Kind.COMMENT),
     ("BEGIN", Kind.SESSION), ("SET x = 1", Kind.SESSION), ("rollback", Kind.SESSION),
     ("", Kind.EMPTY), ("  -- only a comment\n", Kind.EMPTY), ("/* nested /* comment */ */", Kind.EMPTY),

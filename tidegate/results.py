@@ -54,7 +54,8 @@ class CommandResult:
 
     tag: str  # exact PostgreSQL tag, e.g. "INSERT 0 3", "CREATE TABLE", "UPDATE 2"
     rows: RowStream | None = None  # RETURNING rows (the tag's count still comes from ``tag``)
-    notices: list[str] = field(default_factory=list)
+    # sent before the tag: a text is a NOTICE, else (severity, SQLSTATE, text): VACUUM's INFO / WARNING
+    notices: list[str | tuple[str, str, str]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

@@ -36,6 +36,7 @@ class Kind(Enum):
     REFRESH = "refresh"  # REFRESH TABLE, SHOW REFRESH STATUS
     SHOW = "show"  # SHOW TABLES / CREATE TABLE / ... (the gateway answers SHOW of a setting)
     EXPLAIN = "explain"
+    VACUUM = "vacuum"  # VACUUM [(options)] [tables]: a table's upkeep now (engine.vacuum)
     COMMENT = "comment"  # COMMENT ON (but FLOW)
     SESSION = "session"  # transaction control and settings: the gateway's, refused by the engine
     EMPTY = "empty"
@@ -97,6 +98,8 @@ def _kind(sql: str, toks: list[sqllex.Token], w: list[str]) -> Kind:
         return Kind.REFRESH
     if first == "SHOW":
         return Kind.SHOW
+    if first == "VACUUM":
+        return Kind.VACUUM
     if first == "EXPLAIN":
         return Kind.EXPLAIN
     if first == "COMMENT":
