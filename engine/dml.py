@@ -341,10 +341,11 @@ class DmlStatements:
                 data = self._build_rows(t, {}, 1, ctx, info)
             else:
                 # a large result of a blind append is written by Spark (engine.sparkwrite)
-                on_spark = (self._pending is None and conflict is None and tree.args.get("returning") is None
-                            and (sparkwrite.blind_append_target(t) or sparkwrite.upsert_target(t)
-                                 or sparkwrite.keyed_append_target(t)))
-                got = self._insert_source_via_spark(t, target_cols, source, params, info, ctx, on_spark)
+                skipping = conflict is not None and self._does_nothing_on_key(t, conflict)
+                on_spark = (self._pending is None and tree.args.get("returning") is None
+                            and ((conflict is None and (sparkwrite.blind_append_target(t) or sparkwrite.upsert_target(t)))
+                                 or ((conflict is None or skipping) and sparkwrite.keyed_append_target(t))))
+                got = self._insert_source_via_spark(t, target_cols, source, params, info, ctx, on_spark, skipping)
                 if isinstance(got, int):
                     return CommandResult(f"INSERT 0 {got}")
                 data = got
@@ -371,11 +372,22 @@ class DmlStatements:
             result_rows = self._returning(t, affected, returning, params, info)
         return CommandResult(f"INSERT 0 {rows_written}", rows=result_rows)
 
+    def _does_nothing_on_key(self, t: TableDef, conflict: exp.OnConflict) -> bool:
+        """Whether ``conflict`` is ``ON CONFLICT [(the primary key)] DO NOTHING`` (other forms, and
+        their errors, are the collected path's: :meth:`_plan_insert`)."""
+        action = conflict.args.get("action")
+        nothing = bool(conflict.args.get("nothing")) or (action is not None and "NOTHING" in action.name.upper())
+        named = [node_name(e.this.this if isinstance(e, exp.Ordered) else e.this if isinstance(e, exp.Column) else e)
+                 for e in (conflict.args.get("conflict_keys") or [])]
+        others = any(conflict.args.get(a) for a in ("constraint", "where", "index_predicate", "expressions", "duplicate"))
+        return nothing and not others and (not named or sorted(named) == sorted(self._keys(t)))
+
     def _insert_source_via_spark(self, t: TableDef, target_cols: list[ColumnDef], source: exp.Expression,
                                  params: list[Any], info: SessionInfo, ctx: dict[str, Any],
-                                 on_spark: bool = False) -> pa.Table | int:
+                                 on_spark: bool = False, skip_existing: bool = False) -> pa.Table | int:
         """The rows ``source`` computes, in ``t``'s storage form; or, with ``on_spark`` and a large
-        result that needs no conversion, the count of rows Spark appended (engine.sparkwrite)."""
+        result that needs no conversion, the count of rows Spark wrote (engine.sparkwrite);
+        ``skip_existing``: ON CONFLICT DO NOTHING on the primary key."""
         refuse_sequence_functions(source)
         if isinstance(source, exp.Values) and any(is_default(e) for tup in source.expressions for e in tup.expressions):
             raise SqlError("0A000", "DEFAULT mixed with non-constant expressions in VALUES is not supported")
@@ -401,6 +413,9 @@ class DmlStatements:
                 if frame is not None and sparkwrite.upsert_target(t):
                     with self.store.lock(t.location or ""):
                         return sparkwrite.upsert(self.spark, frame, t, self._keys(t))
+                if frame is not None and skip_existing:
+                    with self.store.lock(t.location or ""):
+                        return sparkwrite.append_skipping_existing(self.spark, frame, t, self._keys(t))
                 if frame is not None and sparkwrite.keyed_append_target(t) and sparkwrite.deterministic(frame):
                     with self.store.lock(t.location or ""):
                         done = sparkwrite.append_new_keys(self.spark, frame, t, self._keys(t))

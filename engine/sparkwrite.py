@@ -17,8 +17,9 @@ exact Delta type, and NOT NULL is checked on the executors with PostgreSQL's 235
 ON CONFLICT, a transaction block) keeps the collected path.
 
 Inserts into a time-series table (an upsert: the last write of a key wins) go the same way as one
-Delta MERGE (:func:`upsert`), and inserts into a PRIMARY KEY table as an append after one job has
-found no key stored or repeated (:func:`append_new_keys`), both under the table's lock here.
+Delta MERGE (:func:`upsert`), inserts into a PRIMARY KEY table as an append after one job has
+found no key stored or repeated (:func:`append_new_keys`), and ``ON CONFLICT DO NOTHING`` as an
+append of the rows whose key is new (:func:`append_skipping_existing`), under the table's lock here.
 
 UPDATE and DELETE over a large table run as Delta Lake's own commands (:func:`rewrite`): Delta finds
 the files holding matched rows, rewrites only those on the executors, records the change feed
@@ -240,6 +241,26 @@ def append_new_keys(spark: Any, frame: DataFrame, t: TableDef, keys: list[str]) 
     if clash.num_rows:
         return clash.to_pylist()[0]
     return append(frame, t.location or "")
+
+
+def append_skipping_existing(spark: Any, frame: DataFrame, t: TableDef, keys: list[str]) -> int:
+    """``INSERT ... ON CONFLICT DO NOTHING`` into the PRIMARY KEY table ``t``: of the rows one key
+    has in ``frame``, the first (in Spark's partition order, the collected path's) is kept, as
+    PostgreSQL inserts it and then skips the others; rows whose key is stored are dropped; the rest
+    are appended (one job). Returns the rows inserted. The caller holds the table's lock."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F  # noqa: N812
+
+    position, rank = "__tg_position", "__tg_rank"
+    columns = [F.col(quoted(k)) for k in keys]
+    first = Window.partitionBy(*columns).orderBy(F.col(position))
+    stored = spark.read.format("delta").load(t.location).select(*columns)
+    rows = (frame.withColumn(position, F.monotonically_increasing_id())
+            .withColumn(rank, F.row_number().over(first))
+            .where(F.col(rank) == 1).drop(position, rank)
+            .join(stored, keys, "left_anti")
+            .select(*[F.col(quoted(c.name)) for c in t.columns]))
+    return append(rows, t.location or "")
 
 
 def upsert(spark: Any, frame: DataFrame, t: TableDef, keys: list[str]) -> int:

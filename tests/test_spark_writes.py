@@ -202,6 +202,28 @@ def test_time_series_inserts_on_spark_replace_rows_as_the_collected_path_does(co
                         ).fetchall() == [(-561.0,)]
 
 
+def test_on_conflict_do_nothing_on_spark_keeps_what_the_collected_path_keeps(conn, gw) -> None:
+    """``INSERT ... SELECT ... ON CONFLICT [(key)] DO NOTHING`` on Spark: stored keys are skipped,
+    of the rows one key has in the statement the first is inserted, the count is the rows
+    inserted; other ON CONFLICT forms keep the collected path and its errors."""
+    twin_tables(conn, "swcn", "id bigint PRIMARY KEY, v text NOT NULL",
+                "SELECT g * 3, 'old ' || g FROM generate_series(1, 100) g")
+    for statement in ("INSERT INTO {t} SELECT g % 250, 'new ' || g FROM generate_series(1, 600) g ON CONFLICT DO NOTHING",
+                      "INSERT INTO {t} SELECT g, 'again ' || g FROM generate_series(200, 400) g ON CONFLICT (id) DO NOTHING"):
+        status = on_both(conn, gw, "swcn", statement)
+        assert status.startswith("INSERT 0 ") and int(status.split()[-1]) > 0
+    ordered = "SELECT id, v FROM {} ORDER BY id"
+    expected = conn.execute(ordered.format("swcn_rows")).fetchall()
+    assert conn.execute(ordered.format("swcn_spark")).fetchall() == expected
+    assert dict(expected)[1] == "new 1" and dict(expected)[3] == "old 1" and dict(expected)[300] == "old 100"
+    conn.execute("SET tidegate.spark_writes = on")
+    with pytest.raises(psycopg.errors.InvalidColumnReference):  # 42P10: not the key
+        conn.execute("INSERT INTO swcn_spark SELECT g, 'x' FROM generate_series(1, 5) g ON CONFLICT (v) DO NOTHING")
+    with pytest.raises(psycopg.errors.NotNullViolation):
+        conn.execute("INSERT INTO swcn_spark SELECT g + 1000, NULL FROM generate_series(1, 5) g ON CONFLICT DO NOTHING")
+    assert conn.execute(ordered.format("swcn_spark")).fetchall() == expected
+
+
 def test_create_table_as_on_spark(conn, gw) -> None:
     conn.execute("DROP TABLE IF EXISTS sw_ctas")
     conn.execute("DROP TABLE IF EXISTS sw_ctas_bad")
