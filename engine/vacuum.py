@@ -68,11 +68,13 @@ def parse(sql: str) -> Vacuum:
             raise SqlError("0A000", "a column list in VACUUM is only for ANALYZE, which tidegate does not do",
                            hint="Name the table without columns.")
         v.tables.append((parts[0], parts[1]) if len(parts) == 2 else (None, parts[0]))
-        if j < len(toks) and toks[j].text != ",":
+        if j == len(toks):
+            break
+        if toks[j].text != ",":
             raise _syntax(toks, j)
-        i = j + 1 if j < len(toks) else j
-        if j < len(toks) and i >= len(toks):
-            raise SqlError("42601", "syntax error at end of input")
+        i = j + 1
+        if i == len(toks):
+            raise _syntax(toks, i)
     return v
 
 
