@@ -9,7 +9,6 @@ rows before, must give its rows after; the commits must be the file rewrites, no
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator
 from pathlib import Path
 
 import psycopg
@@ -19,7 +18,7 @@ from deltalake import DeltaTable
 
 from tests.targets import target_for
 from tests.tidegate_server import TidegateServer
-from tests.wire import rows, running_gateway
+from tests.wire import rows
 
 CREATE = "CREATE TABLE acct (id bigint PRIMARY KEY, name text NOT NULL, n integer, flag boolean)"
 LOAD = ["INSERT INTO acct SELECT g, 'n' || g, g % 7, g % 2 = 0 FROM generate_series({}, {}) g".format(lo, lo + 299)
@@ -27,8 +26,9 @@ LOAD = ["INSERT INTO acct SELECT g, 'n' || g, g % 7, g % 2 = 0 FROM generate_ser
 
 
 @pytest.fixture(scope="module")
-def gw(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TidegateServer]:
-    yield from running_gateway(tmp_path_factory.mktemp("dml-by-key"))
+def gw(tidegate: TidegateServer) -> TidegateServer:
+    """The shared gateway (its tables here are acct and dk_*): a gateway of its own cost a start."""
+    return tidegate
 
 
 def location(gw: TidegateServer, conn: psycopg.Connection, table: str) -> str:
@@ -117,22 +117,22 @@ def test_updates_and_deletes_by_key_answer_as_postgres(gw: TidegateServer, reque
 
 def test_reads_see_the_rewrite_and_a_block_keeps_it_until_commit(gw: TidegateServer) -> None:
     with psycopg.connect(gw.dsn, autocommit=True) as t, psycopg.connect(gw.dsn, autocommit=True) as other:
-        t.execute("CREATE TABLE kv (id integer PRIMARY KEY, v text)")
-        t.execute("INSERT INTO kv SELECT g, 'v' || g FROM generate_series(1, 100) g")
-        assert rows(t, "SELECT v FROM kv WHERE id = 7") == [("v7",)]  # kept in the interactive cache
-        assert t.execute("UPDATE kv SET v = %s WHERE id = %s", ("seven", 7)).statusmessage == "UPDATE 1"
-        assert rows(other, "SELECT v FROM kv WHERE id = 7") == [("seven",)]
+        t.execute("CREATE TABLE dk_kv (id integer PRIMARY KEY, v text)")
+        t.execute("INSERT INTO dk_kv SELECT g, 'v' || g FROM generate_series(1, 100) g")
+        assert rows(t, "SELECT v FROM dk_kv WHERE id = 7") == [("v7",)]  # kept in the interactive cache
+        assert t.execute("UPDATE dk_kv SET v = %s WHERE id = %s", ("seven", 7)).statusmessage == "UPDATE 1"
+        assert rows(other, "SELECT v FROM dk_kv WHERE id = 7") == [("seven",)]
         with t.transaction():
-            assert t.execute("DELETE FROM kv WHERE id = 7").statusmessage == "DELETE 1"
-            assert rows(t, "SELECT count(*) FROM kv WHERE id = 7") == [(0,)]
-            assert rows(other, "SELECT v FROM kv WHERE id = 7") == [("seven",)]
-        assert rows(other, "SELECT count(*) FROM kv WHERE id = 7") == [(0,)]
+            assert t.execute("DELETE FROM dk_kv WHERE id = 7").statusmessage == "DELETE 1"
+            assert rows(t, "SELECT count(*) FROM dk_kv WHERE id = 7") == [(0,)]
+            assert rows(other, "SELECT v FROM dk_kv WHERE id = 7") == [("seven",)]
+        assert rows(other, "SELECT count(*) FROM dk_kv WHERE id = 7") == [(0,)]
         t.execute("BEGIN")
-        t.execute("UPDATE kv SET v = 'x' WHERE id = 8")
+        t.execute("UPDATE dk_kv SET v = 'x' WHERE id = 8")
         t.execute("ROLLBACK")
-        assert rows(other, "SELECT v FROM kv WHERE id = 8") == [("v8",)]
+        assert rows(other, "SELECT v FROM dk_kv WHERE id = 8") == [("v8",)]
         # the table stays readable by another Delta reader
-        dt = DeltaTable(location(gw, t, "kv"))
+        dt = DeltaTable(location(gw, t, "dk_kv"))
         assert dt.to_pyarrow_table().num_rows == 99
 
 
@@ -140,13 +140,13 @@ def test_what_stays_on_the_merge(gw: TidegateServer, tmp_path: Path) -> None:
     """Keys matched NULL-safely (a time-series table's tags) and SET expressions keep the former
     path, with the same answers."""
     with psycopg.connect(gw.dsn, autocommit=True) as t:
-        t.execute("CREATE TABLE cpu (host text, ts timestamp TIME INDEX, usage double precision, PRIMARY KEY (host))")
-        t.execute("INSERT INTO cpu VALUES ('a', '2024-01-01 00:00:00', 1.5), (NULL, '2024-01-01 00:00:00', 2.5)")
-        assert t.execute("UPDATE cpu SET usage = 9 WHERE host IS NULL").statusmessage == "UPDATE 1"
-        assert rows(t, "SELECT host, usage FROM cpu ORDER BY host NULLS FIRST") == [(None, 9.0), ("a", 1.5)]
-        t.execute("CREATE TABLE calc (id integer PRIMARY KEY, n integer)")
-        t.execute("INSERT INTO calc VALUES (1, 10), (2, 20)")
-        assert t.execute("UPDATE calc SET n = n + 1 WHERE id = 2").statusmessage == "UPDATE 1"
-        assert rows(t, "SELECT n FROM calc ORDER BY id") == [(10,), (21,)]
-        ops = [h["operation"] for h in DeltaTable(location(gw, t, "cpu")).history(1)]
+        t.execute("CREATE TABLE dk_cpu (host text, ts timestamp TIME INDEX, usage double precision, PRIMARY KEY (host))")
+        t.execute("INSERT INTO dk_cpu VALUES ('a', '2024-01-01 00:00:00', 1.5), (NULL, '2024-01-01 00:00:00', 2.5)")
+        assert t.execute("UPDATE dk_cpu SET usage = 9 WHERE host IS NULL").statusmessage == "UPDATE 1"
+        assert rows(t, "SELECT host, usage FROM dk_cpu ORDER BY host NULLS FIRST") == [(None, 9.0), ("a", 1.5)]
+        t.execute("CREATE TABLE dk_calc (id integer PRIMARY KEY, n integer)")
+        t.execute("INSERT INTO dk_calc VALUES (1, 10), (2, 20)")
+        assert t.execute("UPDATE dk_calc SET n = n + 1 WHERE id = 2").statusmessage == "UPDATE 1"
+        assert rows(t, "SELECT n FROM dk_calc ORDER BY id") == [(10,), (21,)]
+        ops = [h["operation"] for h in DeltaTable(location(gw, t, "dk_cpu")).history(1)]
         assert ops == ["MERGE"]

@@ -5,15 +5,13 @@ run both ways (``SET tidegate.interactive = on | off``) must give the same colum
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator
-from pathlib import Path
 
 import asyncpg
 import psycopg
 import pytest
 
 from tests.tidegate_server import TidegateServer
-from tests.wire import error_of, rows, running_gateway
+from tests.wire import error_of, rows
 
 COLUMNS = {  # name -> (type, values the generator compares it with, as SQL literals)
     "id": ("bigint", ["0", "1", "7", "150", "299", "300", "9223372036854775807", "-1"]),
@@ -65,13 +63,9 @@ def _row(k: int, rnd: random.Random) -> str:
 
 
 @pytest.fixture(scope="module")
-def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("interactive-data")
-
-
-@pytest.fixture(scope="module")
-def gw(data_dir: Path) -> Iterator[TidegateServer]:
-    yield from running_gateway(data_dir)
+def gw(tidegate: TidegateServer) -> TidegateServer:
+    """The shared gateway (its tables here are it_*): a gateway of its own cost a start."""
+    return tidegate
 
 
 @pytest.fixture(scope="module")
