@@ -13,6 +13,8 @@ doing the same work itself, in one run.
    UPDATE ...``), each on Spark (Delta's own command) and on the collected delta-rs path; reference:
    the same Delta command in the separate PySpark session on a copy of the table (Spark rewriting
    the touched files). Target: <= 1.5x the reference.
+   The same rows into a PRIMARY KEY table (keys checked by one job, then appended) and into a
+   time-series table (an upsert: one Delta MERGE), both ways: seconds and RSS growth, reported.
 3. The INSERT ... SELECT of 1. by a gateway on a Spark standalone cluster (one worker, started with
    PySpark's own launcher as tests/spark_cluster.py does) vs local[*]: both reported.
 
@@ -40,11 +42,18 @@ TARGET_REWRITE_RATIO = 1.5
 SPARK, COLLECTED, REFERENCE = "tidegate (Spark writes)", "tidegate (collected, delta-rs)", "Spark itself"
 
 
-def insert_select(tg, mode: str, target: str = "t2") -> tuple[float | None, float, str]:
+KEYED = {  # the same rows into a table with keys: what the insert checks or replaces
+    "PRIMARY KEY": "(id bigint PRIMARY KEY, s text, x double precision, ts timestamp)",
+    "time-series upsert": "(id bigint, s text, x double precision, ts timestamp TIME INDEX, PRIMARY KEY (id))",
+}
+
+
+def insert_select(tg, mode: str, target: str = "t2",
+                  columns: str = "(id bigint, s text, x double precision, ts timestamp)") -> tuple[float | None, float, str]:
     """(seconds or None on error, gateway RSS growth in MB, status or error) of one INSERT ... SELECT."""
     with psycopg.connect(tg.dsn, autocommit=True) as c:
         c.execute(f"DROP TABLE IF EXISTS {target}")
-        c.execute(f"CREATE TABLE {target} (id bigint, s text, x double precision, ts timestamp)")
+        c.execute(f"CREATE TABLE {target} {columns}")
         c.execute(f"SET tidegate.spark_writes = {mode}")
         return timed_statement(c, tg, f"INSERT INTO {target} SELECT * FROM t1")
 
@@ -146,6 +155,10 @@ def main() -> None:
         print(f"  Spark writes: {spark_status} in {spark_s} s, RSS +{spark_mb:.0f} MB", flush=True)
         rows_s, rows_mb, rows_status = insert_select(tg, "off")
         print(f"  collected: {rows_status} in {rows_s} s, RSS +{rows_mb:.0f} MB", flush=True)
+        keyed = {}
+        for what, columns in KEYED.items():
+            keyed[what] = {mode: insert_select(tg, mode, "t3", columns) for mode in ("auto", "off")}
+            print(f"  {what}: {keyed[what]}", flush=True)
         rewritten = rewrites(tg, args.update_rows)
         paths = {name: C.table_path(tg, name) for name in ("t1", "u", "chg")}
         data_dir = tg.data_dir
@@ -164,6 +177,11 @@ def main() -> None:
     report.add("INSERT ... SELECT gateway RSS growth (MB)", {SPARK: spark_mb, COLLECTED: rows_mb},
                f"<= {TARGET_RSS_MB} MB", ok=spark_s is not None and spark_mb <= TARGET_RSS_MB,
                note="" if rows_s is not None else f"the collected path ended in {rows_status}")
+    for what, runs in keyed.items():
+        (on_s, on_mb, on_status), (off_s, off_mb, off_status) = runs["auto"], runs["off"]
+        report.add(f"INSERT ... SELECT into a {what} table, seconds", {SPARK: on_s, COLLECTED: off_s, REFERENCE: reference},
+                   "reported (the append's targets apply to plain tables)",
+                   note=f"RSS +{on_mb:.0f} / +{off_mb:.0f} MB; {on_status} / {off_status}")
     for name, what in (("update", "UPDATE 1%"), ("merge", "MERGE 1%")):
         on, off, ref = rewritten[f"{name} on"], rewritten[f"{name} off"], refs[name]
         report.add(f"{what} seconds", {SPARK: on[0], COLLECTED: off[0], REFERENCE: ref},
