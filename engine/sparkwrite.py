@@ -58,8 +58,9 @@ SPARK_WRITE_BYTES = 8 * 1024 * 1024
 # the rows it changes (and the files delta-rs rewrites), Delta's does not.
 SPARK_REWRITE_ROWS = 1_000_000
 SETTING = "tidegate.spark_writes"  # the session setting that chooses (gateway/gucs.py)
-# Rows per data file Spark writes: about one compaction target (engine.maintenance), so the
-# interactive reader's per-file key index and row groups look as they do for delta-rs' files.
+# Rows per data file Spark writes: one Parquet row group (engine.deltalog.ROW_GROUP_ROWS), as
+# delta-rs' bulk writes make them, so the interactive reader's per-file key index and row groups
+# look alike; a rewrite by key splits such a file (engine.storage.REWRITE_FILE_ROWS).
 FILE_ROWS = 128 * 1024
 # Casts Spark makes as PostgreSQL's assignment does: exact integer widening, integers and float4 to
 # the nearest float (IEEE round to nearest in both), a string literal (unknown) into text.
