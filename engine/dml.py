@@ -219,17 +219,14 @@ class DmlStatements:
                 raise self._unique_error(t, dict(zip(keys, taken[0])))
             # checked again when it commits, against what others committed meanwhile
             return WriteOp(t, "append", data, keys=keys, unique=True, unique_sets=uniques)
-        conflict_cols = [node_name(e.this.this if isinstance(e, exp.Ordered) else e.this if isinstance(e, exp.Column) else e)
-                         for e in (on_conflict.args.get("conflict_keys") or [])]
+        conflict_cols = _conflict_columns(on_conflict)
         if conflict_cols and sorted(conflict_cols) != sorted(keys):
             raise SqlError("42P10", "there is no unique or exclusion constraint matching the ON CONFLICT specification")
         if on_conflict.args.get("constraint") is not None:
             cname = node_name(on_conflict.args["constraint"])
             if cname != f"{t.name}_pkey":
                 raise SqlError("42704", f'constraint "{cname}" for table "{t.name}" does not exist')
-        action = on_conflict.args.get("action")
-        do_nothing = bool(on_conflict.args.get("nothing")) or (action is not None and "NOTHING" in action.name.upper())
-        if do_nothing:
+        if _does_nothing(on_conflict):
             # Keep the first of in-batch duplicates, then drop rows whose key exists.
             positions = pa.array(range(data.num_rows), pa.int64())
             firsts = data.select(keys).append_column("__tg_i", positions).group_by(keys, use_threads=False).aggregate(
@@ -375,12 +372,9 @@ class DmlStatements:
     def _does_nothing_on_key(self, t: TableDef, conflict: exp.OnConflict) -> bool:
         """Whether ``conflict`` is ``ON CONFLICT [(the primary key)] DO NOTHING`` (other forms, and
         their errors, are the collected path's: :meth:`_plan_insert`)."""
-        action = conflict.args.get("action")
-        nothing = bool(conflict.args.get("nothing")) or (action is not None and "NOTHING" in action.name.upper())
-        named = [node_name(e.this.this if isinstance(e, exp.Ordered) else e.this if isinstance(e, exp.Column) else e)
-                 for e in (conflict.args.get("conflict_keys") or [])]
+        named = _conflict_columns(conflict)
         others = any(conflict.args.get(a) for a in ("constraint", "where", "index_predicate", "expressions", "duplicate"))
-        return nothing and not others and (not named or sorted(named) == sorted(self._keys(t)))
+        return _does_nothing(conflict) and not others and (not named or sorted(named) == sorted(self._keys(t)))
 
     def _insert_source_via_spark(self, t: TableDef, target_cols: list[ColumnDef], source: exp.Expression,
                                  params: list[Any], info: SessionInfo, ctx: dict[str, Any],
@@ -405,23 +399,9 @@ class DmlStatements:
             df = self.spark.sql(tq.spark_sql)
             if on_spark and not unknown:
                 frame = self._spark_append_frame(t, target_cols, df, list(tq.output_types or []), ctx, info)
-                if frame is not None and sparkwrite.blind_append_target(t):
-                    return sparkwrite.append(frame, t.location or "")
-                # Under the table's lock: this gateway's own inserts check their keys and append
-                # under it, and Delta counts neither a blind append beside a MERGE nor one beside
-                # another append as a conflict.
-                if frame is not None and sparkwrite.upsert_target(t):
-                    with self.store.lock(t.location or ""):
-                        return sparkwrite.upsert(self.spark, frame, t, self._keys(t))
-                if frame is not None and skip_existing:
-                    with self.store.lock(t.location or ""):
-                        return sparkwrite.append_skipping_existing(self.spark, frame, t, self._keys(t))
-                if frame is not None and sparkwrite.keyed_append_target(t) and sparkwrite.deterministic(frame):
-                    with self.store.lock(t.location or ""):
-                        done = sparkwrite.append_new_keys(self.spark, frame, t, self._keys(t))
-                    if isinstance(done, dict):
-                        raise self._unique_error(t, done)
-                    return done
+                written = self._write_on_spark(t, frame, skip_existing) if frame is not None else None
+                if written is not None:
+                    return written
             table = sparkmod.collect_arrow(df)
             return table, list(tq.output_types or [None] * table.num_columns)
 
@@ -442,6 +422,27 @@ class DmlStatements:
                 col = storage_to_result(col, src_type)
             values[c.name] = col
         return self._build_rows(t, values, result.num_rows, ctx, info)
+
+    def _write_on_spark(self, t: TableDef, frame: Any, skip_existing: bool) -> int | None:
+        """Insert ``frame`` (``t``'s storage rows) with the Spark writer ``t``'s rules need;
+        returns the rows written, or None when the rows must be collected (a PRIMARY KEY check
+        over a plan that is not deterministic). Keyed writes hold the table's lock: this gateway's
+        own inserts check their keys and append under it, and Delta counts neither a blind append
+        beside a MERGE nor one beside another append as a conflict."""
+        if sparkwrite.blind_append_target(t):
+            return sparkwrite.append(frame, t.location or "")
+        keys = self._keys(t)
+        if not (sparkwrite.upsert_target(t) or skip_existing or sparkwrite.deterministic(frame)):
+            return None
+        with self.store.lock(t.location or ""):
+            if sparkwrite.upsert_target(t):
+                return sparkwrite.upsert(self.spark, frame, t, keys)
+            if skip_existing:
+                return sparkwrite.append_skipping_existing(self.spark, frame, t, keys)
+            done = sparkwrite.append_new_keys(self.spark, frame, t, keys)
+        if isinstance(done, dict):
+            raise self._unique_error(t, done)
+        return done
 
     def _spark_append_frame(self, t: TableDef, target_cols: list[ColumnDef], df: Any,
                             types: list[ColumnType | None], ctx: dict[str, Any], info: SessionInfo) -> Any:
@@ -1191,6 +1192,17 @@ def fast_array(values: list[Any], c: ColumnDef) -> pa.Array:
 
 # CAST('s' AS REGCLASS) as sqlglot renders a DEFAULT's regclass literal
 _SEQ_FUNCTIONS = frozenset({"nextval", "currval", "setval", "lastval"})
+
+
+def _conflict_columns(on_conflict: exp.OnConflict) -> list[str]:
+    """The columns named by ``ON CONFLICT (a, b)`` ([] without a list)."""
+    return [node_name(e.this.this if isinstance(e, exp.Ordered) else e.this if isinstance(e, exp.Column) else e)
+            for e in (on_conflict.args.get("conflict_keys") or [])]
+
+
+def _does_nothing(on_conflict: exp.OnConflict) -> bool:
+    action = on_conflict.args.get("action")
+    return bool(on_conflict.args.get("nothing")) or (action is not None and "NOTHING" in action.name.upper())
 
 
 def refuse_sequence_functions(tree: exp.Expression) -> None:

@@ -99,9 +99,7 @@ def stored_types(frame: DataFrame, types: list[ColumnType | None]) -> list[Colum
     """The PostgreSQL type of each of ``frame``'s computed columns (see :func:`result_types`), or
     None when its plan is not deterministic (``random()``, ``clock_timestamp()``: Delta's UPDATE,
     DELETE and MERGE refuse them)."""
-    if not frame._jdf.queryExecution().analyzed().deterministic():
-        return None
-    return result_types(frame, types)
+    return result_types(frame, types) if deterministic(frame) else None
 
 
 def assignment(column: ColumnDef, written: Any, value_sql: str, value_type: ColumnType) -> Assignment | None:
@@ -125,9 +123,14 @@ def spark_safe_names(t: TableDef) -> bool:
     return not any("`" in c.name for c in t.columns)
 
 
+def _only_key_rules(t: TableDef) -> bool:
+    """Whether ``t`` is a stored table with no UNIQUE, CHECK or FOREIGN KEY (its key aside)."""
+    return t.kind == "table" and bool(t.location) and not t.constraints and not t.unique_sets()
+
+
 def blind_append_target(t: TableDef) -> bool:
     """Whether an insert into ``t`` is a blind append: no key, unique set or reference to check."""
-    if t.kind != "table" or not t.location or t.constraints or t.unique_sets():
+    if not _only_key_rules(t):
         return False
     if t.time_index:
         return not t.primary_key and t.options.get("append_mode", "false").lower() == "true"
@@ -137,14 +140,12 @@ def blind_append_target(t: TableDef) -> bool:
 def upsert_target(t: TableDef) -> bool:
     """Whether ``t`` is a time-series table whose inserts are upserts (not append mode) with
     nothing else to check: no UNIQUE, CHECK or FOREIGN KEY (its key is its tags and time index)."""
-    return (t.kind == "table" and bool(t.location) and bool(t.time_index) and not t.constraints
-            and not t.unique_sets() and t.options.get("append_mode", "false").lower() != "true")
+    return _only_key_rules(t) and bool(t.time_index) and t.options.get("append_mode", "false").lower() != "true"
 
 
 def keyed_append_target(t: TableDef) -> bool:
     """Whether ``t`` is an ordinary table whose only rule for an insert is its PRIMARY KEY."""
-    return (t.kind == "table" and bool(t.location) and bool(t.primary_key) and not t.time_index
-            and not t.constraints and not t.unique_sets())
+    return _only_key_rules(t) and bool(t.primary_key) and not t.time_index
 
 
 def deterministic(frame: DataFrame) -> bool:
@@ -244,22 +245,29 @@ def append_new_keys(spark: Any, frame: DataFrame, t: TableDef, keys: list[str]) 
     return append(frame, t.location or "")
 
 
+def _one_row_per_key(frame: DataFrame, keys: list[str], last: bool) -> DataFrame:
+    """``frame`` with one row per key: the first or the last in the order Spark's partitions give,
+    which is the order the collected path's rows have."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F  # noqa: N812
+
+    position, rank = "__tg_position", "__tg_rank"
+    order = F.col(position).desc() if last else F.col(position)
+    window = Window.partitionBy(*[F.col(quoted(k)) for k in keys]).orderBy(order)
+    return (frame.withColumn(position, F.monotonically_increasing_id())
+            .withColumn(rank, F.row_number().over(window))
+            .where(F.col(rank) == 1).drop(position, rank))
+
+
 def append_skipping_existing(spark: Any, frame: DataFrame, t: TableDef, keys: list[str]) -> int:
     """``INSERT ... ON CONFLICT DO NOTHING`` into the PRIMARY KEY table ``t``: of the rows one key
     has in ``frame``, the first (in Spark's partition order, the collected path's) is kept, as
     PostgreSQL inserts it and then skips the others; rows whose key is stored are dropped; the rest
     are appended (one job). Returns the rows inserted. The caller holds the table's lock."""
-    from pyspark.sql import Window
     from pyspark.sql import functions as F  # noqa: N812
 
-    position, rank = "__tg_position", "__tg_rank"
-    columns = [F.col(quoted(k)) for k in keys]
-    first = Window.partitionBy(*columns).orderBy(F.col(position))
-    stored = spark.read.format("delta").load(t.location).select(*columns)
-    rows = (frame.withColumn(position, F.monotonically_increasing_id())
-            .withColumn(rank, F.row_number().over(first))
-            .where(F.col(rank) == 1).drop(position, rank)
-            .join(stored, keys, "left_anti")
+    stored = spark.read.format("delta").load(t.location).select(*[F.col(quoted(k)) for k in keys])
+    rows = (_one_row_per_key(frame, keys, last=False).join(stored, keys, "left_anti")
             .select(*[F.col(quoted(c.name)) for c in t.columns]))
     return append(rows, t.location or "")
 
@@ -269,29 +277,16 @@ def upsert(spark: Any, frame: DataFrame, t: TableDef, keys: list[str]) -> int:
     does: a row replaces the stored row of its key (``keys``: the tags, NULL tags alike, and the
     time index), and of the rows one key has in ``frame`` the last wins, as on the collected path
     (engine.storage.dedupe_last: the order Spark's partitions give, which is the order the
-    collected rows have). One Delta MERGE on a temp view of the table's current version; returns
+    collected rows have). One Delta MERGE (:func:`merge`) on the table's current version; returns
     the rows written (inserted and replaced), the count the collected path reports."""
-    from pyspark.sql import Window
-    from pyspark.sql import functions as F  # noqa: N812
-
-    position, rank = "__tg_position", "__tg_rank"
-    names = [quoted(c.name) for c in t.columns]
-    latest = Window.partitionBy(*[F.col(quoted(k)) for k in keys]).orderBy(F.col(position).desc())
-    last = (frame.withColumn(position, F.monotonically_increasing_id())
-            .withColumn(rank, F.row_number().over(latest))
-            .where(F.col(rank) == 1).select(*names))
-    view, source = f"tg_upsert_{uuid.uuid4().hex}", f"tg_upsert_rows_{uuid.uuid4().hex}"
-    spark.read.format("delta").load(t.location).createOrReplaceTempView(view)
-    last.createOrReplaceTempView(source)
+    source = f"tg_upsert_rows_{uuid.uuid4().hex}"
+    _one_row_per_key(frame, keys, last=True).createOrReplaceTempView(source)
     try:
         on = " AND ".join(f"t.{quoted(k)} <=> s.{quoted(k)}" for k in keys)
-        sets = ", ".join(f"{n} = s.{n}" for n in names)
-        statement = (f"MERGE INTO {quoted(view)} AS t USING {quoted(source)} AS s ON {on} "
-                     f"WHEN MATCHED THEN UPDATE SET {sets} "
-                     f"WHEN NOT MATCHED THEN INSERT ({', '.join(names)}) VALUES ({', '.join('s.' + n for n in names)})")
-        return int(spark.sql(statement).collect()[0][0])
+        every = tuple(Assignment(c, f"s.{quoted(c.name)}") for c in t.columns)
+        return merge(spark, t, "t", f"{quoted(source)} AS s", on,
+                     [MergeClause(True, "update", None, every), MergeClause(False, "insert", None, every)])
     finally:
-        spark.catalog.dropTempView(view)
         spark.catalog.dropTempView(source)
 
 

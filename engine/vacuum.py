@@ -177,11 +177,12 @@ def _vacuum_table(session: EngineSession, t: TableDef, v: Vacuum, info: SessionI
         return None
     try:
         hours = session.engine.settings.vacuum_retention_hours
-        if _on_spark(session, location, info):
+        sizes = store.file_actions(location).column("size_bytes").to_pylist()
+        if _on_spark(sizes, info):
             return _on_spark_now(session, location, v.full, hours)
         maintenance = session.engine.maintenance
         small, _ = maintenance.small_files(location)
-        compacted = maintenance.compact(location) if small > 1 or (v.full and _files(store, location) > 1) else 0
+        compacted = maintenance.compact(location) if small > 1 or (v.full and len(sizes) > 1) else 0
         removed = maintenance.vacuum(location)
         return (f"{compacted} data files compacted, {removed} files no version needs removed (delta-rs); "
                 f"files of about {TARGET_FILE_ROWS} rows are the target")
@@ -189,15 +190,12 @@ def _vacuum_table(session: EngineSession, t: TableDef, v: Vacuum, info: SessionI
         lock.release()
 
 
-def _files(store: Any, location: str) -> int:
-    return store.file_actions(location).num_rows
-
-
-def _on_spark(session: EngineSession, location: str, info: SessionInfo) -> bool:
+def _on_spark(sizes: list[int], info: SessionInfo) -> bool:
+    """``tidegate.spark_writes``: ``on``, ``off``, or ``auto``: the table's files (``sizes``)
+    exceed :data:`engine.sparkwrite.SPARK_WRITE_BYTES`."""
     mode = info.settings.get(sparkwrite.SETTING, "auto")
     if mode != "auto":
         return mode == "on"
-    sizes = session.store.file_actions(location).column("size_bytes").to_pylist()
     return sum(sizes) > sparkwrite.SPARK_WRITE_BYTES
 
 
