@@ -1,7 +1,7 @@
-"""Flow metadata: definitions, progress and statistics, in the catalog's SQLite file.
+"""Flow metadata: definitions, progress and statistics, in the catalog's database.
 
-Flows are kept in their own tables of the same database file as :mod:`catalog.store` (one more
-SQLite connection, WAL mode), so they survive restarts with the rest of the catalog:
+Flows are kept in their own tables of the same database as :mod:`catalog.store` (one more
+connection, :mod:`catalog.db`), so they survive restarts with the rest of the catalog:
 
 * ``flows``: one JSON definition per flow (what CREATE FLOW said, resolved sources and sink);
 * ``flow_progress``: the per-source Delta versions already folded into the sink, the run sequence
@@ -29,7 +29,7 @@ import pyarrow as pa
 
 from tidegate import sqllex
 from tidegate.errors import SqlError
-from catalog.sqlitedb import SqliteStore
+from catalog.db import CatalogStore
 
 # GreptimeDB numbers flows from 1024; so do we (ids are never re-used).
 FIRST_FLOW_ID = 1024
@@ -191,17 +191,15 @@ def store_for(catalog: Any) -> FlowStore | None:
         return _STORES.get(catalog)
 
 
-class FlowStore(SqliteStore):
-    """Thread-safe flow metadata in the catalog's SQLite file. ``version`` moves on every change
+class FlowStore(CatalogStore):
+    """Thread-safe flow metadata in the catalog's database. ``version`` moves on every change
     of a definition (not of progress or statistics)."""
 
     def __init__(self, path: Path | str) -> None:
         super().__init__(path, _SCHEMA_SQL)
         self.version = 0
-        with self._lock:
-            row = self._conn.execute("SELECT seq FROM sqlite_sequence WHERE name='flows'").fetchone()
-            if row is None:
-                self._conn.execute("INSERT INTO sqlite_sequence(name, seq) VALUES ('flows', ?)", (FIRST_FLOW_ID - 1,))
+        with self.transaction():
+            self._conn.first_id("flows", "flow_id", FIRST_FLOW_ID)
 
     # -- definitions ----------------------------------------------------------------------------
 
@@ -244,8 +242,8 @@ class FlowStore(SqliteStore):
             now = _now()
             flow.created_time = flow.created_time or now
             flow.updated_time = now
-            cur = self._conn.execute("INSERT INTO flows(name, definition) VALUES (?, ?)", (flow.name, flow.to_json()))
-            flow.flow_id = int(cur.lastrowid or 0)
+            flow.flow_id = int(self._conn.execute("INSERT INTO flows(name, definition) VALUES (?, ?) RETURNING flow_id",
+                                                  (flow.name, flow.to_json())).fetchone()[0])
             self._conn.execute("INSERT INTO flow_progress VALUES (?, ?)",
                                (flow.flow_id, json.dumps(asdict(FlowProgress()))))
             stats = FlowStats(status="pending" if flow.pending else "active")
@@ -288,7 +286,7 @@ class FlowStore(SqliteStore):
         with self.transaction():
             if self._conn.execute("SELECT 1 FROM flows WHERE flow_id=?", (flow_id,)).fetchone() is None:
                 return
-            self._conn.execute("INSERT OR REPLACE INTO flow_progress VALUES (?, ?)",
+            self._conn.execute("INSERT INTO flow_progress VALUES (?, ?) ON CONFLICT (flow_id) DO UPDATE SET progress = excluded.progress",
                                (flow_id, json.dumps(asdict(progress))))
 
     def stats(self, flow_id: int) -> FlowStats:
@@ -305,7 +303,7 @@ class FlowStore(SqliteStore):
         with self.transaction():
             if self._conn.execute("SELECT 1 FROM flows WHERE flow_id=?", (flow_id,)).fetchone() is None:
                 return
-            self._conn.execute("INSERT OR REPLACE INTO flow_stats VALUES (?, ?)", (flow_id, stats.to_json()))
+            self._conn.execute("INSERT INTO flow_stats VALUES (?, ?) ON CONFLICT (flow_id) DO UPDATE SET stats = excluded.stats", (flow_id, stats.to_json()))
 
 
 # -- INFORMATION_SCHEMA ------------------------------------------------------------------------------

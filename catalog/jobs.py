@@ -1,4 +1,4 @@
-"""Jobs and their leases, in the catalog's SQLite file.
+"""Jobs and their leases, in the catalog's database.
 
 A job (``SUBMIT JOB ... AS <statement>``, :mod:`engine.jobs`) is a row of ``jobs``: what it runs,
 the submitting session's settings, its status and outcome. Every job that runs is owned through a
@@ -27,7 +27,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from catalog.sqlitedb import SqliteStore, shared_store
+from catalog.db import CatalogStore, shared_store
 from tidegate import sqllex
 
 PENDING, RUNNING, SUCCEEDED, FAILED, CANCELLED, UNKNOWN = (
@@ -136,8 +136,8 @@ def store_for(catalog: Any) -> JobStore:
     return shared_store(catalog, JobStore)
 
 
-class JobStore(SqliteStore):
-    """Thread-safe job records and leases; every change is its own durable SQLite transaction."""
+class JobStore(CatalogStore):
+    """Thread-safe job records and leases; every change is its own durable transaction."""
 
     def __init__(self, path: Path | str) -> None:
         super().__init__(path, _SCHEMA_SQL)
@@ -150,10 +150,11 @@ class JobStore(SqliteStore):
         with self.transaction():
             cur = self._conn.execute(
                 "INSERT INTO jobs (job_id, name, statement, kind, status, submitted_by, session, created_time, "
-                "timeout_text, timeout_s, progress) VALUES ('', ?, ?, ?, ?, ?, ?, ?, ?, ?, 'waiting for a slot')",
+                "timeout_text, timeout_s, progress) VALUES ('', ?, ?, ?, ?, ?, ?, ?, ?, ?, 'waiting for a slot') "
+                "RETURNING id",
                 (name, statement, kind, PENDING, user, json.dumps(session), _now().isoformat(), timeout_text,
                  timeout_s))
-            number = int(cur.lastrowid or 0)
+            number = int(cur.fetchone()[0])
             job_id = f"job-{number:06d}"
             self._conn.execute("UPDATE jobs SET job_id=? WHERE id=?", (job_id, number))
             # Read inside the transaction: the scheduler may start the job the moment it commits,
@@ -180,12 +181,15 @@ class JobStore(SqliteStore):
             rows = self._conn.execute(f"SELECT {_COLUMNS} FROM jobs ORDER BY id").fetchall()
         return [_job(r) for r in rows]
 
-    def with_status(self, *statuses: str, limit: int = -1) -> list[Job]:
-        """Jobs in any of ``statuses``, oldest first (at most ``limit``; -1: all)."""
+    def with_status(self, *statuses: str, limit: int | None = None) -> list[Job]:
+        """Jobs in any of ``statuses``, oldest first (at most ``limit``; None: all)."""
         marks = ",".join("?" * len(statuses))
+        sql = f"SELECT {_COLUMNS} FROM jobs WHERE status IN ({marks}) ORDER BY id"
         with self._lock:
-            rows = self._conn.execute(f"SELECT {_COLUMNS} FROM jobs WHERE status IN ({marks}) ORDER BY id LIMIT ?",
-                                      (*statuses, limit)).fetchall()
+            if limit is None:
+                rows = self._conn.execute(sql, statuses).fetchall()
+            else:
+                rows = self._conn.execute(sql + " LIMIT ?", (*statuses, limit)).fetchall()
         return [_job(r) for r in rows]
 
     def claim(self, job_id: str, owner: str, gateway: str, lease_s: float) -> int | None:
@@ -278,7 +282,8 @@ class JobStore(SqliteStore):
     def _take_lease(self, resource: str, owner: str, lease_s: float) -> int:
         row = self._conn.execute("SELECT owner, expires, token FROM leases WHERE resource=?", (resource,)).fetchone()
         token = (row[2] if row else 0) + 1
-        self._conn.execute("INSERT OR REPLACE INTO leases (resource, owner, expires, token) VALUES (?, ?, ?, ?)",
+        self._conn.execute("INSERT INTO leases (resource, owner, expires, token) VALUES (?, ?, ?, ?) ON CONFLICT (resource) "
+                           "DO UPDATE SET owner = excluded.owner, expires = excluded.expires, token = excluded.token",
                            (resource, owner, time.time() + lease_s, token))
         return token
 

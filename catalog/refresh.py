@@ -1,4 +1,4 @@
-"""Refresh state of refreshable tables, in the catalog's SQLite file.
+"""Refresh state of refreshable tables, in the catalog's database.
 
 A refreshable table (``refresh_mode = 'FULL_RELOAD'``) reloads its rows from an external source
 with ``REFRESH TABLE``. The engine (:mod:`engine.refresh`) records here, durably and before each
@@ -27,7 +27,7 @@ from typing import Any
 import pyarrow as pa
 
 from tidegate.errors import SqlError
-from catalog.sqlitedb import SqliteStore, shared_store
+from catalog.db import CatalogStore, shared_store
 from tidegate import sqllex
 
 IDLE, REFRESHING, FINISHING = "IDLE", "REFRESHING", "FINISHING"
@@ -100,8 +100,8 @@ def store_for(catalog: Any) -> RefreshStore:
     return shared_store(catalog, RefreshStore)
 
 
-class RefreshStore(SqliteStore):
-    """Thread-safe refresh state; every change is its own durable SQLite transaction."""
+class RefreshStore(CatalogStore):
+    """Thread-safe refresh state; every change is its own durable transaction."""
 
     def __init__(self, path: Path | str) -> None:
         super().__init__(path, _SCHEMA_SQL)
@@ -128,25 +128,19 @@ class RefreshStore(SqliteStore):
         """Atomically move an IDLE table to REFRESHING; returns the new refresh id.
 
         55000 with RisingWave's text when a refresh of the table is already running."""
-        with self._lock:
-            self._conn.execute("BEGIN IMMEDIATE")
-            try:
-                st = self._row(table_oid)
-                if st.status != IDLE:
-                    raise SqlError("55000", f"Table '{qualified}' is not in idle state. Current state: {st.status}")
-                rid = st.refresh_id + 1
-                self._conn.execute(
-                    "INSERT INTO refresh_state (table_oid) VALUES (?) ON CONFLICT(table_oid) DO NOTHING", (table_oid,))
-                self._conn.execute(
-                    "UPDATE refresh_state SET status=?, refresh_id=?, phase='load', fingerprint=?, "
-                    "last_trigger_time=?, last_error=NULL WHERE table_oid=?",
-                    (REFRESHING, rid, fingerprint, _now().isoformat(), table_oid))
-                self._conn.execute("DELETE FROM refresh_chunks WHERE table_oid=?", (table_oid,))
-                self._conn.execute("COMMIT")
-                return rid
-            except BaseException:
-                self._conn.execute("ROLLBACK")
-                raise
+        with self.transaction():
+            st = self._row(table_oid)
+            if st.status != IDLE:
+                raise SqlError("55000", f"Table '{qualified}' is not in idle state. Current state: {st.status}")
+            rid = st.refresh_id + 1
+            self._conn.execute(
+                "INSERT INTO refresh_state (table_oid) VALUES (?) ON CONFLICT(table_oid) DO NOTHING", (table_oid,))
+            self._conn.execute(
+                "UPDATE refresh_state SET status=?, refresh_id=?, phase='load', fingerprint=?, "
+                "last_trigger_time=?, last_error=NULL WHERE table_oid=?",
+                (REFRESHING, rid, fingerprint, _now().isoformat(), table_oid))
+            self._conn.execute("DELETE FROM refresh_chunks WHERE table_oid=?", (table_oid,))
+            return rid
 
     def set_fingerprint(self, table_oid: int, fingerprint: str) -> None:
         with self._lock:
@@ -154,18 +148,17 @@ class RefreshStore(SqliteStore):
 
     def restart(self, table_oid: int, fingerprint: str | None) -> int:
         """Start the refresh in flight over under a new id (the source changed since its chunks)."""
-        with self._lock:
-            self._conn.execute("BEGIN IMMEDIATE")
+        with self.transaction():
             rid = self._row(table_oid).refresh_id + 1
             self._conn.execute("UPDATE refresh_state SET refresh_id=?, phase='load', fingerprint=?, status=? "
                                "WHERE table_oid=?", (rid, fingerprint, REFRESHING, table_oid))
             self._conn.execute("DELETE FROM refresh_chunks WHERE table_oid=?", (table_oid,))
-            self._conn.execute("COMMIT")
             return rid
 
     def record_chunk(self, table_oid: int, refresh_id: int, chunk: Chunk) -> None:
         with self._lock:
-            self._conn.execute("INSERT OR REPLACE INTO refresh_chunks VALUES (?, ?, ?, ?, ?)",
+            self._conn.execute("INSERT INTO refresh_chunks VALUES (?, ?, ?, ?, ?) ON CONFLICT (table_oid, refresh_id, chunk) "
+                               "DO UPDATE SET rows = excluded.rows, file = excluded.file",
                                (table_oid, refresh_id, chunk.chunk, chunk.rows, chunk.file))
 
     def chunks(self, table_oid: int, refresh_id: int) -> list[Chunk]:
@@ -196,22 +189,18 @@ class RefreshStore(SqliteStore):
 
     def succeed(self, table_oid: int, loaded: int, inserted: int, updated: int, deleted: int,
                 warning: str | None = None) -> None:
-        with self._lock:
-            self._conn.execute("BEGIN IMMEDIATE")
+        with self.transaction():
             self._conn.execute(
                 "UPDATE refresh_state SET status=?, phase=NULL, fingerprint=NULL, last_success_time=?, pending=NULL, rows_loaded=?, "
                 "rows_inserted=?, rows_updated=?, rows_deleted=?, last_error=? WHERE table_oid=?",
                 (IDLE, _now().isoformat(), loaded, inserted, updated, deleted, warning, table_oid))
             self._conn.execute("DELETE FROM refresh_chunks WHERE table_oid=?", (table_oid,))
-            self._conn.execute("COMMIT")
 
     def fail(self, table_oid: int, error: str) -> None:
-        with self._lock:
-            self._conn.execute("BEGIN IMMEDIATE")
+        with self.transaction():
             self._conn.execute("UPDATE refresh_state SET status=?, phase=NULL, fingerprint=NULL, last_error=? "
                                "WHERE table_oid=?", (IDLE, error, table_oid))
             self._conn.execute("DELETE FROM refresh_chunks WHERE table_oid=?", (table_oid,))
-            self._conn.execute("COMMIT")
 
     def skip_tick(self, table_oid: int) -> None:
         with self._lock:

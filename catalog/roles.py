@@ -1,6 +1,6 @@
 """Roles and privileges in PostgreSQL's model: who may read, write and change which objects.
 
-Kept in the catalog's SQLite file next to the relations they govern:
+Kept in the catalog's database next to the relations they govern:
 
 * ``roles``: every role by name, with its attributes (SUPERUSER, LOGIN, INHERIT, CREATEROLE,
   CREATEDB) and, for roles created with a PASSWORD, a SCRAM-SHA-256 verifier (never the
@@ -95,12 +95,11 @@ class Roles:
         self._snap: _Snapshot | None = None
         self._guard = threading.Lock()
         with catalog.transaction():
-            for stmt in filter(None, (s.strip() for s in _SCHEMA_SQL.split(";"))):
-                self._conn.execute(stmt)
+            self._conn.create_tables(_SCHEMA_SQL)
             seeded = self._conn.execute("SELECT value FROM meta WHERE key = 'grants_seeded'").fetchone()
             if seeded is None:
                 # PostgreSQL 15's defaults: PUBLIC may use (not create in) schema public and connect.
-                self._conn.executemany("INSERT OR IGNORE INTO grants VALUES (?, ?, ?, ?, ?)", [
+                self._conn.executemany("INSERT INTO grants VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING", [
                     ("n", 2200, PUBLIC, "USAGE", ""), ("d", DATABASE_OID, PUBLIC, "CONNECT", ""),
                     ("d", DATABASE_OID, PUBLIC, "TEMPORARY", "")])
                 self._conn.execute("INSERT INTO meta VALUES ('grants_seeded', '1')")
@@ -210,7 +209,7 @@ class Roles:
             raise SqlError("0LP01", f'role "{member}" is a member of role "{role}"' if role != member
                            else f'role "{role}" cannot be a member of itself')
         with self._catalog.transaction():
-            cur = self._conn.execute("INSERT OR IGNORE INTO role_members VALUES (?, ?)", (role, member))
+            cur = self._conn.execute("INSERT INTO role_members VALUES (?, ?) ON CONFLICT DO NOTHING", (role, member))
             self._catalog._bump()
         return None if cur.rowcount else f'role "{member}" is already a member of role "{role}"'
 
@@ -226,7 +225,7 @@ class Roles:
         with self._catalog.transaction():
             for g in grantees:
                 for p in privileges:
-                    self._conn.execute("INSERT OR IGNORE INTO grants VALUES (?, ?, ?, ?, ?)", (kind, oid, g, p, grantor))
+                    self._conn.execute("INSERT INTO grants VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING", (kind, oid, g, p, grantor))
             self._catalog._bump()
 
     def revoke(self, kind: str, oid: int, grantees: list[str], privileges: list[str]) -> None:

@@ -1,9 +1,10 @@
-"""Persistent metadata: schemas, tables and views, in SQLite under the data directory.
+"""Persistent metadata: schemas, tables and views, in the catalog's database (:mod:`catalog.db`:
+SQLite under the data directory, or PostgreSQL).
 
 The store speaks in dataclasses (:class:`SchemaDef`, :class:`TableDef`, :class:`ColumnDef`) so
-that a PostgreSQL-backed implementation can replace SQLite without touching callers. Each table's
+that the database behind them is the backend's concern, not the callers'. Each table's
 definition is kept as one JSON document: definitions are read whole and written whole, and the
-relational part of SQLite (unique (schema, name), foreign key to its schema) keeps it consistent
+relational part of the database (unique (schema, name), foreign key to its schema) keeps it consistent
 under concurrent sessions.
 """
 
@@ -19,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from catalog.roles import Roles
-from catalog.sqlitedb import SqliteStore
+from catalog.db import CatalogStore
 from tidegate.errors import SqlError
 from tidegate.pgtypes import TYPES_BY_OID, ColumnType
 
@@ -231,20 +232,20 @@ class RelationReads(ABC):
             raise SqlError("42701", f'column "{dupes[0]}" specified more than once')
 
 
-class Catalog(SqliteStore, RelationReads):
+class Catalog(CatalogStore, RelationReads):
     """Thread-safe metadata store. Every mutation bumps :attr:`version`.
 
-    One SQLite connection guarded by a lock: metadata operations are tiny, and a single writer
+    One connection guarded by a lock: metadata operations are tiny, and a single writer
     keeps the version counter and the in-memory cache exact.
     """
 
     database = DATABASE_NAME
 
     def __init__(self, path: Path | str) -> None:
-        super().__init__(path, _SCHEMA_SQL, foreign_keys=True)
+        super().__init__(path, _SCHEMA_SQL)
         with self._lock:
-            self._conn.execute("INSERT OR IGNORE INTO meta VALUES ('next_oid', ?)", (str(FIRST_USER_OID),))
-            self._conn.execute("INSERT OR IGNORE INTO meta VALUES ('version', '1')")
+            self._conn.execute("INSERT INTO meta VALUES ('next_oid', ?) ON CONFLICT DO NOTHING", (str(FIRST_USER_OID),))
+            self._conn.execute("INSERT INTO meta VALUES ('version', '1') ON CONFLICT DO NOTHING")
             if self._conn.execute("SELECT 1 FROM schemas WHERE name='public'").fetchone() is None:
                 self._conn.execute("INSERT INTO schemas VALUES ('public', 2200, 'tidegate', 'standard public schema')")
         self._cache: dict[tuple[str, str], TableDef] | None = None
@@ -434,7 +435,7 @@ class Catalog(SqliteStore, RelationReads):
         return _table_from_json(row[0]) if row else None
 
     def apply_changes(self, changes: CatalogChanges, *, verify: bool = True) -> None:
-        """Apply a transaction's catalog changes in one SQLite transaction (one version bump).
+        """Apply a transaction's catalog changes in one catalog transaction (one version bump).
 
         ``verify``: first check that nothing the transaction changed was changed by another one
         since it read it (40001), and that no name it creates was taken meanwhile (42P07 / 42P06).
@@ -568,8 +569,8 @@ class _SessionSequences:
 
 
 class Sequences:
-    """Sequence values: ``(last_value, is_called)`` per sequence oid in the catalog's SQLite file,
-    outside the relations' definitions. Every change is its own durable SQLite transaction (never
+    """Sequence values: ``(last_value, is_called)`` per sequence oid in the catalog's database,
+    outside the relations' definitions. Every change is its own durable transaction (never
     rolled back with the caller's transaction, as in PostgreSQL), made under the catalog's lock, so
     concurrent sessions never get the same value and a restart continues after the last one handed
     out. A block of values (a multi-row INSERT) is reserved in one transaction.
@@ -710,7 +711,7 @@ def regclass_parts(text: str) -> list[str]:
                 buf.append(text[j])
                 j += 1
             if j >= n or not buf:
-                raise SqlError("42602", f'invalid name syntax')
+                raise SqlError("42602", 'invalid name syntax')
             parts.append("".join(buf))
             i = j + 1
         else:

@@ -784,9 +784,10 @@ def is_cheap_constant(sql: str) -> bool:
 
 
 class RoutedBackend:
-    """The real backends of a server: SQLite catalog, its pg_catalog evaluator, and the Spark engine."""
+    """The real backends of a server: the catalog, its pg_catalog evaluator, and the Spark engine."""
 
     def __init__(self, settings: Settings) -> None:
+        from catalog.db import CatalogLock, is_postgres
         from catalog.lock import DataDirLock
         from catalog.pgcatalog import CatalogQueries
         from catalog.store import Catalog
@@ -796,10 +797,13 @@ class RoutedBackend:
         # flows' checkpoints): a second backend on the same dir raises catalog.lock.DataDirInUse
         # having changed nothing. Held until shutdown(), or until the process dies.
         self.data_dir_lock = DataDirLock(settings.data_dir).acquire(listen=f"{settings.host}:{settings.port}")
+        self.catalog_lock: CatalogLock | None = None
         try:
+            if is_postgres(settings.catalog_target):  # the same rule for a catalog in PostgreSQL
+                self.catalog_lock = CatalogLock(settings.catalog_target).acquire(f"{settings.host}:{settings.port}")
             settings.data_dir.mkdir(parents=True, exist_ok=True)
             self.settings = settings
-            self.catalog = Catalog(settings.catalog_path)
+            self.catalog = Catalog(settings.catalog_target)
             # Sessions' temporary schemas are not in the shared mirror (see _catalog_queries).
             from catalog.txn import SessionView
 
@@ -811,6 +815,8 @@ class RoutedBackend:
             catalog = getattr(self, "catalog", None)
             if catalog is not None:
                 catalog.close()
+            if self.catalog_lock is not None:
+                self.catalog_lock.release()
             self.data_dir_lock.release()
             raise
         self._handles = lru_cache(maxsize=8192)(self._handles_uncached)
@@ -891,4 +897,6 @@ class RoutedBackend:
             if close is not None:
                 close()
         finally:
+            if self.catalog_lock is not None:
+                self.catalog_lock.release()
             self.data_dir_lock.release()  # last: a gateway started next may use the dir at once

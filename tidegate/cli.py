@@ -27,6 +27,8 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--host", help="address to bind (default 127.0.0.1)")
     s.add_argument("--port", type=int, help="port to bind (default 5433; 0 = any free port)")
     s.add_argument("--data-dir", help="catalog and warehouse directory (default ./tidegate-data)")
+    s.add_argument("--catalog", help="postgresql:// URL of the catalog database (default: embedded, "
+                                     "a SQLite file under the data directory)")
     s.add_argument("--config", help="TOML settings file")
     s.add_argument("--tls-cert", help="PEM certificate; enables TLS together with --tls-key")
     s.add_argument("--tls-key", help="PEM private key")
@@ -39,7 +41,8 @@ def _parser() -> argparse.ArgumentParser:
 
 def settings_from_args(args: argparse.Namespace) -> Settings:
     overrides = {
-        "host": args.host, "port": args.port, "data_dir": args.data_dir, "tls_cert": args.tls_cert,
+        "host": args.host, "port": args.port, "data_dir": args.data_dir, "catalog": args.catalog,
+        "tls_cert": args.tls_cert,
         "tls_key": args.tls_key, "spark_master": args.spark_master, "log_level": args.log_level,
     }
     settings = load_settings(args.config, overrides)

@@ -21,6 +21,9 @@ class Settings:
     host: str = "127.0.0.1"
     port: int = 5433
     data_dir: Path = Path("./tidegate-data")
+    # Where the catalog (tables, views, roles, flows, refresh state, jobs) is kept: empty for the
+    # embedded SQLite file under data_dir, or a postgresql:// URL (catalog/db.py).
+    catalog: str = ""
     tls_cert: Path | None = None
     tls_key: Path | None = None
     # Configured users (TOML ``[[users]] name=.., password=..`` or TIDEGATE_USERS="u:p,u2:p2").
@@ -82,7 +85,13 @@ class Settings:
 
     @property
     def catalog_path(self) -> Path:
+        """The embedded catalog's SQLite file (used when ``catalog`` is empty)."""
         return self.data_dir / "catalog.sqlite"
+
+    @property
+    def catalog_target(self) -> str:
+        """What the catalog stores open: the ``catalog`` URL, else the embedded SQLite file."""
+        return self.catalog or str(self.catalog_path)
 
 
 _PATH_FIELDS = {"data_dir", "tls_cert", "tls_key"}
@@ -107,6 +116,11 @@ def _coerce(name: str, value: Any) -> Any:
         if text not in ("true", "false", "on", "off", "1", "0", "yes", "no"):
             raise ValueError(f"events_enabled must be true or false, got {value!r}")
         return text in ("true", "on", "1", "yes")
+    if name == "catalog":
+        text = str(value).strip()
+        if text and not text.startswith(("postgresql://", "postgres://")):
+            raise ValueError("catalog must be a postgresql:// URL, or empty for the embedded catalog under data_dir")
+        return text
     if name in ("events_ttl", "job_result_ttl"):
         return str(value)
     if name == "host" and not isinstance(value, str):

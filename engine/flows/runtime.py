@@ -68,7 +68,7 @@ class FlowRuntime:
         self.catalog = engine.catalog
         self.store = engine.store
         self.settings = engine.settings
-        self.flows = FlowStore(self.settings.catalog_path)
+        self.flows = FlowStore(self.settings.catalog_target)
         register(self.catalog, self.flows)
         available_flow_types()
         self._executors = {name: cls(self) for name, cls in EXECUTORS.items()}
