@@ -13,8 +13,9 @@ finished temporary file, which fails if another writer took the version). It onl
 whose protocol it understands (:func:`supports`); callers fall back to a delta-rs merge otherwise.
 
 File statistics (``stats`` of an add action) are written for integer, floating, date and
-timestamp columns (timestamps widened to whole milliseconds, as delta-rs writes them); other
-columns get null counts only, which every reader accepts as "unknown range".
+timestamp columns (timestamps widened to whole milliseconds, as delta-rs writes them) and for text
+whose bounds are at most 32 characters; other columns get null counts only, which every reader
+accepts as "unknown range".
 """
 
 from __future__ import annotations
@@ -34,6 +35,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from deltalake import DeltaTable
 
+from engine import durability
+
 
 ROW_GROUP_ROWS = 128 * 1024  # rows per Parquet row group of every data file tidegate writes
 CHANGE_TYPE = "_change_type"
@@ -42,6 +45,7 @@ CDC_DIR = "_change_data"
 # changeDataFeed is what the cdc actions are for.
 _KNOWN_WRITER_FEATURES = {"timestampNtz", "changeDataFeed"}
 _EPOCH = datetime(1970, 1, 1)
+_STRING_BOUND = 32  # the longest string kept as a file's min / max (delta-rs and Spark cut at 32)
 DEFAULT_CHECKPOINT_INTERVAL = 100  # the Delta protocol's default for delta.checkpointInterval
 
 
@@ -88,6 +92,7 @@ def write_parquet(table: pa.Table, path: str) -> None:
     pq.write_table(table, tmp, row_group_size=ROW_GROUP_ROWS, compression="snappy",
                    use_dictionary=_repeating(table))
     os.replace(tmp, path)
+    durability.fsync_file(path)  # on disk before any log entry names it (engine/durability.py)
 
 
 _SAMPLE = 2_048
@@ -118,6 +123,7 @@ def add_data_file(location: str, table: pa.Table, source: str | None = None) -> 
             os.link(source, target)
         except OSError:  # another file system: copy
             shutil.copyfile(source, target)
+            durability.fsync_file(target)
     else:
         write_parquet(table, target)
     return DataFile(name, os.path.getsize(target), table.num_rows, file_stats(table))
@@ -176,18 +182,22 @@ def commit(dt: DeltaTable, location: str, *, adds: Sequence[DataFile] = (),
         fh.write("\n".join(json.dumps(a, separators=(",", ":"), allow_nan=False) for a in actions) + "\n")
         fh.flush()
         os.fsync(fh.fileno())
+    # The data files' names are on disk before the entry naming them, the entry's after it.
+    durability.fsync_dirs([os.path.dirname(os.path.join(location, f.path)) for f in (*adds, *cdc)])
     try:
         os.link(tmp, final)  # put-if-absent: fails when the version exists
     except FileExistsError:
         raise CommitConflict(f"version {version} of {location} was committed by another writer") from None
     finally:
         os.unlink(tmp)
+    durability.fsync_file(log_dir)
     interval = int(dt.metadata().configuration.get("delta.checkpointInterval", DEFAULT_CHECKPOINT_INTERVAL))
     due = interval > 0 and version % interval == 0
     if not stale or due:
         dt.update_incremental()
     if due:
         dt.create_checkpoint()
+        durability.sync_versions(location, version, version)  # the checkpoint and _last_checkpoint
     return version
 
 
@@ -225,6 +235,12 @@ def _bounds(column: pa.ChunkedArray) -> tuple[object, object] | None:
         else:
             lo_ms, hi_ms = lo_i // per_ms, -((-hi_i) // per_ms)
         return _timestamp_text(lo_ms, t.tz is not None), _timestamp_text(hi_ms, t.tz is not None)
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        # Exact values only: readers take a string bound as the value itself, and a longer one
+        # would need the truncation rules of each writer (a missing bound reads as "unknown").
+        mm = pc.min_max(column)
+        lo, hi = mm["min"].as_py(), mm["max"].as_py()
+        return (lo, hi) if len(lo) <= _STRING_BOUND and len(hi) <= _STRING_BOUND else None
     if not (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_date(t)):
         return None
     mm = pc.min_max(column)

@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 from sqlglot import exp
 
 from catalog.store import ColumnDef, TableDef
+from engine import durability
 from engine.errors import RAISED_QUOTE
 from engine.spark import arrow_schema_of, estimated_bytes, spark_type_sql
 from tidegate.pgtypes import ColumnType, pg_type_for_arrow
@@ -216,10 +217,11 @@ def append(frame: DataFrame, location: str) -> int:
     from deltalake import DeltaTable
 
     token = f"tidegate-append-{uuid.uuid4()}"
-    (frame.write.format("delta").mode("append")
-     .option("maxRecordsPerFile", FILE_ROWS)
-     .option("userMetadata", token)
-     .save(location))
+    with durability.synced(location):
+        (frame.write.format("delta").mode("append")
+         .option("maxRecordsPerFile", FILE_ROWS)
+         .option("userMetadata", token)
+         .save(location))
     # The commit's own metrics, found by the token (other writers may have committed since).
     for entry in DeltaTable(location).history(50):
         if entry.get("userMetadata") == token:
@@ -315,7 +317,8 @@ def rewrite(spark: Any, t: TableDef, kind: str, condition_sql: str | None,
             statement = f"UPDATE {quoted(view)} SET {sets}{where}"
         else:
             statement = f"DELETE FROM {quoted(view)}{where}"
-        return int(spark.sql(statement).collect()[0][0])
+        with durability.synced(t.location or ""):
+            return int(spark.sql(statement).collect()[0][0])
     finally:
         spark.catalog.dropTempView(view)
 
@@ -363,6 +366,7 @@ def merge(spark: Any, t: TableDef, alias: str, source_sql: str, on_sql: str, cla
                 whens.append(f"{head} THEN INSERT ({names}) VALUES ({values})")
         statement = (f"MERGE INTO {quoted(view)} AS {quoted(alias)} USING {source_sql} ON {on_sql} "
                      + " ".join(whens))
-        return int(spark.sql(statement).collect()[0][0])
+        with durability.synced(t.location or ""):
+            return int(spark.sql(statement).collect()[0][0])
     finally:
         spark.catalog.dropTempView(view)

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from catalog.store import TableDef, is_temp_schema
-from engine import sparkwrite
+from engine import durability, sparkwrite
 from engine.maintenance import TARGET_FILE_ROWS
 from tidegate import sqllex
 from tidegate.errors import SqlError
@@ -220,8 +220,9 @@ def _on_spark_now(session: EngineSession, location: str, full: bool, hours: floa
     try:
         for k, value in confs.items():
             spark.conf.set(k, value)
-        metrics = session._run(lambda: DataFrame(table.optimize().executeCompaction(), spark).collect()[0]["metrics"])
-        session._run(lambda: DataFrame(table.vacuum(float(hours)), spark).collect())
+        with durability.synced(location):
+            metrics = session._run(lambda: DataFrame(table.optimize().executeCompaction(), spark).collect()[0]["metrics"])
+            session._run(lambda: DataFrame(table.vacuum(float(hours)), spark).collect())
     finally:
         for k, value in saved.items():
             if value is None:

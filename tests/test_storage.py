@@ -541,6 +541,47 @@ def test_compaction_merges_small_files_and_leaves_full_ones(tmp_path, monkeypatc
     catalog.close()
 
 
+def _kept_equals_log(engine: Engine, location: str) -> None:
+    """The add actions the store keeps for lookups are exactly what a fresh reader lists."""
+    snapshot, kept = engine.store.snapshot_with_stats(location)
+    fresh = DeltaTable(location)
+    assert snapshot.version == fresh.version()
+    log = pa.table(fresh.get_add_actions(flatten=True)).sort_by("path")
+    assert pa.table(kept).sort_by("path").to_pylist() == log.to_pylist()
+    assert sorted(snapshot.files) == sorted(f"{location}/{p}" for p in log.column("path").to_pylist())
+
+
+def test_small_inserts_commit_on_the_kept_log(env):
+    """INSERT ... VALUES of a few rows is one file and one log entry written by tidegate on the
+    kept add actions (no delta-rs writer, no log read): key rules hold against every earlier row,
+    delta-rs reads the same rows and the change feed lists them as inserts."""
+    engine, s = env
+    s.execute("CREATE TABLE kv (id bigint PRIMARY KEY, v text, at timestamptz, d date)")
+    location = engine.catalog.get_table("public", "kv").location
+    s.execute("INSERT INTO kv VALUES (1, 'a', '2024-01-01 00:00:00+00', '2024-01-01')")
+    s.execute("SELECT v FROM kv WHERE id = 1")
+    for i in range(2, 6):
+        assert s.execute("INSERT INTO kv VALUES ($1, $2, '2024-02-03 04:05:06.789+00', NULL)",
+                         [i, f"v{i}"]).tag == "INSERT 0 1"
+        _kept_equals_log(engine, location)
+        info = DeltaTable(location).history(1)[0]
+        assert info["engineInfo"] == "tidegate" and info["operation"] == "WRITE"
+    version = DeltaTable(location).version()
+    err = _err(s, "INSERT INTO kv VALUES (3, 'again', NULL, NULL)")
+    assert err.sqlstate == "23505" and err.detail == "Key (id)=(3) already exists."
+    assert DeltaTable(location).version() == version  # nothing written
+    assert s.execute("INSERT INTO kv VALUES (3, 'x', NULL, NULL), (9, 'y', NULL, NULL) "
+                     "ON CONFLICT DO NOTHING").tag == "INSERT 0 1"
+    _kept_equals_log(engine, location)
+    assert [(r["id"], r["v"]) for r in _rows(engine, "kv", "id")] == [
+        (1, "a"), (2, "v2"), (3, "v3"), (4, "v4"), (5, "v5"), (9, "y")]
+    feed = pa.table(DeltaTable(location).load_cdf(starting_version=version + 1).read_all())
+    assert feed.column("_change_type").to_pylist() == ["insert"] and feed.column("id").to_pylist() == [9]
+    # the store's own lookups see every row, the last one included
+    got = pa.Table.from_batches(list(s.execute("SELECT v FROM kv WHERE id = $1", [9]).batches))
+    assert got.column("v").to_pylist() == ["y"]
+
+
 def test_rewrites_by_key_split_their_file_and_keep_the_logs_statistics(env):
     """A one-row UPDATE / DELETE by key writes the file holding its key again as files of at most
     REWRITE_FILE_ROWS rows (later rewrites there write that much, not the whole load's file), and
@@ -566,12 +607,7 @@ def test_rewrites_by_key_split_their_file_and_keep_the_logs_statistics(env):
     assert _delta(engine, "big").get_add_actions(flatten=True).num_rows == 1
 
     def kept_equals_log() -> None:
-        snapshot, kept = engine.store.snapshot_with_stats(location)
-        fresh = DeltaTable(location)
-        assert snapshot.version == fresh.version()
-        log = pa.table(fresh.get_add_actions(flatten=True)).sort_by("path")
-        assert pa.table(kept).sort_by("path").to_pylist() == log.to_pylist()
-        assert sorted(snapshot.files) == sorted(f"{location}/{p}" for p in log.column("path").to_pylist())
+        _kept_equals_log(engine, location)
 
     s.execute("SELECT v FROM big WHERE id = 5")  # the lookups keep the log's statistics
     kept_equals_log()
