@@ -14,7 +14,8 @@ ts timestamptz, n numeric(12,2))`` loaded with COPY in commits of 100,000 rows:
   - primary-key lookups per second by 50 asyncpg clients at once (5 s), and again while one more
     client runs a query only Spark answers over and over (10 s: how many it finished);
   - one-row ``UPDATE kv SET v = $1 WHERE id = $2`` and ``DELETE FROM kv WHERE id = $1`` p50 (random
-    keys; the rows found by the interactive path, the files holding them rewritten).
+    keys; the rows found by the interactive path, the files holding them rewritten), and one-row
+    ``INSERT`` of new keys p50 (the key checked, one small file committed).
 "tidegate" is ``SET tidegate.interactive = on`` (the default), "tidegate Spark" the same
 statements with it off.
 
@@ -26,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import io
+import itertools
 import random
 import statistics
 import time
@@ -331,10 +333,14 @@ def main() -> None:
 
         # writes last: they change the rows the reads above looked up
         writes = max(10, n // 10)
+        fresh_keys = itertools.count()
         for label_sql, sql, make in (
                 ("one-row UPDATE by key p50 ms", "UPDATE kv SET v = %s WHERE id = %s",
                  lambda: ("updated", rnd.randrange(rows))),
-                ("one-row DELETE by key p50 ms", "DELETE FROM kv WHERE id = %s", lambda: (rnd.randrange(rows),))):
+                ("one-row DELETE by key p50 ms", "DELETE FROM kv WHERE id = %s", lambda: (rnd.randrange(rows),)),
+                # new keys past the load's (each side's own count, so no key repeats on a side)
+                ("one-row INSERT of a new key p50 ms", "INSERT INTO kv (id, v) VALUES (%s, 'new')",
+                 lambda: (rows + next(fresh_keys),))):
             vals = {label: psycopg_ms(conn, sql, make, writes if setting != "off" else max(5, writes // 4), setting)[0]
                     for label, conn, setting, _ in sides}
             report.add(label_sql, vals, f"<= {TARGET_WRITE_P50_MS}",

@@ -40,7 +40,7 @@ def local_path(location: str) -> str | None:
     return unquote(parsed.path) if parsed.scheme == "file" else None
 
 
-def fsync_file(path: str) -> None:
+def fsync_file(path: str | os.PathLike[str]) -> None:
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)

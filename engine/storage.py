@@ -717,7 +717,7 @@ class TableStore:
                 version = self._rewrite_current(op)
                 if version is not None:
                     return version, op
-            elif op.kind == "append":
+            elif op.kind in ("append", "upsert"):
                 done = self._append_current(op)
                 if done is not None:
                     return done
@@ -838,7 +838,9 @@ class TableStore:
         INSERT's 26 ms). A key rule is checked against the kept actions (the current version,
         under the table's lock). Applies to at most :data:`REWRITE_FILE_ROWS` rows in the
         table's own columns, without UNIQUE sets to re-check, on a table :mod:`engine.deltalog`
-        writes; returns (version, the write as committed) or None for the delta-rs path."""
+        writes. An upsert (a time-series table's INSERT) whose keys are all new is such an append
+        (as :func:`all_new` decides for delta-rs); one that replaces a row is the merge's.
+        Returns (version, the write as committed) or None for the delta-rs path."""
         location = op.table.location or ""
         data = op.data
         if op.schema_change or op.unique_sets or not isinstance(data, pa.Table) \
@@ -860,7 +862,11 @@ class TableStore:
             return None
         op = replace(op, data=data)
         version, actions = current
-        if op.unique or op.skip_existing:
+        if op.kind == "upsert":
+            if any(data.column(k).null_count for k in op.keys) \
+                    or _existing_keys(actions, location, op.keys, data).num_rows:
+                return None  # NULL tags match null-safely, stored keys are replaced: the merge
+        elif op.unique or op.skip_existing:
             op = self._checked_keys(actions, op)
             if op.data.num_rows == 0:  # type: ignore[union-attr]
                 return version, op

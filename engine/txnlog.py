@@ -40,6 +40,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from catalog.store import CatalogChanges, _table_from_json, _table_to_json
+from engine import durability
 
 if TYPE_CHECKING:
     from catalog.store import Catalog, TableDef
@@ -88,14 +89,6 @@ def app_version(txid: int, position: int) -> int:
     return txid * _PER_TXN + position
 
 
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 class Journal:
     """The records of transactions being committed, under ``<data dir>/txn``."""
 
@@ -142,7 +135,7 @@ class Journal:
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, self.root / f"{txid}.json")
-        _fsync_dir(self.root)
+        durability.fsync_file(self.root)
         if ddl is not None:
             ddl.durable = True
         return txid
@@ -189,7 +182,7 @@ class Journal:
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, notes / name)
-        _fsync_dir(notes)
+        durability.fsync_file(notes)
         return name
 
     def forget_created(self, notes: list[str]) -> None:

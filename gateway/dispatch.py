@@ -783,6 +783,13 @@ def is_cheap_constant(sql: str) -> bool:
         i += 1
 
 
+def _stop_this_gateway(reason: str) -> None:
+    """Another gateway holds the catalog now: this one stops as on SIGTERM (the CLI's handler)."""
+    import signal
+
+    os.kill(os.getpid(), signal.SIGTERM)
+
+
 class RoutedBackend:
     """The real backends of a server: the catalog, its pg_catalog evaluator, and the Spark engine."""
 
@@ -800,7 +807,8 @@ class RoutedBackend:
         self.catalog_lock: CatalogLock | None = None
         try:
             if is_postgres(settings.catalog_target):  # the same rule for a catalog in PostgreSQL
-                self.catalog_lock = CatalogLock(settings.catalog_target).acquire(f"{settings.host}:{settings.port}")
+                self.catalog_lock = CatalogLock(settings.catalog_target).acquire(
+                    f"{settings.host}:{settings.port}", on_lost=_stop_this_gateway)
             settings.data_dir.mkdir(parents=True, exist_ok=True)
             self.settings = settings
             self.catalog = Catalog(settings.catalog_target)

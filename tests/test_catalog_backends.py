@@ -215,3 +215,41 @@ def test_gateway_refuses_a_bad_or_unreachable_catalog(tmp_path) -> None:
     assert gone.returncode == 1
     assert "could not connect to the catalog database postgresql://tg:***@127.0.0.1:1/none" in gone.stderr
     assert "secret" not in gone.stderr
+
+
+def test_a_gateway_that_loses_the_catalog_lock_takes_it_again_or_stops(pg_oracle, tmp_path) -> None:
+    """The database ends the connection holding the catalog's lock (a restart would): the gateway
+    takes the lock again; if another session took it first, the gateway shuts down rather than
+    share the catalog."""
+    url = create_database(pg_oracle.url, f"tg_catalog_lock_{int(time.time() * 1000) % 10**9}")
+    server = start_tidegate(tmp_path / "data", extra_args=["--catalog", url])
+    key = int.from_bytes(b"tdgate-1", "big")
+    mine = f"tidegate gateway pid {server.proc.pid}%"
+    held = ("SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid WHERE l.locktype = 'advisory' "
+            "AND l.granted AND l.objid = %s AND a.application_name LIKE %s")
+    terminate = "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name LIKE %s"
+    try:
+        with psycopg.connect(url, autocommit=True) as admin:
+            assert admin.execute(held, (key & 0xFFFFFFFF, mine)).fetchone()[0] == 1
+            admin.execute(terminate, (mine,))
+            deadline = time.monotonic() + 15
+            while admin.execute(held, (key & 0xFFFFFFFF, mine)).fetchone()[0] != 1:
+                assert time.monotonic() < deadline, "the gateway did not take the catalog's lock again"
+                time.sleep(0.2)
+            with psycopg.connect(server.dsn, autocommit=True) as conn:  # still serving
+                assert conn.execute("SELECT 1").fetchone() == (1,)
+
+            for _ in range(20):  # end its connection and take the lock before it does
+                admin.execute(terminate, (mine,))
+                if admin.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()[0]:
+                    break
+                time.sleep(0.5)
+            else:
+                pytest.fail("could not take the catalog's lock from the gateway")
+            assert server.proc.wait(timeout=30) == 0  # it stopped, as on SIGTERM
+            deadline = time.monotonic() + 5  # the log is read by a thread: its last lines may trail
+            while not any("lost the catalog's lock to another gateway" in line for line in server.log):
+                assert time.monotonic() < deadline, "\n".join(server.log[-20:])
+                time.sleep(0.1)
+    finally:
+        server.stop()

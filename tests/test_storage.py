@@ -582,6 +582,25 @@ def test_small_inserts_commit_on_the_kept_log(env):
     assert got.column("v").to_pylist() == ["y"]
 
 
+def test_time_series_inserts_of_new_keys_append_on_the_kept_log(env):
+    """A time-series table's INSERT of new (tag, time) keys is an append by tidegate's writer; one
+    that repeats a stored key replaces that row (the merge), and a NULL tag is matched null-safely."""
+    engine, s = env
+    s.execute("CREATE TABLE cpu (host text, v double precision, ts timestamp TIME INDEX, PRIMARY KEY (host))")
+    location = engine.catalog.get_table("public", "cpu").location
+    s.execute("INSERT INTO cpu VALUES ('a', 1, '2024-01-01 00:00:00')")
+    s.execute("SELECT v FROM cpu WHERE host = 'a'")
+    s.execute("INSERT INTO cpu VALUES ('a', 2, '2024-01-01 00:00:01'), ('b', 3, '2024-01-01 00:00:00')")
+    assert DeltaTable(location).history(1)[0]["engineInfo"] == "tidegate"
+    _kept_equals_log(engine, location)
+    s.execute("INSERT INTO cpu VALUES ('a', 20, '2024-01-01 00:00:01')")  # a stored key: replaced
+    assert DeltaTable(location).history(1)[0]["engineInfo"] != "tidegate"
+    s.execute("INSERT INTO cpu VALUES (NULL, 5, '2024-01-01 00:00:00')")
+    s.execute("INSERT INTO cpu VALUES (NULL, 6, '2024-01-01 00:00:00')")  # the same series and time
+    got = sorted((r["host"] or "", r["v"]) for r in _rows(engine, "cpu"))
+    assert got == [("", 6.0), ("a", 1.0), ("a", 20.0), ("b", 3.0)]
+
+
 def test_rewrites_by_key_split_their_file_and_keep_the_logs_statistics(env):
     """A one-row UPDATE / DELETE by key writes the file holding its key again as files of at most
     REWRITE_FILE_ROWS rows (later rewrites there write that much, not the whole load's file), and

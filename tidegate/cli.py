@@ -106,6 +106,8 @@ async def _serve(settings: Settings) -> int:
     server = Server(settings, backend)
     host, port = await server.start()
     backend.data_dir_lock.update(listen=f"{host}:{port}")  # the bound port (--port 0)
+    if backend.catalog_lock is not None:
+        backend.catalog_lock.update(f"{host}:{port}")
     print(f"tidegate listening on {host}:{port}", flush=True)
     backend.start(listen=f"{host}:{port}")  # returns at once; Spark starts in the background
     stop = asyncio.Event()
