@@ -185,13 +185,23 @@ class _Postgres:
         self.execute("SELECT pg_advisory_xact_lock(?)", (_WRITER_LOCK,))
 
     def commit(self) -> None:
-        self._in_txn = False
-        self.execute("COMMIT")
+        # Still "in a transaction" while COMMIT runs: a connection lost then is not opened again
+        # to run a COMMIT there, which would report success for a transaction that is gone.
+        try:
+            self.execute("COMMIT")
+        finally:
+            self._in_txn = False
 
     def rollback(self) -> None:
-        self._in_txn = False
-        if not self._conn.closed:
-            self.execute("ROLLBACK")
+        try:
+            if not self._conn.closed:
+                self.execute("ROLLBACK")
+        except SqlError:
+            # The connection broke: the server rolls back what it had; the next statement opens a
+            # new one (and the caller's own error is the one reported).
+            self._conn.close()
+        finally:
+            self._in_txn = False
 
     def close(self) -> None:
         self._conn.close()
@@ -349,7 +359,11 @@ class CatalogStore:
                 raise
             self._depth -= 1
             if outer:
-                self._conn.commit()
+                try:
+                    self._conn.commit()
+                except BaseException:
+                    self._rolled_back()
+                    raise
 
     @property
     def path(self) -> str:

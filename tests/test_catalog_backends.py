@@ -156,6 +156,17 @@ def test_postgres_catalog_reconnects_after_losing_its_connection(pg_oracle) -> N
                       "AND application_name = 'tidegate catalog'", (url.rsplit("/", 1)[1],))
     cat.create_schema("after")  # the lost connection is opened again, once
     assert {"before", "after"} <= {s.name for s in cat.list_schemas()}
+    # Lost inside a transaction: the transaction fails (58030) and nothing of it stays.
+    with pytest.raises(SqlError) as err:
+        with cat.transaction():
+            cat.create_schema("inside")
+            with psycopg.connect(pg_oracle.url, autocommit=True) as admin:
+                admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s "
+                              "AND application_name = 'tidegate catalog'", (url.rsplit("/", 1)[1],))
+            cat.create_schema("inside too")
+    assert err.value.sqlstate == "58030" and "catalog database" in err.value.message
+    names = {s.name for s in cat.list_schemas()}
+    assert "inside" not in names and "inside too" not in names and "after" in names
     cat.close()
 
 
