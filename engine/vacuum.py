@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from catalog.store import TableDef, is_temp_schema
+from catalog.store import DATABASE_NAME, TableDef, is_temp_schema
 from engine import durability, sparkwrite
 from engine.maintenance import TARGET_FILE_ROWS
 from tidegate import sqllex
@@ -62,8 +62,14 @@ def parse(sql: str) -> Vacuum:
             i += 1
     while i < len(toks):
         parts, j = sqllex.split_ident_chain(toks, i)
-        if not parts or len(parts) > 2:
+        if not parts:
             raise _syntax(toks, i)
+        if len(parts) > 3:
+            raise SqlError("42601", f"improper qualified name (too many dotted names): {'.'.join(parts)}")
+        if len(parts) == 3:  # database.schema.table: this database only, as in PostgreSQL
+            if parts[0] != DATABASE_NAME:
+                raise SqlError("0A000", f'cross-database references are not implemented: "{".".join(parts)}"')
+            parts = parts[1:]
         if j < len(toks) and toks[j].text == "(":
             raise SqlError("0A000", "a column list in VACUUM is only for ANALYZE, which tidegate does not do",
                            hint="Name the table without columns.")

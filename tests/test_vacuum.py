@@ -53,9 +53,14 @@ def test_statements_answer_as_postgres(request: pytest.FixtureRequest) -> None:
         same = ["VACUUM vac_a", "vacuum (verbose) vac_a", "VACUUM FULL vac_a", "VACUUM (FULL true, VERBOSE false) public.vac_a",
                 "VACUUM (SKIP_LOCKED) vac_a, vac_a", "VACUUM (FREEZE false) vac_a",
                 "VACUUM vac_nosuch", "VACUUM nosuch.vac_a", "VACUUM (BOGUS) vac_a", "VACUUM (FULL maybe) vac_a",
-                "VACUUM vac_a,", "VACUUM vac_a vac_a", "VACUUM vac_v"]
+                "VACUUM vac_a,", "VACUUM vac_a vac_a", "VACUUM vac_v", "VACUUM other_db.public.vac_a",
+                "VACUUM a.b.c.vac_a"]
         for sql in same:
             assert outcome(tg, sql) == outcome(pg, sql), sql
+        # the database's own name may qualify a table (tidegate's database is "tidegate")
+        (pg_db,) = pg.execute("SELECT current_database()").fetchone()
+        assert outcome(tg, "VACUUM tidegate.public.vac_a") == outcome(pg, f"VACUUM {pg_db}.public.vac_a") \
+            == ("ok", "VACUUM", None)
         for sql in ("VACUUM FREEZE vac_a", "VACUUM (ANALYZE) vac_a", "VACUUM (INDEX_CLEANUP on) vac_a",
                     "VACUUM (PARALLEL 2) vac_a"):
             kind, state, message = outcome(tg, sql)
