@@ -197,7 +197,7 @@ def commit(dt: DeltaTable, location: str, *, adds: Sequence[DataFile] = (),
         dt.update_incremental()
     if due:
         dt.create_checkpoint()
-        durability.sync_versions(location, version, version)  # the checkpoint and _last_checkpoint
+        durability.sync_checkpoint(location, version)  # the version's own files are synced above
     return version
 
 

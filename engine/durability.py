@@ -81,13 +81,26 @@ def sync_versions(location: str, first: int, last: int) -> None:
             fsync_file(path)
             dirs.add(os.path.dirname(path))
         fsync_file(entry)
-        checkpoint = os.path.join(log, f"{version:020d}.checkpoint.parquet")
-        if os.path.exists(checkpoint):
-            fsync_file(checkpoint)
-            last_checkpoint = os.path.join(log, "_last_checkpoint")
-            if os.path.exists(last_checkpoint):
-                fsync_file(last_checkpoint)
+        _sync_checkpoint(log, version)
     fsync_dirs(sorted(dirs, key=len, reverse=True))  # the deepest first, the table's own last
+
+
+def sync_checkpoint(location: str, version: int) -> None:
+    """fsync the checkpoint of ``version`` just written, ``_last_checkpoint`` and the log directory."""
+    root = local_path(location)
+    if root is not None:
+        log = os.path.join(root, LOG_DIR)
+        _sync_checkpoint(log, version)
+        fsync_file(log)
+
+
+def _sync_checkpoint(log: str, version: int) -> None:
+    checkpoint = os.path.join(log, f"{version:020d}.checkpoint.parquet")
+    if os.path.exists(checkpoint):
+        fsync_file(checkpoint)
+        last_checkpoint = os.path.join(log, "_last_checkpoint")
+        if os.path.exists(last_checkpoint):
+            fsync_file(last_checkpoint)
 
 
 def latest_version(location: str) -> int:

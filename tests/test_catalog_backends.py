@@ -19,7 +19,7 @@ import psycopg
 import pytest
 
 from catalog.db import is_postgres, redact
-from catalog.flows import FIRST_FLOW_ID, FlowStore
+from catalog.flows import FIRST_FLOW_ID, FlowDef, FlowStore
 from catalog.jobs import JobStore, job_resource
 from catalog.refresh import REFRESHING, RefreshStore
 from catalog.store import Catalog, ColumnDef, TableDef
@@ -142,9 +142,10 @@ def test_flows_jobs_refresh_and_leases(target: str) -> None:
     with pytest.raises(SqlError) as err:
         refresh.begin(4242, "public.r")
     assert err.value.sqlstate == "55000"
+    made = flows.create(FlowDef("f1", "public", "public", "f1_sink", "SELECT 1", "public", "batching"))
+    assert made.flow_id == FIRST_FLOW_ID and [f.name for f in flows.list()] == ["f1"]
     for store in (flows, jobs, refresh):
         store.close()
-    assert FIRST_FLOW_ID > 1
 
 
 def test_postgres_catalog_reconnects_after_losing_its_connection(pg_oracle) -> None:
