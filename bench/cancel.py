@@ -1,9 +1,12 @@
 """Cancel-to-idle: how long after a client's cancel the server stops working on the statement.
 
 tidegate: a cross join count over generate_series runs on Spark; after psycopg's cancel the
-client's error time is printed, then the time until Spark's status REST API shows no running job
-and no active stage. PostgreSQL: the same query (and pg_sleep) cancelled the same way, then the
-time until pg_stat_activity shows the backend idle. Target: Spark idle within 1 s of the cancel.
+client's error time is printed, then the time until Spark's status REST API shows no running job,
+no active stage and no running task. A 4-way cross join count of a 1,000-row table is the second
+query: its tasks never look at their kill flag, and engine.reaper stops them after its grace
+(3 s). PostgreSQL: the same queries (and pg_sleep) cancelled the same way, then the time until
+pg_stat_activity shows the backend idle. Target: Spark idle within 1 s of the cancel, and within
+the reaper's grace plus 1 s for tasks deaf to it.
 
     python bench/cancel.py [--rounds 5]
 """
@@ -29,6 +32,7 @@ from tests.tidegate_server import start_tidegate  # noqa: E402
 
 QUERY = ("SELECT count(*) FROM generate_series(1, 200000) a CROSS JOIN generate_series(1, 200000) b "
          "WHERE a.a + b.b > 3")
+DEAF = "SELECT count(*) FROM bc a CROSS JOIN bc b CROSS JOIN bc c CROSS JOIN bc d"
 
 
 def _rest(ui: int, path: str) -> list[dict]:
@@ -83,7 +87,8 @@ def main() -> None:
             return len(_rest(ui, f"applications/{app}/stages?status=active"))
 
         def spark_busy() -> bool:
-            return bool(spark_stages() or _rest(ui, f"applications/{app}/jobs?status=running"))
+            return bool(spark_stages() or _rest(ui, f"applications/{app}/jobs?status=running")
+                        or sum(e["activeTasks"] for e in _rest(ui, f"applications/{app}/executors")))
 
         def pg_busy(pattern: str):
             def check() -> bool:
@@ -92,10 +97,17 @@ def main() -> None:
                                      "AND query LIKE %s AND pid <> pg_backend_pid()", (pattern,)).fetchone()[0] > 0
             return check
 
+        for dsn in (tg.dsn, pg.dsn):
+            with psycopg.connect(dsn, autocommit=True) as c:
+                c.execute("DROP TABLE IF EXISTS bc")
+                c.execute("CREATE TABLE bc (x int)")
+                c.execute("INSERT INTO bc SELECT g FROM generate_series(1, 1000) g")
         rows = []
-        tg_runs = [_cancel_round(tg.dsn, QUERY, spark_busy, lambda: spark_stages() > 0) for _ in range(args.rounds)]
-        rows.append(("tidegate cross join count", tg_runs))
+        for label, query in (("tidegate cross join count", QUERY), ("tidegate 4-way table cross join", DEAF)):
+            runs = [_cancel_round(tg.dsn, query, spark_busy, lambda: spark_stages() > 0) for _ in range(args.rounds)]
+            rows.append((label, runs))
         for label, query, pattern in (("postgres cross join count", QUERY, "%CROSS JOIN%"),
+                                      ("postgres 4-way table cross join", DEAF, "%CROSS JOIN%"),
                                       ("postgres pg_sleep(60)", "SELECT pg_sleep(60)", "%pg_sleep%")):
             busy = pg_busy(pattern)
             rows.append((label, [_cancel_round(pg.dsn, query, busy, busy) for _ in range(args.rounds)]))

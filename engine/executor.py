@@ -48,6 +48,7 @@ from engine.events import DDL as DDL_EVENT, ddl_event
 from engine.flows import statements as flow_statements
 from engine.locks import TableLocks
 from engine.queries import Analyzed, QueryStatements
+from engine.reaper import TaskReaper
 from engine.resolver import StatementResolver, node_name
 from engine.schema import SchemaStatements
 from engine.sequences import SequenceStatements
@@ -85,6 +86,7 @@ class Engine:
         self.settings = settings
         self.catalog = catalog
         self.runtime = sparkmod.SparkRuntime(settings)
+        self.reaper = TaskReaper(lambda: self.runtime.wait(0))  # tasks that ignore a cancel
         self.store = TableStore(settings.warehouse_dir)
         configure_file_cache(settings.interactive_cache_mb * 1024 * 1024)
         self.locks = TableLocks()  # UPDATE/DELETE/upsert write locks, held to transaction end
@@ -490,6 +492,8 @@ class EngineSession(QueryStatements, SchemaStatements, DmlStatements, SequenceSt
             self.engine.runtime.wait(0).sparkContext.cancelJobsWithTag(tag)
         except Exception:  # noqa: BLE001 - nothing running any more
             log.debug("cancel of %s found nothing to interrupt", tag)
+            return
+        self.engine.reaper.watch(tag)
 
     def close(self) -> None:
         if self._pending is not None:

@@ -118,6 +118,15 @@ DEFAULT_CONF: dict[str, str] = {
     "spark.executor.extraJavaOptions": "-Duser.timezone=UTC",
 }
 
+# With a local master the tasks run in the gateway's own JVM. A task thread stopped by
+# engine.reaper ends with a ThreadDeath, which Spark would take for a JVM-wide fault and exit the
+# process over (with it, the gateway); at depth 0 it is a task failure like any other.
+LOCAL_CONF: dict[str, str] = {"spark.executor.killOnFatalError.depth": "0"}
+
+# A cluster's executor whose killed task does not stop within the timeout exits (its worker
+# starts another): Spark's task reaper, for the tasks engine.reaper stops locally.
+CLUSTER_CONF: dict[str, str] = {"spark.task.reaper.enabled": "true", "spark.task.reaper.killTimeout": "30s"}
+
 
 # Fair scheduling between interactive statements (the default pool) and background work (flows):
 # a free task slot goes to a statement first, so ten busy flows do not queue a small SELECT
@@ -201,6 +210,7 @@ class SparkRuntime:
             started = time.monotonic()
             builder = SparkSession.builder.master(self._settings.spark_master).appName("tidegate")
             conf = dict(DEFAULT_CONF)
+            conf.update(LOCAL_CONF if self._settings.spark_master.startswith("local") else CLUSTER_CONF)
             pools = Path(self._settings.data_dir) / "spark" / "fairscheduler.xml"
             pools.parent.mkdir(parents=True, exist_ok=True)
             pools.write_text(FAIR_SCHEDULER_XML)

@@ -277,7 +277,7 @@ def test_cancel_slow_query(server: Target) -> None:
         try:
             await fresh(conn, "apg_big", "x int")
             await conn.execute("INSERT INTO apg_big SELECT g FROM generate_series(1, 1000) g")
-            slow = "SELECT count(*) FROM apg_big a CROSS JOIN apg_big b CROSS JOIN apg_big c"
+            slow = "SELECT count(*) FROM apg_big a CROSS JOIN apg_big b CROSS JOIN apg_big c CROSS JOIN apg_big d"  # 10^12 rows
             started = time.monotonic()
             with pytest.raises(asyncio.TimeoutError):
                 await asyncio.wait_for(conn.fetchval(slow), timeout=1.0)
@@ -297,7 +297,7 @@ def test_query_canceled_error(server: Target) -> None:
         try:
             await fresh(conn, "apg_big2", "x int")
             await conn.execute("INSERT INTO apg_big2 SELECT g FROM generate_series(1, 1000) g")
-            slow = "SELECT count(*) FROM apg_big2 a CROSS JOIN apg_big2 b CROSS JOIN apg_big2 c"
+            slow = "SELECT count(*) FROM apg_big2 a CROSS JOIN apg_big2 b CROSS JOIN apg_big2 c CROSS JOIN apg_big2 d"  # 10^12 rows
             canceller = asyncio.ensure_future(_cancel_after(server, conn, 1.0))
             started = time.monotonic()
             try:

@@ -444,7 +444,9 @@ def test_cancel_running_query(server: Target, protocol: str) -> None:
     with psycopg.connect(server.dsn, autocommit=True) as conn:
         fresh(conn, table, "x int")
         conn.execute(f"INSERT INTO {table} SELECT g FROM generate_series(1, 1000) g")
-        slow = f"SELECT count(*) FROM {table} a CROSS JOIN {table} b CROSS JOIN {table} c"
+        # 10^12 rows: hours of work, so the cancel always finds it running; its tasks loop
+        # without checking Spark's kill flag (engine.reaper stops them).
+        slow = f"SELECT count(*) FROM {table} a CROSS JOIN {table} b CROSS JOIN {table} c CROSS JOIN {table} d"
         params = None if protocol == "simple" else (0,)
         if params:
             slow += " WHERE a.x > %s"

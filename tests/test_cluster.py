@@ -9,6 +9,8 @@ tests/test_cluster_sqlness.py (the cluster is the session's ``spark_cluster`` fi
 
 from __future__ import annotations
 
+import threading
+import time
 from datetime import datetime
 
 import psycopg
@@ -22,8 +24,10 @@ from tests.tidegate_server import start_tidegate
 
 @pytest.fixture(scope="module")
 def gw(spark_cluster: SparkCluster, tmp_path_factory):
+    # Spark's task reaper (engine.spark.CLUSTER_CONF) with a short timeout: see test_cancel_*
     server = start_tidegate(tmp_path_factory.mktemp("cluster-data") / "data",
-                            extra_args=["--spark-master", spark_cluster.url, *CLUSTER_CONF])
+                            extra_args=["--spark-master", spark_cluster.url, *CLUSTER_CONF,
+                                        "--spark-conf", "spark.task.reaper.killTimeout=5s"])
     server.wait_for_spark(timeout=300)
     yield server
     server.stop()
@@ -83,3 +87,26 @@ def test_batch_flow_and_job_on_the_cluster(conn) -> None:
     assert waited.fetchone()[status] == "SUCCEEDED"
     assert conn.execute("FETCH JOB 'cl_job'").fetchall() == [("h0", 14280.0), ("h1", 14400.0)]
     conn.execute("DROP FLOW cl_flow")
+
+
+def test_cancel_frees_the_executor_of_tasks_that_ignore_it(spark_cluster: SparkCluster, conn) -> None:
+    """The cancelled statement's tasks loop without looking at their kill flag (engine.reaper):
+    the client has its 57014 at once, and the executor that cannot stop them exits after the
+    reaper's timeout; the worker starts another and the next statements run."""
+    conn.execute("CREATE TABLE cl_deaf (x int)")
+    for lo in (1, 501):  # two files: a task on each of the worker's two cores
+        conn.execute(f"INSERT INTO cl_deaf SELECT g FROM generate_series({lo}, {lo + 499}) g")
+    timer = threading.Timer(3.0, conn.cancel_safe)
+    timer.start()
+    started = time.monotonic()
+    try:
+        with pytest.raises(psycopg.errors.QueryCanceled):
+            conn.execute("SELECT count(*) FROM cl_deaf a CROSS JOIN cl_deaf b CROSS JOIN cl_deaf c CROSS JOIN cl_deaf d")
+    finally:
+        timer.cancel()
+    assert time.monotonic() - started < 10
+    # the tasks of the cancelled statement would hold both cores for hours
+    conn.execute("SET statement_timeout = '180s'")
+    assert conn.execute("SELECT count(*), sum(a.x) FROM cl_deaf a CROSS JOIN cl_deaf b").fetchone() == \
+        (1000000, 1000 * 500500)
+    assert conn.execute("SELECT count(*) FROM cl_deaf WHERE x % 2 = 0").fetchone() == (500,)
