@@ -21,18 +21,16 @@ change survives kill -9 of the gateway either way.
 from __future__ import annotations
 
 import logging
-import os
 import re
 import sqlite3
 import threading
 import weakref
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, TypeVar
 
-from catalog.lock import DataDirLockError
 from tidegate.errors import SqlError
 
 log = logging.getLogger(__name__)
@@ -40,8 +38,6 @@ log = logging.getLogger(__name__)
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 # pg_advisory_xact_lock's key for "a catalog writer": b"tidegate" as a big-endian bigint.
 _WRITER_LOCK = int.from_bytes(b"tidegate", "big")
-# pg_try_advisory_lock's key held by the one gateway of a PostgreSQL catalog (CatalogLock).
-_GATEWAY_LOCK = int.from_bytes(b"tdgate-1", "big")
 
 
 def is_postgres(target: str | Path) -> bool:
@@ -207,117 +203,6 @@ class _Postgres:
         self._conn.close()
 
 
-class CatalogInUse(DataDirLockError):
-    """Another gateway holds the PostgreSQL catalog."""
-
-
-class CatalogLock:
-    """One gateway per PostgreSQL catalog, until background work is owned by leases.
-
-    Several gateways on one catalog would each run every flow, refresh schedule and compaction,
-    and each keeps the catalog's version in memory. So the gateway holds a session-level advisory
-    lock on a connection of its own for its whole life, as the data-dir lock holds a flock: the
-    database releases it when the connection ends, kill -9 of the gateway included. A second
-    gateway is refused, naming the holder (its connection's application_name).
-
-    The database also releases it when *it* ends the connection (a restart, a terminated
-    backend). A watcher checks the connection every :data:`WATCH_S` seconds and takes the lock
-    again on a new one; when another gateway took it meanwhile, ``on_lost`` is called (the
-    gateway shuts down: two gateways must not share the catalog). While the database cannot be
-    reached it keeps trying (nothing can take the lock then either)."""
-
-    WATCH_S = 2.0
-
-    def __init__(self, url: str) -> None:
-        self._url = url
-        self._conn: Any = None
-        self._listen = ""
-        self._on_lost: Callable[[str], None] | None = None
-        self._guard = threading.Lock()
-        self._stop = threading.Event()
-        self._watcher: threading.Thread | None = None
-
-    def acquire(self, listen: str = "", on_lost: Callable[[str], None] | None = None) -> CatalogLock:
-        """Take the lock (CatalogInUse, naming the holder, when another gateway has it) and watch it."""
-        self._listen, self._on_lost = listen, on_lost
-        self._conn = self._take()
-        self._watcher = threading.Thread(target=self._watch, name="catalog-lock", daemon=True)
-        self._watcher.start()
-        return self
-
-    def _name(self) -> str:
-        """The lock connection's application_name: how a refused gateway names this one."""
-        return (f"tidegate gateway pid {os.getpid()}" + (f" listening on {self._listen}" if self._listen else ""))[:63]
-
-    def update(self, listen: str) -> None:
-        """The address actually bound (``--port 0``), shown to a refused gateway from now on."""
-        import psycopg
-
-        with self._guard:
-            self._listen = listen
-            try:
-                self._conn.execute("SELECT set_config('application_name', %s, false)", (self._name(),))
-            except psycopg.Error:
-                pass  # the watcher takes the lock again, under the new name
-
-    def _take(self) -> Any:
-        import psycopg
-
-        try:
-            conn = psycopg.connect(self._url, autocommit=True, connect_timeout=10, application_name=self._name())
-        except psycopg.Error as exc:
-            raise DataDirLockError(f"could not connect to the catalog database {redact(self._url)}: "
-                                   f"{str(exc).strip()}") from None
-        if not conn.execute("SELECT pg_try_advisory_lock(%s)", (_GATEWAY_LOCK,)).fetchone()[0]:
-            holder = conn.execute(
-                "SELECT a.application_name, a.client_addr, a.backend_start FROM pg_locks l "
-                "JOIN pg_stat_activity a ON a.pid = l.pid WHERE l.locktype = 'advisory' AND l.granted "
-                "AND l.classid = %s AND l.objid = %s AND l.objsubid = 1",
-                (_GATEWAY_LOCK >> 32, _GATEWAY_LOCK & 0xFFFFFFFF)).fetchone()
-            conn.close()
-            who = f"{holder[0]} (connected from {holder[1] or 'a local socket'} at {holder[2]})" if holder else "unknown"
-            raise CatalogInUse(f"the catalog {redact(self._url)} is in use by another gateway: {who}; "
-                               "one gateway per catalog until background work is shared through leases "
-                               "(docs/DEPLOYMENT.md)")
-        return conn
-
-    def _watch(self) -> None:
-        import psycopg
-
-        while not self._stop.wait(self.WATCH_S):
-            with self._guard:
-                if self._stop.is_set():
-                    return
-                try:
-                    self._conn.execute("SELECT 1")
-                    continue
-                except psycopg.Error:
-                    pass
-                try:
-                    self._conn.close()
-                except psycopg.Error:
-                    pass
-                try:
-                    self._conn = self._take()
-                    log.warning("the catalog database ended the connection holding the catalog's lock; "
-                                "taken again")
-                except CatalogInUse as exc:
-                    self._stop.set()
-                    log.critical("lost the catalog's lock to another gateway: %s", exc)
-                    if self._on_lost is not None:
-                        self._on_lost(str(exc))
-                    return
-                except DataDirLockError as exc:
-                    log.warning("the catalog's lock is not held (retrying): %s", exc)
-
-    def release(self) -> None:
-        self._stop.set()
-        with self._guard:
-            if self._conn is not None and not self._conn.closed:
-                self._conn.close()  # ends the session: the lock goes with it
-            self._conn = None
-
-
 def connect(target: str | Path) -> _Sqlite | _Postgres:
     """The backend ``target`` names: a ``postgresql://`` URL, else a SQLite file (or ``:memory:``)."""
     return _Postgres(str(target)) if is_postgres(target) else _Sqlite(str(target))
@@ -339,6 +224,11 @@ class CatalogStore:
     def backend(self) -> str:
         """``sqlite`` or ``postgresql``."""
         return self._conn.backend
+
+    def read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
+        """The rows of one read (outside a transaction: autocommit) on this store's connection."""
+        with self._lock:
+            return self._conn.execute(sql, params).fetchall()
 
     @contextmanager
     def transaction(self) -> Iterator[None]:

@@ -99,8 +99,20 @@ class DataDirLock:
     def held(self) -> bool:
         return self._fd is not None
 
-    def acquire(self, listen: str = "") -> DataDirLock:
-        """Take the lock, or raise. ``listen`` (host:port) is written for a refused gateway to show."""
+    def acquire(self, listen: str = "", wait_s: float = 0.0) -> DataDirLock:
+        """Take the lock, or raise. ``listen`` (host:port) is written for a refused gateway to show.
+        ``wait_s``: how long to keep trying while another process holds it (a gateway taking over
+        from one that is exiting)."""
+        deadline = time.monotonic() + wait_s
+        while True:
+            try:
+                return self._acquire(listen)
+            except DataDirInUse:
+                if time.monotonic() >= deadline:
+                    raise
+                time.sleep(0.1)
+
+    def _acquire(self, listen: str) -> DataDirLock:
         if self._fd is not None:
             return self
         try:

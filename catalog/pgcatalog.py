@@ -30,6 +30,7 @@ import duckdb
 import pyarrow as pa
 import warnings
 
+from catalog import active as activemeta
 from catalog import flows as flowmeta
 from catalog import jobs as jobsmeta
 from catalog import refresh as refreshmeta
@@ -150,6 +151,7 @@ _LIVE_RELATIONS = (
     (flowmeta.mentions_flow_relations, flowmeta.load_into_duckdb),
     (refreshmeta.mentions_refresh_relations, refreshmeta.load_into_duckdb),
     (jobsmeta.mentions_job_relations, jobsmeta.load_into_duckdb),
+    (activemeta.mentions_gateway_relations, activemeta.load_into_duckdb),
 )
 # regproc columns hold function names in the mirror; compared with a number (ADBC: ``typreceive != 0``)
 # or cast to oid they are the function's OID (tg_regproc_oid), as PostgreSQL's regproc is an OID.

@@ -280,6 +280,25 @@ class Catalog(CatalogStore, RelationReads):
                 self._version = value
             return value
 
+    def bind_data_dir(self, data_dir: Path | str) -> None:
+        """A PostgreSQL catalog belongs to one data directory: it names its tables' files by
+        absolute path there, and a gateway taking over recovers the commits its predecessor left
+        in that directory. The first gateway records it; a gateway on another directory is refused
+        (catalog.lock.DataDirLockError) before it touches anything."""
+        if self.backend != "postgresql":
+            return  # the embedded catalog is a file inside its data directory
+        path = str(Path(data_dir).resolve())
+        with self.transaction():
+            row = self._conn.execute("SELECT value FROM meta WHERE key='data_dir'").fetchone()
+            if row is None:
+                self._conn.execute("INSERT INTO meta VALUES ('data_dir', ?)", (path,))
+            elif row[0] != path:
+                from catalog.lock import DataDirLockError
+
+                raise DataDirLockError(
+                    f"this catalog belongs to the data directory {row[0]}, not {path}: every gateway of a catalog "
+                    "uses the same data directory (shared storage when they run on several hosts)")
+
     def next_oid(self) -> int:
         with self.transaction():
             oid = int(self._conn.execute("SELECT value FROM meta WHERE key='next_oid'").fetchone()[0])

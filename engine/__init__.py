@@ -5,5 +5,6 @@ connection's statements (see docs/DESIGN.md, "Engine").
 """
 
 from engine.executor import Engine, EngineSession
+from engine.spark import SparkRuntime
 
-__all__ = ["Engine", "EngineSession"]
+__all__ = ["Engine", "EngineSession", "SparkRuntime"]

@@ -80,12 +80,13 @@ _IDLE_SPARK_SESSIONS = 8
 class Engine:
     """Owns Spark, the Delta table store and background maintenance for one gateway."""
 
-    def __init__(self, settings: Settings, catalog: Catalog) -> None:
+    def __init__(self, settings: Settings, catalog: Catalog, runtime: sparkmod.SparkRuntime | None = None) -> None:
+        """``runtime``: Spark, possibly started already (a standby gateway warms it while it waits)."""
         from engine.maintenance import Maintenance
 
         self.settings = settings
         self.catalog = catalog
-        self.runtime = sparkmod.SparkRuntime(settings)
+        self.runtime = runtime or sparkmod.SparkRuntime(settings)
         self.reaper = TaskReaper(lambda: self.runtime.wait(0))  # tasks that ignore a cancel
         self.store = TableStore(settings.warehouse_dir)
         configure_file_cache(settings.interactive_cache_mb * 1024 * 1024)

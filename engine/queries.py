@@ -234,6 +234,12 @@ class QueryStatements:
                 return RowStream.from_table([ResultField("Tables", ColumnType(TEXT)), ResultField("Table_type", ColumnType(TEXT))],
                                             pa.table({"Tables": names, "Table_type": kinds}), command="SHOW")
             return RowStream.from_table([ResultField("Tables", ColumnType(TEXT))], pa.table({"Tables": names}), command="SHOW")
+        if words[1:] == ["GATEWAYS"]:  # INFORMATION_SCHEMA.GATEWAYS: the active gateway and its standbys
+            from catalog.active import gateway_rows
+
+            table = gateway_rows(self.catalog)
+            fields = [ResultField(f.name, pg_type_for_arrow(f.type)) for f in table.schema]
+            return RowStream.from_table(fields, table, command="SHOW")
         if i + 1 < len(words) and words[1] == "CREATE" and words[2] in ("TABLE", "VIEW"):
             rest = toks[3:]
             if not rest:

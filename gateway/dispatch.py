@@ -8,10 +8,11 @@ the per-statement path stays cheap.
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from functools import lru_cache
@@ -783,40 +784,65 @@ def is_cheap_constant(sql: str) -> bool:
         i += 1
 
 
-def _stop_this_gateway(reason: str) -> None:
-    """Another gateway holds the catalog now: this one stops as on SIGTERM (the CLI's handler)."""
-    import signal
+def _fence_this_gateway(reason: str) -> None:
+    """This gateway may no longer be the active one (catalog.active): it exits at once, before a
+    standby can take over, leaving what it was doing as kill -9 would (recovered by the next
+    active gateway) rather than commit anything more."""
+    logging.shutdown()
+    os._exit(3)
 
-    os.kill(os.getpid(), signal.SIGTERM)
+
+def _standing_by(runtime: Any) -> Callable[[str], None]:
+    def standby(holder: str) -> None:
+        print(f"tidegate standby: the catalog is held by {holder}; waiting to take over", flush=True)
+        runtime.start()  # Spark is the slow part of a start: warm while waiting
+    return standby
+
+
+# A standby that took the catalog's lock waits this long for the data dir's: the dead gateway's
+# flock goes with its process, a fenced one exits within a second.
+DATA_DIR_TAKEOVER_S = 30.0
 
 
 class RoutedBackend:
     """The real backends of a server: the catalog, its pg_catalog evaluator, and the Spark engine."""
 
     def __init__(self, settings: Settings) -> None:
-        from catalog.db import CatalogLock, is_postgres
+        from catalog.active import CatalogLock
+        from catalog.db import is_postgres
         from catalog.lock import DataDirLock
         from catalog.pgcatalog import CatalogQueries
         from catalog.store import Catalog
-        from engine import Engine
+        from engine import Engine, SparkRuntime
 
-        # The data-dir lock comes before anything touches the data dir (catalog, Spark's files,
-        # flows' checkpoints): a second backend on the same dir raises catalog.lock.DataDirInUse
-        # having changed nothing. Held until shutdown(), or until the process dies.
-        self.data_dir_lock = DataDirLock(settings.data_dir).acquire(listen=f"{settings.host}:{settings.port}")
+        listen = f"{settings.host}:{settings.port}"
+        runtime = SparkRuntime(settings)
+        # On a PostgreSQL catalog one gateway is active and the others stand by until it dies
+        # (catalog.active); the active one then takes the data-dir lock as the only gateway of an
+        # embedded catalog does. That lock comes before anything touches the data dir (catalog,
+        # Spark's files, flows' checkpoints): a second backend on the same dir raises
+        # catalog.lock.DataDirInUse having changed nothing. Held until shutdown(), or death.
         self.catalog_lock: CatalogLock | None = None
+        if is_postgres(settings.catalog_target):
+            self.catalog_lock = CatalogLock(settings.catalog_target).acquire(
+                listen, on_lost=_fence_this_gateway, standby=_standing_by(runtime))
         try:
-            if is_postgres(settings.catalog_target):  # the same rule for a catalog in PostgreSQL
-                self.catalog_lock = CatalogLock(settings.catalog_target).acquire(
-                    f"{settings.host}:{settings.port}", on_lost=_stop_this_gateway)
+            self.data_dir_lock = DataDirLock(settings.data_dir).acquire(
+                listen=listen, wait_s=DATA_DIR_TAKEOVER_S if self.catalog_lock is not None else 0)
+        except BaseException:
+            if self.catalog_lock is not None:
+                self.catalog_lock.release()
+            raise
+        try:
             settings.data_dir.mkdir(parents=True, exist_ok=True)
             self.settings = settings
             self.catalog = Catalog(settings.catalog_target)
+            self.catalog.bind_data_dir(settings.data_dir)
             # Sessions' temporary schemas are not in the shared mirror (see _catalog_queries).
             from catalog.txn import SessionView
 
             self.queries = CatalogQueries(SessionView(self.catalog, None))
-            self.engine = Engine(settings, self.catalog)
+            self.engine = Engine(settings, self.catalog, runtime)
             self.engine.jobs.catalog_queries = self.queries  # jobs of catalog-only statements
             self.catalog.roles.sync_configured([(u.name, u.superuser) for u in settings.users])
         except BaseException:
@@ -849,7 +875,10 @@ class RoutedBackend:
         ``gateway`` column of the events this gateway records."""
         from tidegate import __version__
 
+        from catalog.active import this_gateway
+
         self._started = time.monotonic()
+        this_gateway(listen or f"{self.settings.host}:{self.settings.port}")
         if listen:
             self.engine.events.gateway = listen
         s = self.settings

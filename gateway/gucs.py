@@ -514,7 +514,7 @@ def parse_tx_modes(toks: list[Tok]) -> dict[str, str]:
 
 # SHOW forms the engine answers (SHOW TABLES, SHOW CREATE TABLE x, ...), never GUC lookups.
 ENGINE_SHOW_WORDS = {"tables", "create", "databases", "schemas", "flow", "flows", "views", "columns", "index",
-                     "indexes", "full", "jobs", "variables", "refresh"}
+                     "indexes", "full", "jobs", "variables", "refresh", "gateways"}
 
 
 def is_session_show(words: list[str]) -> bool:

@@ -2,14 +2,16 @@
 
 The store-level tests run once per backend, on the oracle PostgreSQL server for the second. The
 gateway tests start ``tidegate serve --catalog postgresql://...`` and use it through psycopg: what
-was created is there after kill -9 and a restart, a second gateway on the same catalog is refused
-naming the first, and a catalog that cannot be reached stops the gateway with a message.
+was created is there after kill -9 of the active gateway, served by the gateway that stood by for
+it, and a catalog that cannot be reached stops the gateway with a message (tests/test_ha.py runs
+the take-over under load).
 Every sqlness golden file also runs on a PostgreSQL catalog (tests/test_cluster_sqlness.py).
 """
 
 from __future__ import annotations
 
 import itertools
+import socket
 import subprocess
 import sys
 import threading
@@ -197,15 +199,21 @@ def test_gateway_on_a_postgres_catalog(pg_oracle, tmp_path) -> None:
             names = {r[0] for r in cat.execute("SELECT name FROM relations WHERE schema = 'app'")}
         assert names == {"kv", "kv_two", "s"}
 
-        # A second gateway on the same catalog is refused and names the first.
-        second = subprocess.run([sys.executable, "-m", "tidegate", "serve", "--port", "0", "--data-dir",
-                                 str(tmp_path / "other"), "--catalog", url],
-                                cwd=REPO_ROOT, capture_output=True, text=True, timeout=60)
-        assert second.returncode == 1
-        assert "is in use by another gateway" in second.stderr and f"pid {server.proc.pid}" in second.stderr
-
-        server.kill9()  # kill -9: the catalog's lock goes with the gateway's connection
-        server = start_tidegate(data_dir, extra_args=["--catalog", url])
+        # A second gateway on the same catalog stands by, naming the active one, and does not
+        # listen; kill -9 of the active one (its catalog lock goes with its connection) makes
+        # the standby the active gateway.
+        standby = start_tidegate(data_dir, extra_args=["--catalog", url], standby=True)
+        try:
+            said = next(line for line in standby.log if line.startswith("tidegate standby:"))
+            assert f"tidegate gateway pid {server.proc.pid}@" in said and f":{server.port}" in said
+            with pytest.raises(OSError):
+                socket.create_connection(("127.0.0.1", standby.port), timeout=1).close()
+            server.kill9()
+            standby.wait_listening()
+        except BaseException:
+            standby.stop()
+            raise
+        server = standby
         with psycopg.connect(server.dsn, autocommit=True) as conn:
             assert conn.execute("SELECT id, v FROM app.kv ORDER BY id").fetchall() == [(1, "one"), (2, "two")]
             assert conn.execute("SELECT * FROM app.kv_two").fetchall() == [("two",)]
@@ -231,12 +239,12 @@ def test_gateway_refuses_a_bad_or_unreachable_catalog(tmp_path) -> None:
 
 def test_a_gateway_that_loses_the_catalog_lock_takes_it_again_or_stops(pg_oracle, tmp_path) -> None:
     """The database ends the connection holding the catalog's lock (a restart would): the gateway
-    takes the lock again; if another session took it first, the gateway shuts down rather than
-    share the catalog."""
+    takes the lock again; if another session took it first, the gateway exits at once rather than
+    share the catalog (catalog.active: fencing)."""
     url = create_database(pg_oracle.url, f"tg_catalog_lock_{int(time.time() * 1000) % 10**9}")
     server = start_tidegate(tmp_path / "data", extra_args=["--catalog", url])
     key = int.from_bytes(b"tdgate-1", "big")
-    mine = f"tidegate gateway pid {server.proc.pid}%"
+    mine = f"tidegate gateway pid {server.proc.pid}@%"
     held = ("SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid WHERE l.locktype = 'advisory' "
             "AND l.granted AND l.objid = %s AND a.application_name LIKE %s")
     terminate = "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name LIKE %s"
@@ -258,7 +266,7 @@ def test_a_gateway_that_loses_the_catalog_lock_takes_it_again_or_stops(pg_oracle
                 time.sleep(0.5)
             else:
                 pytest.fail("could not take the catalog's lock from the gateway")
-            assert server.proc.wait(timeout=30) == 0  # it stopped, as on SIGTERM
+            assert server.proc.wait(timeout=30) == 3  # it exited at once: nothing more is committed
             deadline = time.monotonic() + 5  # the log is read by a thread: its last lines may trail
             while not any("lost the catalog's lock to another gateway" in line for line in server.log):
                 assert time.monotonic() < deadline, "\n".join(server.log[-20:])

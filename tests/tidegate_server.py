@@ -64,11 +64,27 @@ class TidegateServer:
     def kill9(self) -> None:
         self.stop(signal.SIGKILL)
 
+    def wait_listening(self, timeout: float = 60.0) -> float:
+        """Block until the gateway accepts connections (a standby once it took over); seconds waited."""
+        started = time.monotonic()
+        while True:
+            if self.proc.poll() is not None:
+                raise RuntimeError("tidegate exited:\n" + "\n".join(self.log[-50:]))
+            try:
+                with socket.create_connection((self.host, self.port), timeout=0.5):
+                    return time.monotonic() - started
+            except OSError:
+                if time.monotonic() - started > timeout:
+                    raise RuntimeError("tidegate did not accept connections:\n" + "\n".join(self.log[-50:]))
+                time.sleep(0.02)
+
 
 def start_tidegate(data_dir: Path | str | None = None, port: int | None = None,
                    extra_args: list[str] | None = None, env: dict[str, str] | None = None,
-                   timeout: float = 30.0, file_roots: list[Path | str] | None = None) -> TidegateServer:
-    """Start the gateway and return once it accepts connections (Spark may still be starting).
+                   timeout: float = 30.0, file_roots: list[Path | str] | None = None,
+                   standby: bool = False) -> TidegateServer:
+    """Start the gateway and return once it accepts connections (Spark may still be starting), or
+    with ``standby`` once it says it stands by for another gateway of its PostgreSQL catalog.
 
     ``file_roots`` are the directories refreshable tables with ``connector = 'file'`` may read
     (``TIDEGATE_FILE_CONNECTOR_ROOTS``; one given in ``env`` wins). By default, the folder holding
@@ -106,6 +122,11 @@ def start_tidegate(data_dir: Path | str | None = None, port: int | None = None,
     while time.time() < deadline:
         if proc.poll() is not None:
             raise RuntimeError("tidegate exited during start:\n" + "\n".join(server.log[-50:]))
+        if standby:
+            if any(line.startswith("tidegate standby:") for line in server.log):
+                return server
+            time.sleep(0.05)
+            continue
         try:
             with socket.create_connection(("127.0.0.1", port), timeout=0.5):
                 return server

@@ -3,7 +3,9 @@
 Settings come from built-in defaults < TOML (--config / TIDEGATE_CONFIG) < TIDEGATE_* environment
 < flags. The socket is bound (and "tidegate listening on HOST:PORT" printed) before Spark is
 ready; SIGTERM/SIGINT stop the server gracefully. One gateway per data dir: a second one exits with
-status 1 naming the holder (catalog.lock).
+status 1 naming the holder (catalog.lock); on a PostgreSQL catalog it stands by instead, without
+listening, and takes over when the active one dies (catalog.active). A gateway that can no longer
+confirm it is the active one exits with status 3.
 """
 
 from __future__ import annotations

@@ -1,0 +1,309 @@
+"""Which gateway is active on a PostgreSQL catalog: one at a time, the others standing by.
+
+Everything a gateway does alone today (flows, refresh schedules, compaction, TTL, the key checks
+of PRIMARY KEY tables, the commit journal it recovers at start, the catalog's version it keeps in
+memory) assumes no other gateway works on the same catalog and warehouse. So one gateway is
+active: it holds a session-level advisory lock of the catalog database on a connection of its own
+for its whole life, as the data-dir lock holds a flock. The database releases the lock when that
+connection ends, kill -9 of the gateway included.
+
+A gateway started while another is active is a standby: it says so, starts Spark (the slow part
+of a start) and waits for the lock without listening, so a load balancer that checks the port sends
+clients to the active gateway only. When the active gateway dies the standby takes the lock within
+:data:`POLL_S`, opens the data directory (the same path: shared storage), recovers what the dead
+gateway left (its interrupted commits, flows, jobs, refreshes: the start of any gateway) and
+listens. bench/ha.py measures the take-over.
+
+Fencing. A gateway must stop working before another starts, also when it is cut off from the
+catalog database rather than dead, for the database then ends its connection (and releases the
+lock) on its own. The lock's connection asks the database to drop it after :data:`SERVER_DROP_S`
+seconds of silence (TCP keepalives and user timeout, both sides), and a watcher confirms the lock
+every :data:`WATCH_S` seconds; a gateway that has not confirmed it for :data:`FENCE_S` seconds,
+or finds another gateway holding it, exits at once (``on_lost``), well before the database lets a
+standby have it. While the connection is only interrupted (the database restarted, a terminated
+backend) the watcher takes the lock again on a new one.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import socket
+import threading
+import time
+from collections.abc import Callable
+from datetime import datetime, timezone
+from typing import Any
+
+import pyarrow as pa
+
+from catalog.db import redact
+from catalog.lock import DataDirLockError
+from tidegate import sqllex
+
+log = logging.getLogger(__name__)
+
+# pg_try_advisory_lock's key held by the active gateway of a PostgreSQL catalog.
+GATEWAY_LOCK = int.from_bytes(b"tdgate-1", "big")
+WATCH_S = 2.0  # how often the active gateway confirms its lock
+CHECK_TIMEOUT_S = 4  # connecting, or TCP data left unacknowledged, fails after this long
+FENCE_S = 8.0  # unconfirmed for this long: the gateway exits (within another 0.5 s)
+SERVER_DROP_S = 20  # the database drops the lock's silent connection after about this long
+POLL_S = 0.25  # how often a standby tries to take the lock
+STANDBY_PREFIX = "tidegate standby"
+ACTIVE_PREFIX = "tidegate gateway"
+
+
+class CatalogInUse(DataDirLockError):
+    """Another gateway holds the PostgreSQL catalog; ``holder`` describes it."""
+
+    def __init__(self, message: str, holder: str) -> None:
+        super().__init__(message)
+        self.holder = holder
+
+
+def _process() -> str:
+    """This process among the gateways of every host: ``pid 1234@host``."""
+    return f"pid {os.getpid()}@{socket.gethostname()[:24]}"
+
+
+def _connection_options() -> dict[str, Any]:
+    """libpq keepalives and user timeout: a confirmation on a dead link fails within CHECK_TIMEOUT_S."""
+    return {"keepalives": 1, "keepalives_idle": 2, "keepalives_interval": 1, "keepalives_count": 2,
+            "tcp_user_timeout": CHECK_TIMEOUT_S * 1000}
+
+
+class CatalogLock:
+    """The active gateway's lock on a PostgreSQL catalog (see the module docstring)."""
+
+    def __init__(self, url: str) -> None:
+        self._url = url
+        self._conn: Any = None
+        self._listen = ""
+        self._role = ACTIVE_PREFIX
+        self._on_lost: Callable[[str], None] | None = None
+        self._guard = threading.Lock()
+        self._stop = threading.Event()
+        self._watcher: threading.Thread | None = None
+        self._confirmed = 0.0
+        self.waited = False  # True when this gateway stood by before it became active
+
+    def acquire(self, listen: str = "", on_lost: Callable[[str], None] | None = None,
+                standby: Callable[[str], None] | None = None) -> CatalogLock:
+        """Take the lock and watch it. Held by another gateway: CatalogInUse naming it, or with
+        ``standby``, call it once with the holder's description and wait for the lock."""
+        self._listen, self._on_lost = listen, on_lost
+        try:
+            self._conn = self._take()
+        except CatalogInUse as exc:
+            if standby is None:
+                raise
+            self.waited = True
+            self._role = STANDBY_PREFIX
+            standby(exc.holder)
+            self._conn = self._wait()
+            self._role = ACTIVE_PREFIX
+            self._rename()
+        self._confirmed = time.monotonic()
+        self._watcher = threading.Thread(target=self._watch, name="catalog-lock", daemon=True)
+        self._watcher.start()
+        return self
+
+    def _name(self) -> str:
+        """The connection's application_name: how the other gateways name this one."""
+        return (f"{self._role} {_process()}" + (f" listening on {self._listen}" if self._listen else ""))[:63]
+
+    def update(self, listen: str) -> None:
+        """The address actually bound (``--port 0``), shown to the other gateways from now on."""
+        with self._guard:
+            self._listen = listen
+            self._rename()
+
+    def _rename(self) -> None:
+        import psycopg
+
+        try:
+            self._conn.execute("SELECT set_config('application_name', %s, false)", (self._name(),))
+        except psycopg.Error:
+            pass  # the watcher takes the lock again, under the new name
+
+    def _connect(self) -> Any:
+        import psycopg
+
+        try:
+            conn = psycopg.connect(self._url, autocommit=True, connect_timeout=CHECK_TIMEOUT_S,
+                                   application_name=self._name(), **_connection_options())
+        except psycopg.Error as exc:
+            raise DataDirLockError(f"could not connect to the catalog database {redact(self._url)}: "
+                                   f"{str(exc).strip()}") from None
+        try:  # the database's side: drop this connection (and the lock) once it falls silent
+            conn.execute(f"SET tcp_keepalives_idle = {SERVER_DROP_S - 6}; SET tcp_keepalives_interval = 2; "
+                         f"SET tcp_keepalives_count = 3; SET tcp_user_timeout = {SERVER_DROP_S * 1000}")
+        except psycopg.Error:  # a Unix socket has no TCP settings
+            pass
+        return conn
+
+    def _take(self, conn: Any = None) -> Any:
+        conn = conn or self._connect()
+        if conn.execute("SELECT pg_try_advisory_lock(%s)", (GATEWAY_LOCK,)).fetchone()[0]:
+            return conn
+        holder = conn.execute(
+            "SELECT a.pid, a.application_name, a.client_addr, a.backend_start FROM pg_locks l "
+            "JOIN pg_stat_activity a ON a.pid = l.pid WHERE l.locktype = 'advisory' AND l.granted "
+            "AND l.classid = %s AND l.objid = %s AND l.objsubid = 1",
+            (GATEWAY_LOCK >> 32, GATEWAY_LOCK & 0xFFFFFFFF)).fetchone()
+        mine = f"{ACTIVE_PREFIX} {_process()}"
+        if holder is not None and (holder[1] == mine or str(holder[1]).startswith(mine + " ")):
+            # Our own earlier connection, not yet ended by the database: end it and take the lock.
+            conn.execute("SELECT pg_terminate_backend(%s)", (holder[0],))
+            time.sleep(0.1)
+            if conn.execute("SELECT pg_try_advisory_lock(%s)", (GATEWAY_LOCK,)).fetchone()[0]:
+                return conn
+        who = f"{holder[1]} (connected from {holder[2] or 'a local socket'} at {holder[3]})" if holder else "unknown"
+        conn.close()
+        raise CatalogInUse(f"the catalog {redact(self._url)} is in use by another gateway: {who}", who)
+
+    def _wait(self) -> Any:
+        """A standby's wait: try every POLL_S on one connection (a new one if it breaks)."""
+        import psycopg
+
+        conn = None
+        while True:
+            try:
+                conn = conn if conn is not None and not conn.closed else self._connect()
+                if conn.execute("SELECT pg_try_advisory_lock(%s)", (GATEWAY_LOCK,)).fetchone()[0]:
+                    return conn
+            except (psycopg.Error, DataDirLockError) as exc:
+                log.warning("standing by: the catalog database is not reachable (retrying): %s", exc)
+                if conn is not None:
+                    conn.close()
+                conn = None
+                time.sleep(1.0)
+            time.sleep(POLL_S)
+
+    def _watch(self) -> None:
+        """Confirm the lock every WATCH_S (taking it again on a new connection when the database
+        ended the old one). The confirmation itself may hang (a database that stops answering):
+        :meth:`_fence` watches its age from a thread of its own."""
+        import psycopg
+
+        threading.Thread(target=self._fence, name="catalog-lock-fence", daemon=True).start()
+        while not self._stop.wait(WATCH_S):
+            with self._guard:
+                if self._stop.is_set():
+                    return
+                try:
+                    self._conn.execute("SELECT 1")
+                    self._confirmed = time.monotonic()
+                    continue
+                except psycopg.Error:
+                    pass
+                try:
+                    self._conn.close()
+                except psycopg.Error:
+                    pass
+                try:
+                    self._conn = self._take()
+                    self._confirmed = time.monotonic()
+                    log.warning("the catalog database ended the connection holding the catalog's lock; "
+                                "taken again")
+                except CatalogInUse as exc:
+                    self._lost(f"lost the catalog's lock to another gateway: {exc}")
+                    return
+                except DataDirLockError as exc:
+                    log.warning("the catalog's lock is not confirmed (retrying): %s", exc)
+
+    def _fence(self) -> None:
+        while not self._stop.wait(0.5):
+            unconfirmed = time.monotonic() - self._confirmed
+            if unconfirmed >= FENCE_S:
+                self._lost(f"could not confirm the catalog's lock for {unconfirmed:.0f} s: stopping before "
+                           "another gateway may take over")
+                return
+
+    def _lost(self, why: str) -> None:
+        self._stop.set()
+        log.critical("%s", why)
+        if self._on_lost is not None:
+            self._on_lost(why)
+
+    def release(self) -> None:
+        self._stop.set()
+        with self._guard:
+            if self._conn is not None and not self._conn.closed:
+                self._conn.close()  # ends the session: the lock goes with it
+            self._conn = None
+
+
+# -- INFORMATION_SCHEMA.GATEWAYS ------------------------------------------------------------------
+
+GATEWAYS_COLUMNS: list[tuple[str, pa.DataType]] = [
+    ("gateway_id", pa.string()), ("address", pa.string()), ("role", pa.string()),
+    ("started", pa.timestamp("us", tz="UTC")), ("last_heartbeat", pa.timestamp("us", tz="UTC")),
+    ("owns", pa.string()),
+]
+# What the active gateway runs alone (the standbys: nothing until they take over).
+ACTIVE_OWNS = "statements, flows, refresh schedules, jobs, compaction, TTL clean-up"
+_NAME = re.compile(rf"^({re.escape(ACTIVE_PREFIX)}|{re.escape(STANDBY_PREFIX)}) (pid \S+)(?: listening on (\S+))?$")
+_this_gateway: dict[str, Any] = {}
+
+
+def this_gateway(listen: str) -> None:
+    """Record this process's gateway (its row on an embedded catalog, which has no other)."""
+    _this_gateway.update(gateway_id=_process(), address=listen, started=datetime.now(timezone.utc))
+
+
+def gateway_rows(catalog: Any) -> pa.Table:
+    """One row per gateway of ``catalog``: on PostgreSQL every connection holding or waiting for
+    the catalog's lock (its last heartbeat: the lock's last confirmation, or the standby's last
+    try); on the embedded catalog this gateway."""
+    cols: dict[str, list[Any]] = {n: [] for n, _ in GATEWAYS_COLUMNS}
+    rows: list[tuple[Any, ...]] = []
+    if catalog.backend == "postgresql":
+        found = catalog.read(
+            "SELECT a.application_name, a.backend_start, a.query_start, EXISTS (SELECT 1 FROM pg_locks l "
+            "WHERE l.pid = a.pid AND l.locktype = 'advisory' AND l.granted AND l.classid = ? AND l.objid = ? "
+            "AND l.objsubid = 1) FROM pg_stat_activity a WHERE a.datname = current_database() "
+            "AND (a.application_name LIKE 'tidegate gateway pid %' OR a.application_name LIKE 'tidegate standby pid %') "
+            "ORDER BY a.backend_start", (GATEWAY_LOCK >> 32, GATEWAY_LOCK & 0xFFFFFFFF))
+        for name, started, heartbeat, holds in found:
+            m = _NAME.match(str(name))
+            if m is None:
+                continue
+            role = "active" if holds else "standby"
+            rows.append((m.group(2), m.group(3), role, started, heartbeat, ACTIVE_OWNS if holds else ""))
+    elif _this_gateway:
+        now = datetime.now(timezone.utc)
+        g = _this_gateway
+        rows.append((g["gateway_id"], g["address"], "active", g["started"], now, ACTIVE_OWNS))
+    for row in rows:
+        for (n, _), v in zip(GATEWAYS_COLUMNS, row):
+            cols[n].append(v)
+    return pa.table({n: pa.array(cols[n], t) for n, t in GATEWAYS_COLUMNS})
+
+
+def mentions_gateway_relations(sql: str) -> bool:
+    """Whether a catalog query may read INFORMATION_SCHEMA.GATEWAYS (reloaded per query)."""
+    return "gateways" in sqllex.identifiers(sql)
+
+
+def load_into_duckdb(con: Any, catalog: Any, *, create: bool = False) -> None:
+    """Create (``create=True``) or refresh ``isx.gateways`` in the evaluator's DuckDB."""
+    if create:
+        con.register("tg_gateways_load", pa.table({n: pa.array([], t) for n, t in GATEWAYS_COLUMNS}))
+        con.execute("CREATE TABLE IF NOT EXISTS isx.gateways AS SELECT * FROM tg_gateways_load")
+        con.unregister("tg_gateways_load")
+        return
+    table = gateway_rows(catalog)
+    con.execute("BEGIN TRANSACTION")
+    try:
+        con.execute("DELETE FROM isx.gateways")
+        if table.num_rows:
+            con.register("tg_gateways_load", table)
+            con.execute("INSERT INTO isx.gateways SELECT * FROM tg_gateways_load")
+            con.unregister("tg_gateways_load")
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
