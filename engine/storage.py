@@ -49,7 +49,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, replace
 from datetime import date, datetime, time, timedelta, timezone
-from decimal import Decimal
+from decimal import Context, Decimal
 from pathlib import Path
 from urllib.parse import unquote
 from typing import Any
@@ -123,6 +123,7 @@ def interval_text_to_arrow(arr: pa.Array) -> pa.Array:
 
 # -- coercion to the storage form ----------------------------------------------------------------
 
+_WIDE = Context(prec=200)  # decimal arithmetic for any numeric a client may send
 _INT_RANGES = {n: (*pgvalues.INT_RANGES[n], pgvalues.INT_TYPE_WORDS[n]) for n in ("int2", "int4", "int8")}
 _TYPE_WORD = {"int2": "smallint", "int4": "integer", "int8": "bigint", "float4": "real",
               "float8": "double precision", "numeric": "numeric", "bool": "boolean", "date": "date",
@@ -189,7 +190,7 @@ def python_value(v: Any, t: ColumnType, column: str) -> Any:
                 if iv is None:
                     raise SqlError("22003", f"{word} out of range")
             elif isinstance(v, Decimal):
-                iv = int(v.quantize(Decimal(1), rounding="ROUND_HALF_UP"))
+                iv = int(v.quantize(Decimal(1), rounding="ROUND_HALF_UP", context=_WIDE))
             else:
                 iv = int(v)
             if not lo <= iv <= hi:
@@ -203,14 +204,21 @@ def python_value(v: Any, t: ColumnType, column: str) -> Any:
             arrow = t.arrow()
             d = pgvalues.parse_numeric(v) if isinstance(v, str) else Decimal(str(v)) if isinstance(v, float) else Decimal(v)
             pgvalues.refuse_non_finite_numeric(d)
-            q = d.quantize(Decimal(1).scaleb(-arrow.scale), rounding="ROUND_HALF_UP")
+            # quantize within enough digits for any input (the default context's 28 made 1e30 an
+            # InvalidOperation, reported as malformed input)
+            q = d.quantize(Decimal(1).scaleb(-arrow.scale), rounding="ROUND_HALF_UP", context=_WIDE)
             if t.precision is None and t.scale is None:
                 pgvalues.check_unconstrained_numeric(d, q, v)
             if len(q.as_tuple().digits) - (-q.as_tuple().exponent if q.as_tuple().exponent < 0 else 0) > arrow.precision - arrow.scale and q != 0:
                 if t.precision is not None:
                     raise SqlError("22003", "numeric field overflow",
                                    detail=f"A field with precision {t.precision}, scale {t.scale or 0} must round to an absolute value less than 10^{t.precision - (t.scale or 0)}.")
-                raise SqlError("22003", "numeric value out of range")
+                raise SqlError("0A000", f'numeric value "{v}" has too many digits before the decimal point',
+                               detail=f"numeric without a declared precision is stored with at most "
+                                      f"{arrow.precision - arrow.scale} digits before the decimal point and "
+                                      f"{arrow.scale} after it (a Delta Lake decimal)",
+                               hint="Declare the column numeric(p, s) with fewer digits after the point, "
+                                    "e.g. numeric(38, 0).")
             return q
         if name == "bool":
             if isinstance(v, bool):

@@ -28,7 +28,7 @@ import re
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
+from decimal import ROUND_HALF_UP, Context, Decimal, InvalidOperation
 from typing import Any, Protocol
 
 import sqlglot
@@ -497,6 +497,18 @@ def _sqlglot_type(ct: ColumnType) -> str:
 
 _T = exp.DataType.Type
 _INTEGER_TYPES = {_T.TINYINT, _T.SMALLINT, _T.INT, _T.BIGINT}
+# (digits, scale) of the integer types' widest values, as a decimal's shape
+_INTEGER_DIGITS = {_T.TINYINT: (3, 0), _T.SMALLINT: (5, 0), _T.INT: (10, 0), _T.BIGINT: (19, 0)}
+
+
+def _cast_aggregated(node: exp.Expression, spark_type: str) -> None:
+    """Cast the argument of aggregate ``node`` (``sum(DISTINCT x)``: the values x, as DISTINCT
+    of the cast values is DISTINCT of the values for the integer and decimal casts used here)."""
+    arg = node.this
+    if isinstance(arg, exp.Distinct):
+        arg.set("expressions", [_cast(e, spark_type) for e in arg.expressions])
+    else:
+        node.set("this", _cast(arg, spark_type))
 _PG_TYPE_NAME = "pg_type_name"  # meta: the PostgreSQL type an operator's result has (engine.pgoperators)
 # PostgreSQL's result types of arithmetic with a time operand (engine.pgoperators names them)
 _TIME_ARITHMETIC_TYPES = {pgoperators.TIME: "TIME", pgoperators.INTERVAL: "INTERVAL",
@@ -690,6 +702,8 @@ def _pg_display_scale(node: exp.Expression) -> int | None:
     """
     while isinstance(node, (exp.Paren, exp.Alias)):
         node = node.this
+    if isinstance(node, exp.Distinct) and len(node.expressions) == 1:  # sum(DISTINCT x): x's
+        return _pg_display_scale(node.expressions[0])
     t = node.type if isinstance(node.type, exp.DataType) else None
     if isinstance(node, exp.Literal) and not node.is_string:
         text = node.name.lower()
@@ -887,7 +901,8 @@ def _check_numeric_constant(text: str) -> None:
     except InvalidOperation:
         return  # not a number: the cast reports it
     pgvalues.refuse_non_finite_numeric(value)
-    pgvalues.check_unconstrained_numeric(value, value.quantize(Decimal("1e-18"), rounding=ROUND_HALF_UP), text)
+    pgvalues.check_unconstrained_numeric(value, value.quantize(Decimal("1e-18"), rounding=ROUND_HALF_UP,
+                                                              context=Context(prec=1000)), text)
 
 
 _INT_WORDS = {_T.SMALLINT: "int2", _T.INT: "int4", _T.BIGINT: "int8"}
@@ -1691,7 +1706,8 @@ class _Translator:
             {_dtype(base.this), _dtype(base.expression)} & _FLOAT_TYPES)
         averages = isinstance(base, exp.Avg) and (_dtype(base.this) in _INTEGER_TYPES or _dtype(base.this) == _T.DECIMAL)
         if divides or averages:
-            operands = (base.this, base.expression) if divides else (base.this,)
+            operands = (base.this, base.expression) if divides else (
+                base.this.expressions[0] if isinstance(base.this, exp.Distinct) else base.this,)
             return ColumnType(NUMERIC, div_min_scale=max(_pg_display_scale(o) or 0 for o in operands))
         ct = _Translator._output_type_base(node)
         if ct is not None and ct.pg == NUMERIC and ct.precision is None:
@@ -2052,15 +2068,22 @@ class _Translator:
             marked = _func("regexp_replace", node.this, _string(r"([^\p{L}\p{N}])"), _string("$1 "))
             return _func("regexp_replace", _func("initcap", marked), _string(r"([^\p{L}\p{N}]) "), _string("$1"))
         if isinstance(node, exp.Avg):
-            t = _dtype(node.this)
-            if t in _INTEGER_TYPES or (t == _T.DECIMAL and (self._decimal_shape(node.this) or (38, 18))[1] < 20):
+            value = node.this.expressions[0] if isinstance(node.this, exp.Distinct) else node.this
+            t = _dtype(value)
+            shape = _INTEGER_DIGITS.get(t) if t in _INTEGER_TYPES else (
+                self._decimal_shape(value) or (38, 18)) if t == _T.DECIMAL else None
+            if shape is not None and shape[1] < 20:
                 # Spark's avg keeps as many fraction digits as its input: PostgreSQL shows 16
-                # significant ones (20 below 1), so the sum is carried at scale 20.
-                node.set("this", _cast(node.this, "DECIMAL(38,20)"))
+                # significant ones (20 below 1), so the sum is carried at up to scale 20. Spark
+                # sums decimal(38,s) as decimal(38,s) and divides into decimal(38,s+4): the scale
+                # leaves the input's integer digits and ten more (for the sum) room.
+                scale = max(shape[1], min(20, 28 - (shape[0] - shape[1])))
+                _cast_aggregated(node, f"DECIMAL(38,{scale})")
             return None
         if isinstance(node, exp.Sum):
-            if _dtype(node.this) == _T.BIGINT:
-                node.set("this", _cast(node.this, "DECIMAL(38,0)"))
+            value = node.this.expressions[0] if isinstance(node.this, exp.Distinct) else node.this
+            if _dtype(value) == _T.BIGINT:
+                _cast_aggregated(node, "DECIMAL(38,0)")
             return None
         if isinstance(node, exp.ArrayAgg):
             return self._array_agg(node)
@@ -3896,8 +3919,9 @@ def _exact_plan(node: exp.Expression) -> tuple[str, list[exp.Expression]] | None
         for agg in (exp.Sum, exp.Count):
             whole = node.copy()
             avg = whole if isinstance(whole, exp.Avg) else whole.find(exp.Avg)
+            value = avg.this.expressions[0] if isinstance(avg.this, exp.Distinct) else avg.this
             replacement = agg(this=avg.this)
-            replacement.type = avg.this.type if agg is exp.Sum and _dtype(avg.this) == _T.DECIMAL \
+            replacement.type = value.type if agg is exp.Sum and _dtype(value) == _T.DECIMAL \
                 else exp.DataType.build("BIGINT")
             if avg is whole:
                 whole = replacement

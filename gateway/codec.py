@@ -390,13 +390,16 @@ def _interval_fields(arr: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]
     raise SqlError("42804", f"cannot send Arrow type {t} as interval")
 
 
+_WIDE_DECIMAL = decimal.Context(prec=1000)  # a numeric's every digit (the default context keeps 28)
+
+
 def _numeric_text_py(d: decimal.Decimal, scale: int | None) -> str:
     if d.is_nan():
         return "NaN"
     if d.is_infinite():
         return "Infinity" if d > 0 else "-Infinity"
     if scale is not None:
-        d = d.quantize(decimal.Decimal(1).scaleb(-scale), rounding=decimal.ROUND_HALF_UP)
+        d = d.quantize(decimal.Decimal(1).scaleb(-scale), rounding=decimal.ROUND_HALF_UP, context=_WIDE_DECIMAL)
         s = format(d, "f")
     else:
         s = format(d, "f")

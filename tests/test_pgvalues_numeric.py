@@ -88,3 +88,21 @@ def test_numeric_results_match_postgresql(pg_oracle, seed: int) -> None:
             if got != expected:
                 wrong.append(f"{sql}: PostgreSQL {expected[:60]}, tidegate {got[:60]}")
     assert not wrong, "\n".join(wrong[:20])
+
+
+def test_numeric_input_keeps_every_digit_of_a_large_exponent(pg_oracle) -> None:
+    """'1e30' is a 31-digit integer, as PostgreSQL reads it (Python's default decimal context
+    keeps 28 digits and made it malformed input); past PostgreSQL's 131072 digits before the
+    point the value overflows the format (22003), without building a number that long."""
+    texts = ["1e30", "-2.5E+40", "123456789012345678901234567890.5e3", "1e131071"]
+    with psycopg.connect(pg_oracle.dsn, autocommit=True) as conn:
+        for text in texts:
+            expected = conn.execute("SELECT %s::numeric::text", (text,)).fetchone()[0]
+            assert str(pv.parse_numeric(text)) == expected or format(pv.parse_numeric(text), "f") == expected
+        with pytest.raises(psycopg.errors.NumericValueOutOfRange) as pg_error:
+            conn.execute("SELECT '1e131072'::numeric")
+    with pytest.raises(SqlError) as ours:
+        pv.parse_numeric("1e131072")
+    assert (ours.value.sqlstate, ours.value.message) == (pg_error.value.sqlstate, pg_error.value.diag.message_primary)
+    with pytest.raises(SqlError, match="value overflows numeric format"):
+        pv.parse_numeric("1e999999999")

@@ -508,6 +508,23 @@ SCENARIOS: dict[str, list[str]] = {
         "INSERT INTO sqd_ins (id, nope) VALUES (5, 1)",
         "SELECT * FROM sqd_ins ORDER BY id",
     ],
+    "wide_aggregates_and_numerics": [
+        # avg of bigints from 1e14 up overflowed Spark's decimal, avg(DISTINCT x) was a syntax
+        # error, and 1e30 was "invalid input syntax" (Python's 28-digit decimal context)
+        "DROP TABLE IF EXISTS sqd_wide",
+        "CREATE TABLE sqd_wide (x bigint, i int, n numeric(38,0), d numeric(30,2))",
+        "INSERT INTO sqd_wide VALUES (100000000000000, 2147483647, 1e30, 1e27), (100000000000001, 2147483646, 3, 2.5)",
+        "SELECT avg(x), avg(DISTINCT x), sum(DISTINCT x), avg(DISTINCT i), count(DISTINCT i) FROM sqd_wide",
+        "SELECT avg(x) > 100000000000000.4, avg(n), avg(x * 1000), avg(d), avg(DISTINCT d) FROM sqd_wide",
+        "SELECT avg(x) OVER (ORDER BY i), avg(9223372036854775807) OVER () FROM sqd_wide ORDER BY 1",
+        "SELECT i, avg(x) FILTER (WHERE i > 2147483646) OVER () FROM sqd_wide ORDER BY i",
+        "INSERT INTO sqd_wide (x) VALUES (1e30)",
+        "INSERT INTO sqd_wide (n) VALUES (1e40)",
+        "INSERT INTO sqd_wide (d) VALUES (1e28)",
+        "SELECT 1e30::numeric(38,0), 12345678901234567890123.1234567890::numeric(38,10)",
+        "SELECT x * 100000 FROM sqd_wide",
+        "SELECT n FROM sqd_wide ORDER BY n",
+    ],
     "create_drop_if_exists": [
         "DROP TABLE IF EXISTS sqd_cd",
         "DROP TABLE sqd_cd",

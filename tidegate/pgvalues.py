@@ -739,8 +739,10 @@ def parse_numeric(text: str) -> Decimal:
     if not _FLOAT_RE.match(text):  # the same digits as float8's decimal form
         raise SqlError("22P02", f'invalid input syntax for type numeric: "{text}"')
     value = Decimal(text.strip())
+    if value and value.adjusted() >= 131072:  # PostgreSQL's limit of digits before the point
+        raise SqlError("22003", "value overflows numeric format")
     if value.as_tuple().exponent > 0:
-        value = value.quantize(Decimal(1))
+        value = value.quantize(Decimal(1), context=_context(value.adjusted() + 2, decimal.ROUND_HALF_EVEN))
     return value
 
 
