@@ -501,6 +501,13 @@ _INTEGER_TYPES = {_T.TINYINT, _T.SMALLINT, _T.INT, _T.BIGINT}
 _INTEGER_DIGITS = {_T.TINYINT: (3, 0), _T.SMALLINT: (5, 0), _T.INT: (10, 0), _T.BIGINT: (19, 0)}
 
 
+def _null_when_empty(values: exp.Expression) -> exp.Expression:
+    """array_agg's result: NULL over no rows, as PostgreSQL's (Spark collects an empty array).
+    Spark computes the one collecting aggregate the two copies share once."""
+    return exp.If(this=exp.GT(this=_func("size", values.copy()), expression=exp.Literal.number(0)),
+                  true=values, false=exp.Null())
+
+
 def _cast_aggregated(node: exp.Expression, spark_type: str) -> None:
     """Cast the argument of aggregate ``node`` (``sum(DISTINCT x)``: the values x, as DISTINCT
     of the cast values is DISTINCT of the values for the integer and decimal casts used here)."""
@@ -1854,6 +1861,18 @@ class _Translator:
                                                     "22003", "value overflows numeric format")])
 
     def _rewrite_node(self, node: exp.Expression) -> exp.Expression | None:  # noqa: C901 - a dispatch table
+        if isinstance(node, (exp.Filter, exp.Window)) and isinstance(node.this, exp.If):
+            collected = [n for n in node.this.walk() if n.meta.get("tg_collect")]
+            if collected:
+                # array_agg(...) FILTER (WHERE c) / OVER (...): Spark filters, or computes over the
+                # window, the collecting aggregate, not the expression of its result around it
+                for n in collected:
+                    if isinstance(node, exp.Window) and isinstance(n.parent, exp.Filter):
+                        n = n.parent  # agg(...) FILTER (WHERE c) OVER (...)
+                    wrapped = node.copy()
+                    wrapped.set("this", n.copy())
+                    n.replace(wrapped)
+                return node.this
         if isinstance(node, exp.Sub) and _dtype(node.this) in _TZ_TYPES and _dtype(node.expression) in _TZ_TYPES:
             # timestamptz - timestamptz is the elapsed time (Spark subtracts wall times in the
             # session zone, an hour off across a DST change)
@@ -3470,15 +3489,27 @@ class _Translator:
         if isinstance(arg, exp.Order):
             order = arg
             arg = arg.this
+        # array_agg(DISTINCT x): each value once, NULL included, in ascending order unless ORDER BY
+        # says otherwise (which PostgreSQL allows only on x itself), as PostgreSQL's sorted
+        # DISTINCT gives them.
+        distinct = isinstance(arg, exp.Distinct) and len(arg.expressions) == 1
+        if distinct:
+            arg = arg.expressions[0]
+            if order is None:
+                order = exp.Order(expressions=[exp.Ordered(this=arg.copy(), desc=False, nulls_first=False)])
+        collect = "collect_set" if distinct else "collect_list"
         # collect_list drops NULLs; PostgreSQL keeps them, so collect structs and unwrap.
         if order is None:
-            collected = _func("collect_list", exp.Struct(expressions=[exp.PropertyEQ(this=exp.to_identifier("v"), expression=arg)]))
-            return exp.Transform(this=collected, expression=exp.Lambda(this=exp.Dot(this=exp.column("s"), expression=exp.to_identifier("v")), expressions=[exp.to_identifier("s")]))
+            collected = _func(collect, exp.Struct(expressions=[exp.PropertyEQ(this=exp.to_identifier("v"), expression=arg)]))
+            collected.meta["tg_collect"] = True  # FILTER (WHERE ...) applies here
+            return _null_when_empty(exp.Transform(this=collected, expression=exp.Lambda(
+                this=exp.Dot(this=exp.column("s"), expression=exp.to_identifier("v")), expressions=[exp.to_identifier("s")])))
         keys = []
         for i, ordered in enumerate(order.expressions):
             keys.append(exp.PropertyEQ(this=exp.to_identifier(f"k{i}"), expression=ordered.this))
         struct = exp.Struct(expressions=[*keys, exp.PropertyEQ(this=exp.to_identifier("v"), expression=arg)])
-        collected = _func("collect_list", struct)
+        collected = _func(collect, struct)
+        collected.meta["tg_collect"] = True
         comparator_parts = []
         for i, ordered in enumerate(order.expressions):
             desc = bool(ordered.args.get("desc"))
@@ -3501,7 +3532,8 @@ class _Translator:
             if col.name == "__collected__":
                 col.replace(collected)
                 break
-        return exp.Transform(this=sorted_expr, expression=exp.Lambda(this=exp.Dot(this=exp.column("s"), expression=exp.to_identifier("v")), expressions=[exp.to_identifier("s")]))
+        return _null_when_empty(exp.Transform(this=sorted_expr, expression=exp.Lambda(
+            this=exp.Dot(this=exp.column("s"), expression=exp.to_identifier("v")), expressions=[exp.to_identifier("s")])))
 
     # -- predicates
 

@@ -250,6 +250,14 @@ QUERIES: dict[str, str] = {
     "bytea_and_array_lengths": "SELECT id, '\\x0102'::bytea, length('\\x0a0b0c'::bytea), 'a\\001b'::bytea,"
                                " array_length(ARRAY[]::int[], 1), array_length(ARRAY[id, id], 1),"
                                " array_length(ARRAY[id], 2), cardinality(ARRAY[]::int[]) FROM sq_emp ORDER BY id",
+    "array_agg_distinct": "SELECT dept_id, array_agg(DISTINCT manager_id), array_agg(DISTINCT rating ORDER BY rating DESC),"
+                          " array_agg(DISTINCT dept_id) FILTER (WHERE id > 2) FROM sq_emp GROUP BY dept_id ORDER BY dept_id",
+    "array_agg_empty_and_windowed": "SELECT id, array_agg(name) FILTER (WHERE salary > 1000000) OVER (),"
+                                    " array_agg(id) OVER (PARTITION BY dept_id ORDER BY id),"
+                                    " array_agg(rating) FILTER (WHERE id % 2 = 0) OVER (ORDER BY id ROWS 1 PRECEDING)"
+                                    " FROM sq_emp ORDER BY id",
+    "array_agg_of_no_rows": "SELECT array_agg(id), array_agg(id ORDER BY id), array_agg(DISTINCT id),"
+                            " array_agg(name) FILTER (WHERE id > 0) FROM sq_emp WHERE id < 0",
     "sum_of_bigint_divided": "SELECT kind, sum(id::bigint) / 4, sum(amount) / 3, sum(id::bigint) > sum(id) / 2"
                              " FROM sq_events GROUP BY kind ORDER BY kind",
 }
