@@ -38,6 +38,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from catalog import live
 from catalog.db import redact
 from catalog.lock import DataDirLockError
 from tidegate import sqllex
@@ -291,19 +292,6 @@ def mentions_gateway_relations(sql: str) -> bool:
 def load_into_duckdb(con: Any, catalog: Any, *, create: bool = False) -> None:
     """Create (``create=True``) or refresh ``isx.gateways`` in the evaluator's DuckDB."""
     if create:
-        con.register("tg_gateways_load", pa.table({n: pa.array([], t) for n, t in GATEWAYS_COLUMNS}))
-        con.execute("CREATE TABLE IF NOT EXISTS isx.gateways AS SELECT * FROM tg_gateways_load")
-        con.unregister("tg_gateways_load")
-        return
-    table = gateway_rows(catalog)
-    con.execute("BEGIN TRANSACTION")
-    try:
-        con.execute("DELETE FROM isx.gateways")
-        if table.num_rows:
-            con.register("tg_gateways_load", table)
-            con.execute("INSERT INTO isx.gateways SELECT * FROM tg_gateways_load")
-            con.unregister("tg_gateways_load")
-        con.execute("COMMIT")
-    except BaseException:
-        con.execute("ROLLBACK")
-        raise
+        live.create_tables(con, {"gateways": pa.table({n: pa.array([], t) for n, t in GATEWAYS_COLUMNS})})
+    else:
+        live.replace_rows(con, {"gateways": gateway_rows(catalog)})

@@ -29,6 +29,7 @@ import pyarrow as pa
 
 from tidegate import sqllex
 from tidegate.errors import SqlError
+from catalog import live
 from catalog.db import CatalogStore
 
 # GreptimeDB numbers flows from 1024; so do we (ids are never re-used).
@@ -417,20 +418,6 @@ def load_into_duckdb(con: Any, catalog: Any, *, create: bool = False) -> None:
     evaluator's DuckDB database ``con`` in one transaction."""
     tables = duckdb_relations(catalog)
     if create:
-        for name, table in tables.items():
-            con.register("tg_flow_load", table.slice(0, 0))
-            con.execute(f"CREATE TABLE IF NOT EXISTS isx.{name} AS SELECT * FROM tg_flow_load")
-            con.unregister("tg_flow_load")
-        return
-    con.execute("BEGIN TRANSACTION")
-    try:
-        for name, table in tables.items():
-            con.execute(f"DELETE FROM isx.{name}")
-            if table.num_rows:
-                con.register("tg_flow_load", table)
-                con.execute(f"INSERT INTO isx.{name} SELECT * FROM tg_flow_load")
-                con.unregister("tg_flow_load")
-        con.execute("COMMIT")
-    except BaseException:
-        con.execute("ROLLBACK")
-        raise
+        live.create_tables(con, tables)
+    else:
+        live.replace_rows(con, tables)

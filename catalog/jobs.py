@@ -27,6 +27,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from catalog import live
 from catalog.db import CatalogStore, shared_store
 from tidegate import sqllex
 
@@ -366,24 +367,10 @@ def load_into_duckdb(con: Any, catalog: Any, *, create: bool = False) -> None:
     The rows live in ``isx.tg_jobs_all``; ``isx.jobs`` is a view over them that shows a job's
     statement only to its submitter and to superusers (``tg_job_visible``)."""
     if create:
-        table = rows_table([], {})
-        con.register("tg_jobs_load", table)
-        con.execute("CREATE TABLE IF NOT EXISTS isx.tg_jobs_all AS SELECT * FROM tg_jobs_load")
-        con.unregister("tg_jobs_load")
+        live.create_tables(con, {"tg_jobs_all": rows_table([], {})})
         names = [n for n, _ in JOBS_COLUMNS]
         select = ", ".join("CASE WHEN tg_job_visible(submitted_by) THEN statement END AS statement"
                            if n == "statement" else n for n in names)
         con.execute(f"CREATE VIEW IF NOT EXISTS isx.jobs AS SELECT {select} FROM isx.tg_jobs_all")
         return
-    table = information_schema_rows(catalog)
-    con.execute("BEGIN TRANSACTION")
-    try:
-        con.execute("DELETE FROM isx.tg_jobs_all")
-        if table.num_rows:
-            con.register("tg_jobs_load", table)
-            con.execute("INSERT INTO isx.tg_jobs_all SELECT * FROM tg_jobs_load")
-            con.unregister("tg_jobs_load")
-        con.execute("COMMIT")
-    except BaseException:
-        con.execute("ROLLBACK")
-        raise
+    live.replace_rows(con, {"tg_jobs_all": information_schema_rows(catalog)})

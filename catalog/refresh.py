@@ -27,6 +27,7 @@ from typing import Any
 import pyarrow as pa
 
 from tidegate.errors import SqlError
+from catalog import live
 from catalog.db import CatalogStore, shared_store
 from tidegate import sqllex
 
@@ -251,21 +252,7 @@ def mentions_refresh_relations(sql: str) -> bool:
 
 def load_into_duckdb(con: Any, catalog: Any, *, create: bool = False) -> None:
     """Create (``create=True``) or refresh ``isx.refresh_tables`` in the evaluator's DuckDB."""
-    table = information_schema_rows(catalog) if not create else pa.table(
-        {n: pa.array([], t) for n, t in REFRESH_TABLES_COLUMNS})
     if create:
-        con.register("tg_refresh_load", table)
-        con.execute("CREATE TABLE IF NOT EXISTS isx.refresh_tables AS SELECT * FROM tg_refresh_load")
-        con.unregister("tg_refresh_load")
-        return
-    con.execute("BEGIN TRANSACTION")
-    try:
-        con.execute("DELETE FROM isx.refresh_tables")
-        if table.num_rows:
-            con.register("tg_refresh_load", table)
-            con.execute("INSERT INTO isx.refresh_tables SELECT * FROM tg_refresh_load")
-            con.unregister("tg_refresh_load")
-        con.execute("COMMIT")
-    except BaseException:
-        con.execute("ROLLBACK")
-        raise
+        live.create_tables(con, {"refresh_tables": pa.table({n: pa.array([], t) for n, t in REFRESH_TABLES_COLUMNS})})
+    else:
+        live.replace_rows(con, {"refresh_tables": information_schema_rows(catalog)})
