@@ -128,6 +128,30 @@ def _params(exc: BaseException) -> dict[str, str]:
         return {}
 
 
+def _fragment(exc: BaseException) -> str | None:
+    """The text of the Spark SQL expression an error happened in (its query context)."""
+    fn = getattr(exc, "getQueryContext", None)
+    if fn is not None:
+        try:
+            contexts = fn() or []
+            if contexts and contexts[0].fragment():
+                return str(contexts[0].fragment())
+        except Exception:  # noqa: BLE001 - py4j: fall back to the printed context
+            pass
+    # "== SQL (line 1, position 8) ==" then the line and carets under the fragment
+    m = re.search(r"== SQL \(line \d+, position \d+\) ==\n([^\n]*)\n( *)(\^+)", str(exc))
+    return m.group(1)[len(m.group(2)):len(m.group(2)) + len(m.group(3))] if m else None
+
+
+def _overflowed_type(exc: BaseException, integer_ops: dict[str, str]) -> str | None:
+    """PostgreSQL's word for the integer type an overflow happened in: the operation Spark names
+    (its query context), else the one type all the statement's integer operations have."""
+    word = integer_ops.get(_fragment(exc) or "")
+    if word is None and len(set(integer_ops.values())) == 1:
+        word = next(iter(integer_ops.values()))
+    return word
+
+
 def _overflow_message(text: str) -> str:
     """Which integer type overflowed, from Spark's wording (``300S * 300S``, ``long overflow``)."""
     lowered = text.lower()
@@ -150,11 +174,13 @@ def _is_cancellation(text: str) -> bool:
 RAISED_QUOTE = "\u00a8"  # stands for " inside a message the translator raises
 
 
-def map_spark_error(exc: BaseException, sql: str | None = None) -> SqlError:
+def map_spark_error(exc: BaseException, sql: str | None = None,
+                    integer_ops: dict[str, str] | None = None) -> SqlError:
     """Turn an exception raised by Spark (or py4j around it) into a PostgreSQL-style SqlError.
 
     ``sql`` is the statement text Spark ran; it is used for nothing but positions today and
-    may be ``None``.
+    may be ``None``. ``integer_ops``: the statement's integer operations by their Spark SQL text
+    (engine.translate.TranslatedQuery.integer_ops), which name the type an overflow overflowed.
     """
     if isinstance(exc, SqlError):
         return exc
@@ -163,7 +189,7 @@ def map_spark_error(exc: BaseException, sql: str | None = None) -> SqlError:
     if base in _WRAPPING:
         cause = _java_cause(exc)
         if cause is not None:
-            return map_spark_error(cause, sql)
+            return map_spark_error(cause, sql, integer_ops)
     params = _params(exc)
     text = str(exc)
 
@@ -191,13 +217,20 @@ def map_spark_error(exc: BaseException, sql: str | None = None) -> SqlError:
         return SqlError(state, f'invalid input syntax for type {pg}: "{value}"')
     if base == "CAST_OVERFLOW" or base == "CAST_OVERFLOW_IN_TABLE_INSERT":
         target = params.get("targetType", "").strip('"').upper()
+        if not target:  # parameters are not always reachable through py4j: read Spark's wording
+            m = re.search(r'cannot be cast to "?([A-Za-z_0-9(), ]+?)"? due to an overflow', text)
+            target = m.group(1).upper() if m else ""
         message = _OUT_OF_RANGE.get(target) or (
             "numeric field overflow" if target.startswith("DECIMAL") else f"{pg_type_name(target)} out of range"
         )
         return SqlError("22003", message)
+    if base in ("BINARY_ARITHMETIC_OVERFLOW", "ARITHMETIC_OVERFLOW"):
+        word = _overflowed_type(exc, integer_ops or {})
+        if word is not None:
+            return SqlError("22003", f"{word} out of range")
     if base == "BINARY_ARITHMETIC_OVERFLOW":
         values = f"{params.get('value1', '')} {params.get('value2', '')}"
-        return SqlError("22003", _overflow_message(values))
+        return SqlError("22003", _overflow_message(values if values.strip() else _first_line(exc)))
     if base == "ARITHMETIC_OVERFLOW":
         wording = params.get("message", "") + " " + params.get("alternative", "")
         return SqlError("22003", _overflow_message(wording if wording.strip() else _first_line(exc)))

@@ -361,6 +361,9 @@ class TranslatedQuery:
     tables: list[tuple[str, str]] = field(default_factory=list)
     # output column -> the trailing hidden columns holding its exact operands (ColumnType.exact_op)
     operands: dict[int, tuple[int, ...]] = field(default_factory=dict)
+    # Spark SQL text of each integer +, -, *, unary minus and abs -> its PostgreSQL type word:
+    # Spark's overflow error names neither (engine.errors.map_spark_error)
+    integer_ops: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -3891,7 +3894,22 @@ def translate_query(
     _set_output_aliases(tree, names + hidden)
     spark_sql = tree.sql(dialect="spark", identify=True, comments=False)
     pgfunctions.check_spark_sql(tree, spark_sql)
-    return TranslatedQuery(spark_sql, names, types, translator.tables, operands)
+    return TranslatedQuery(spark_sql, names, types, translator.tables, operands, _integer_operations(tree))
+
+
+_INTEGER_TYPE_WORDS = {_T.TINYINT: "smallint", _T.SMALLINT: "smallint", _T.INT: "integer", _T.BIGINT: "bigint"}
+
+
+def _integer_operations(tree: exp.Expression) -> dict[str, str]:
+    """The Spark SQL text of each integer +, -, *, unary minus and abs in ``tree`` -> PostgreSQL's
+    word for its type ("bigint"): an overflow's error gives the text of the operation that
+    overflowed, not its type (TranslatedQuery.integer_ops)."""
+    ops: dict[str, str] = {}
+    for node in tree.find_all(exp.Add, exp.Sub, exp.Mul, exp.Neg, exp.Abs):
+        word = _INTEGER_TYPE_WORDS.get(_dtype(node))
+        if word is not None:
+            ops.setdefault(node.sql(dialect="spark", identify=True, comments=False), word)
+    return ops
 
 
 def _evaluable_values(tree: exp.Expression) -> None:

@@ -149,3 +149,29 @@ def test_pg_typeof_refuses_what_it_cannot_know(tidegate) -> None:
                 ("date", "timestamp with time zone", "integer", "interval", "date")]
         finally:
             conn.execute("DROP TABLE tpt")
+
+
+_OVERFLOWS = ["SELECT x + 1 FROM tov", "SELECT x * 2 FROM tov", "SELECT -x - 2 FROM tov", "SELECT abs(-x - 1) FROM tov",
+              "SELECT i + 2147483647 FROM tov", "SELECT i * i * i FROM tov", "SELECT s + s FROM tov",
+              "SELECT s::smallint * 2::smallint FROM tov", "SELECT x::int FROM tov", "SELECT i::smallint FROM tov",
+              "SELECT (i + 0)::int2 FROM tov", "SELECT sum(x + 1) FROM tov GROUP BY i", "SELECT x + i FROM tov",
+              "SELECT i + 1, x + 1 FROM tov", "SELECT (x - 1) * 3 / 3 FROM tov"]
+
+
+def test_integer_overflows_name_the_type_as_postgres_does(tidegate, pg_oracle) -> None:
+    """Spark's overflow error says only "overflow": the message names the type of the operation
+    that overflowed, from the statement's translation (engine.translate: integer_ops)."""
+    answers = []
+    for target in (pg_oracle, tidegate):
+        with psycopg.connect(target.dsn, autocommit=True) as conn:
+            conn.execute("CREATE TABLE tov (x bigint, i int, s smallint)")
+            conn.execute("INSERT INTO tov VALUES (9223372036854775807, 2147483647, 32767)")
+            got = []
+            for sql in _OVERFLOWS:
+                with pytest.raises(psycopg.errors.NumericValueOutOfRange) as info:
+                    conn.execute(sql)
+                got.append((sql, info.value.diag.message_primary))
+            conn.execute("DROP TABLE tov")
+            answers.append(got)
+    expected, got = answers
+    assert got == expected
