@@ -226,7 +226,7 @@ class EngineSession(QueryStatements, SchemaStatements, DmlStatements, SequenceSt
         self._current_tag: str | None = None
         self._cancelled = False
         self._interrupt = threading.Event()  # set by cancel(): also stops a wait for a table lock
-        self._integer_ops: dict[str, str] = {}  # the statement's integer operations (TranslatedQuery)
+        self._integer_ops: list[Callable[[], dict[str, str]]] = []  # the statement's (TranslatedQuery)
         self._pending: list[WriteOp] | None = None
         self._ddl: BlockDdl | None = None  # the open block's catalog changes and storage
         self.commit_hooks: txnlog.CommitHooks | None = None  # a job's (engine.jobs): added to its COMMIT
@@ -456,7 +456,10 @@ class EngineSession(QueryStatements, SchemaStatements, DmlStatements, SequenceSt
                 raise SqlError("57014", "canceling statement due to user request") from None
             from engine.errors import map_spark_error
 
-            raise map_spark_error(exc, sql, self._integer_ops) from None
+            integer_ops: dict[str, str] = {}
+            for source in self._integer_ops:
+                integer_ops.update(source())
+            raise map_spark_error(exc, sql, integer_ops) from None
         finally:
             spark.removeTag(tag)
             sc.removeJobTag(tag)
@@ -643,7 +646,7 @@ class EngineSession(QueryStatements, SchemaStatements, DmlStatements, SequenceSt
     def execute(self, sql: str, params: Sequence[Any] = (), info: SessionInfo | None = None) -> RowStream | CommandResult:
         """Run ONE statement; every failure is a SqlError (42P01 carries the relation's position)."""
         self._interrupt.clear()
-        self._integer_ops = {}
+        self._integer_ops = []
         info = info or SessionInfo()
         try:
             with pgvalues.use_session_zone(info.timezone):  # value input in the session's TimeZone
@@ -773,7 +776,7 @@ class EngineSession(QueryStatements, SchemaStatements, DmlStatements, SequenceSt
         resolver = resolver or StatementResolver(self, info)
         with self.store.gate.reading():  # the relations and snapshots of one moment
             tq = translate_query(tree, resolver, list(params), exact_numeric=client)
-        self._integer_ops.update(tq.integer_ops)  # for an overflow's message (_run)
+        self._integer_ops.append(tq.integer_ops)  # for an overflow's message (_run)
         return tq, resolver
 
     def _current_schema(self, info: SessionInfo) -> str:

@@ -21,6 +21,7 @@ cannot hand year-month/calendar intervals to Arrow) with output type ``interval`
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import itertools
 import logging
 import math
@@ -362,8 +363,9 @@ class TranslatedQuery:
     # output column -> the trailing hidden columns holding its exact operands (ColumnType.exact_op)
     operands: dict[int, tuple[int, ...]] = field(default_factory=dict)
     # Spark SQL text of each integer +, -, *, unary minus and abs -> its PostgreSQL type word:
-    # Spark's overflow error names neither (engine.errors.map_spark_error)
-    integer_ops: dict[str, str] = field(default_factory=dict)
+    # Spark's overflow error names neither (engine.errors.map_spark_error). Computed when an error
+    # asks (rendering every operation cost a fifth of a translation with 60 of them).
+    integer_ops: Callable[[], dict[str, str]] = dict
 
 
 @dataclass
@@ -3894,7 +3896,8 @@ def translate_query(
     _set_output_aliases(tree, names + hidden)
     spark_sql = tree.sql(dialect="spark", identify=True, comments=False)
     pgfunctions.check_spark_sql(tree, spark_sql)
-    return TranslatedQuery(spark_sql, names, types, translator.tables, operands, _integer_operations(tree))
+    return TranslatedQuery(spark_sql, names, types, translator.tables, operands,
+                           functools.partial(_integer_operations, tree))
 
 
 _INTEGER_TYPE_WORDS = {_T.TINYINT: "smallint", _T.SMALLINT: "smallint", _T.INT: "integer", _T.BIGINT: "bigint"}
