@@ -88,7 +88,6 @@ class CatalogLock:
         self._stop = threading.Event()
         self._watcher: threading.Thread | None = None
         self._confirmed = 0.0
-        self.waited = False  # True when this gateway stood by before it became active
 
     def acquire(self, listen: str = "", on_lost: Callable[[str], None] | None = None,
                 standby: Callable[[str], None] | None = None) -> CatalogLock:
@@ -100,7 +99,6 @@ class CatalogLock:
         except CatalogInUse as exc:
             if standby is None:
                 raise
-            self.waited = True
             self._role = STANDBY_PREFIX
             standby(exc.holder)
             self._conn = self._wait()

@@ -21,6 +21,7 @@ from typing import Any
 
 from catalog.roles import Roles
 from catalog.db import CatalogStore
+from catalog.lock import DataDirLockError
 from tidegate.errors import SqlError
 from tidegate.pgtypes import TYPES_BY_OID, ColumnType
 
@@ -293,8 +294,6 @@ class Catalog(CatalogStore, RelationReads):
             if row is None:
                 self._conn.execute("INSERT INTO meta VALUES ('data_dir', ?)", (path,))
             elif row[0] != path:
-                from catalog.lock import DataDirLockError
-
                 raise DataDirLockError(
                     f"this catalog belongs to the data directory {row[0]}, not {path}: every gateway of a catalog "
                     "uses the same data directory (shared storage when they run on several hosts)")

@@ -56,7 +56,13 @@ class TaskReaper:
         self._wake = threading.Event()
 
     def watch(self, tag: str) -> None:
-        """``tag``'s jobs were just cancelled: stop their tasks that are still running after the grace."""
+        """``tag``'s jobs were just cancelled: stop their tasks that are still running after the grace
+        (with a local master: a cluster's executors have Spark's own reaper)."""
+        try:
+            if not self._spark().sparkContext.master.startswith("local"):
+                return
+        except Exception:  # noqa: BLE001 - no Spark: nothing runs
+            return
         with self._lock:
             if tag in self._due:
                 return
@@ -89,8 +95,6 @@ class TaskReaper:
     def reap(self, tag: str) -> int:
         """Stop the task threads still running for ``tag``'s jobs now; how many were stopped."""
         spark = self._spark()
-        if not spark.sparkContext.master.startswith("local"):
-            return 0
         jsc = spark.sparkContext._jsc.sc()
         tracker = jsc.statusTracker()
         stages: set[int] = set()

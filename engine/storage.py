@@ -49,7 +49,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, replace
 from datetime import date, datetime, time, timedelta, timezone
-from decimal import Context, Decimal
+from decimal import Decimal
 from pathlib import Path
 from urllib.parse import unquote
 from typing import Any
@@ -123,7 +123,6 @@ def interval_text_to_arrow(arr: pa.Array) -> pa.Array:
 
 # -- coercion to the storage form ----------------------------------------------------------------
 
-_WIDE = Context(prec=200)  # decimal arithmetic for any numeric a client may send
 _INT_RANGES = {n: (*pgvalues.INT_RANGES[n], pgvalues.INT_TYPE_WORDS[n]) for n in ("int2", "int4", "int8")}
 _TYPE_WORD = {"int2": "smallint", "int4": "integer", "int8": "bigint", "float4": "real",
               "float8": "double precision", "numeric": "numeric", "bool": "boolean", "date": "date",
@@ -190,7 +189,7 @@ def python_value(v: Any, t: ColumnType, column: str) -> Any:
                 if iv is None:
                     raise SqlError("22003", f"{word} out of range")
             elif isinstance(v, Decimal):
-                iv = int(v.quantize(Decimal(1), rounding="ROUND_HALF_UP", context=_WIDE))
+                iv = int(v.quantize(Decimal(1), rounding="ROUND_HALF_UP", context=pgvalues.WIDE_DECIMAL))
             else:
                 iv = int(v)
             if not lo <= iv <= hi:
@@ -204,9 +203,7 @@ def python_value(v: Any, t: ColumnType, column: str) -> Any:
             arrow = t.arrow()
             d = pgvalues.parse_numeric(v) if isinstance(v, str) else Decimal(str(v)) if isinstance(v, float) else Decimal(v)
             pgvalues.refuse_non_finite_numeric(d)
-            # quantize within enough digits for any input (the default context's 28 made 1e30 an
-            # InvalidOperation, reported as malformed input)
-            q = d.quantize(Decimal(1).scaleb(-arrow.scale), rounding="ROUND_HALF_UP", context=_WIDE)
+            q = d.quantize(Decimal(1).scaleb(-arrow.scale), rounding="ROUND_HALF_UP", context=pgvalues.WIDE_DECIMAL)
             if t.precision is None and t.scale is None:
                 pgvalues.check_unconstrained_numeric(d, q, v)
             if len(q.as_tuple().digits) - (-q.as_tuple().exponent if q.as_tuple().exponent < 0 else 0) > arrow.precision - arrow.scale and q != 0:

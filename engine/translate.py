@@ -29,7 +29,7 @@ import re
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from decimal import ROUND_HALF_UP, Context, Decimal, InvalidOperation
+from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from typing import Any, Protocol
 
 import sqlglot
@@ -513,6 +513,11 @@ def _null_when_empty(values: exp.Expression) -> exp.Expression:
                   true=values, false=exp.Null())
 
 
+def _aggregate_value(arg: exp.Expression) -> exp.Expression:
+    """The value an aggregate's argument aggregates: x of ``DISTINCT x``."""
+    return arg.expressions[0] if isinstance(arg, exp.Distinct) and len(arg.expressions) == 1 else arg
+
+
 def _cast_aggregated(node: exp.Expression, spark_type: str) -> None:
     """Cast the argument of aggregate ``node`` (``sum(DISTINCT x)``: the values x, as DISTINCT
     of the cast values is DISTINCT of the values for the integer and decimal casts used here)."""
@@ -714,8 +719,9 @@ def _pg_display_scale(node: exp.Expression) -> int | None:
     """
     while isinstance(node, (exp.Paren, exp.Alias)):
         node = node.this
-    if isinstance(node, exp.Distinct) and len(node.expressions) == 1:  # sum(DISTINCT x): x's
-        return _pg_display_scale(node.expressions[0])
+    if isinstance(node, exp.Distinct):  # sum(DISTINCT x): x's
+        value = _aggregate_value(node)
+        return None if value is node else _pg_display_scale(value)
     t = node.type if isinstance(node.type, exp.DataType) else None
     if isinstance(node, exp.Literal) and not node.is_string:
         text = node.name.lower()
@@ -914,7 +920,7 @@ def _check_numeric_constant(text: str) -> None:
         return  # not a number: the cast reports it
     pgvalues.refuse_non_finite_numeric(value)
     pgvalues.check_unconstrained_numeric(value, value.quantize(Decimal("1e-18"), rounding=ROUND_HALF_UP,
-                                                              context=Context(prec=1000)), text)
+                                                              context=pgvalues.WIDE_DECIMAL), text)
 
 
 _INT_WORDS = {_T.SMALLINT: "int2", _T.INT: "int4", _T.BIGINT: "int8"}
@@ -1718,8 +1724,7 @@ class _Translator:
             {_dtype(base.this), _dtype(base.expression)} & _FLOAT_TYPES)
         averages = isinstance(base, exp.Avg) and (_dtype(base.this) in _INTEGER_TYPES or _dtype(base.this) == _T.DECIMAL)
         if divides or averages:
-            operands = (base.this, base.expression) if divides else (
-                base.this.expressions[0] if isinstance(base.this, exp.Distinct) else base.this,)
+            operands = (base.this, base.expression) if divides else (_aggregate_value(base.this),)
             return ColumnType(NUMERIC, div_min_scale=max(_pg_display_scale(o) or 0 for o in operands))
         ct = _Translator._output_type_base(node)
         if ct is not None and ct.pg == NUMERIC and ct.precision is None:
@@ -2092,7 +2097,7 @@ class _Translator:
             marked = _func("regexp_replace", node.this, _string(r"([^\p{L}\p{N}])"), _string("$1 "))
             return _func("regexp_replace", _func("initcap", marked), _string(r"([^\p{L}\p{N}]) "), _string("$1"))
         if isinstance(node, exp.Avg):
-            value = node.this.expressions[0] if isinstance(node.this, exp.Distinct) else node.this
+            value = _aggregate_value(node.this)
             t = _dtype(value)
             shape = _INTEGER_DIGITS.get(t) if t in _INTEGER_TYPES else (
                 self._decimal_shape(value) or (38, 18)) if t == _T.DECIMAL else None
@@ -2105,8 +2110,7 @@ class _Translator:
                 _cast_aggregated(node, f"DECIMAL(38,{scale})")
             return None
         if isinstance(node, exp.Sum):
-            value = node.this.expressions[0] if isinstance(node.this, exp.Distinct) else node.this
-            if _dtype(value) == _T.BIGINT:
+            if _dtype(_aggregate_value(node.this)) == _T.BIGINT:
                 _cast_aggregated(node, "DECIMAL(38,0)")
             return None
         if isinstance(node, exp.ArrayAgg):
@@ -3972,7 +3976,7 @@ def _exact_plan(node: exp.Expression) -> tuple[str, list[exp.Expression]] | None
         for agg in (exp.Sum, exp.Count):
             whole = node.copy()
             avg = whole if isinstance(whole, exp.Avg) else whole.find(exp.Avg)
-            value = avg.this.expressions[0] if isinstance(avg.this, exp.Distinct) else avg.this
+            value = _aggregate_value(avg.this)
             replacement = agg(this=avg.this)
             replacement.type = value.type if agg is exp.Sum and _dtype(value) == _T.DECIMAL \
                 else exp.DataType.build("BIGINT")

@@ -51,7 +51,7 @@ from tidegate.pgvalues import (ARROW_ZONES_END_US, BOOL_FALSE, BOOL_TRUE, cast_n
                                datetime_input_error, infinity_refused, numeric_at_scale, numeric_exact, own_scale,
                                parse_bool, parse_bytea, parse_date, parse_flat_array, parse_float, parse_int,
                                parse_interval_fields, parse_numeric, parse_timestamp, spark_zone, zone_info,
-                               zone_offset_at)
+                               zone_offset_at, WIDE_DECIMAL)
 from tidegate.pgtypes import ColumnType
 from tidegate.results import ResultField
 
@@ -390,16 +390,13 @@ def _interval_fields(arr: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]
     raise SqlError("42804", f"cannot send Arrow type {t} as interval")
 
 
-_WIDE_DECIMAL = decimal.Context(prec=1000)  # a numeric's every digit (the default context keeps 28)
-
-
 def _numeric_text_py(d: decimal.Decimal, scale: int | None) -> str:
     if d.is_nan():
         return "NaN"
     if d.is_infinite():
         return "Infinity" if d > 0 else "-Infinity"
     if scale is not None:
-        d = d.quantize(decimal.Decimal(1).scaleb(-scale), rounding=decimal.ROUND_HALF_UP, context=_WIDE_DECIMAL)
+        d = d.quantize(decimal.Decimal(1).scaleb(-scale), rounding=decimal.ROUND_HALF_UP, context=WIDE_DECIMAL)
         s = format(d, "f")
     else:
         s = format(d, "f")

@@ -997,6 +997,11 @@ def _display_scale(rscale: int, *scales: int) -> int:
     return min(max(rscale, 0, *scales), _MAX_DISPLAY_SCALE)
 
 
+# Decimal arithmetic with room for any numeric a client may send (the default context keeps 28
+# digits: quantizing 1e30 was an InvalidOperation)
+WIDE_DECIMAL = decimal.Context(prec=1000, Emin=-9999999, Emax=9999999)
+
+
 @functools.lru_cache(maxsize=4096)
 def _context(prec: int, rounding: str) -> decimal.Context:
     return decimal.Context(prec=prec, rounding=rounding, Emin=-9999999, Emax=9999999)
