@@ -40,7 +40,7 @@ from sqlglot import exp
 from catalog.roles import DATABASE_OID
 from catalog.store import Catalog, TableDef, is_temp_schema
 from catalog.txn import CatalogTxn
-from engine import constraints, ddl, interactive, privileges, scalar, ttl, txnlog, vacuum
+from engine import constraints, ddl, interactive, plans, privileges, scalar, ttl, txnlog, vacuum
 from engine import spark as sparkmod
 from engine.blockddl import BlockDdl
 from engine.dml import DmlStatements, refuse_sequence_functions, view_ids
@@ -221,6 +221,7 @@ class EngineSession(QueryStatements, SchemaStatements, DmlStatements, SequenceSt
         self._views: dict[str, _ViewEntry] = {}
         self._analyzed: Analyzed | None = None
         self._lookups: dict[tuple, Any] = {}  # interactive.shape's lookups per (text, catalog version, ...)
+        self._plans = plans.PlanCache()  # the Spark path's kept translations (engine.plans)
         self._tag_seq = itertools.count(1)
         self._lock = threading.Lock()
         self._current_tag: str | None = None
@@ -559,6 +560,10 @@ class EngineSession(QueryStatements, SchemaStatements, DmlStatements, SequenceSt
         for obj, user, payload in events:
             self.engine.events.record(DDL_EVENT, object=obj, user=user, payload=payload)
         self._temp_on_commit()
+
+    def discard_plans(self) -> None:
+        """DISCARD PLANS: forget the kept translations (engine.plans): the next runs translate."""
+        self._plans.clear()
 
     def discard_temp(self) -> None:
         """DISCARD TEMP: drop this session's temporary relations (inside a block, through the

@@ -16,7 +16,8 @@ from engine.dml import fill_params, target_columns
 from engine.flows import statements as flow_statements
 from engine.resolver import node_name, param_index
 from engine.storage import convert_batches
-from engine.translate import parse_postgres
+from engine.resolver import StatementResolver
+from engine.translate import parse_postgres, translate_query, use_session_zone
 from tidegate import pgvalues, sqllex, statements
 from tidegate.errors import SqlError
 from tidegate.pgtypes import ColumnType, pg_type_for_arrow, TEXT
@@ -51,12 +52,34 @@ class QueryStatements:
             if described is not None:
                 tq, df = described.tq, described.df
             else:
-                tq, _ = self._translate(tree, params, info, client=True)
-                df = self.spark.sql(tq.spark_sql)
+                tq, df = self._planned(tree, sql, params, info)
             return self._rowstream(df, tq.output_names, tq.output_types, tq.spark_sql, small=_small_result(tree),
                                    operands=tq.operands)
 
         return self._run(work, sql)
+
+    def _planned(self, tree: exp.Expression, sql: str, params: list[Any], info: SessionInfo) -> tuple[Any, DataFrame]:
+        """The query's translation and frame: the session's kept plan with ``params`` bound when
+        nothing it read changed (engine.plans), else translated now (and kept on its second run)."""
+        key = self._plans.key(self, sql, tree, params, info)
+        if key is not None:
+            resolver = StatementResolver(self, info)
+            with self.store.gate.reading():
+                plan = self._plans.get(self, key, resolver)
+            if plan is not None:
+                use_session_zone(resolver)
+                tq = plan.query(params)
+                self._integer_ops.append(tq.integer_ops)
+                return tq, self.spark.sql(tq.spark_sql)
+        clock = pgvalues.clock_reads()
+        tq, resolver = self._translate(tree, params, info, client=True)
+        if key is not None:
+            def again(t: exp.Expression, values: list[Any]) -> Any:
+                with self.store.gate.reading():
+                    return translate_query(t, resolver, values, exact_numeric=True)
+
+            self._plans.learn(self, key, tree, params, tq, resolver, again, pgvalues.clock_reads() != clock)
+        return tq, self.spark.sql(tq.spark_sql)
 
     def computes_in_gateway(self, sql: str, params: Sequence[Any] | None, info: SessionInfo) -> bool:
         """Whether ``sql`` is a relation-free query :mod:`engine.scalar` evaluates (executed with

@@ -41,6 +41,9 @@ class StatementResolver:
         # Whose privileges a read is checked against: the session's, or inside a view its owner's
         # (PostgreSQL checks a view's own reads as its owner).
         self.acting = info
+        # A relation read as its state now (a sequence's last_value): the translation holds it,
+        # so it is not kept for a later statement (engine.plans).
+        self.reads_state = False
 
     @contextmanager
     def view_scope(self, rel: Any) -> Iterator[None]:
@@ -60,6 +63,7 @@ class StatementResolver:
         t = self.session.catalog.resolve_table(name, schema, self.info.search_path)
         self.session.catalog.roles.check_table(self.acting, t, "SELECT")
         if t.kind == "sequence":  # SELECT last_value, is_called FROM s: its state now, as a one-row view
+            self.reads_state = True
             last, called = self.session.engine.catalog.sequences.state(t)
             int8, boolean = ColumnType(TYPES_BY_NAME["int8"]), ColumnType(TYPES_BY_NAME["bool"])
             sql = (f"SELECT CAST({last} AS bigint) AS last_value, CAST(0 AS bigint) AS log_cnt, "

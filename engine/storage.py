@@ -394,7 +394,12 @@ def _coerce_array(arr: pa.Array | pa.ChunkedArray, t: ColumnType, column: str) -
         if mn is not None and (mn < lo or mx > hi):
             raise SqlError("22003", f"{word} out of range")
         return pc.cast(arr, target)
-    elif name in ("float4", "float8") and (pa.types.is_integer(src) or pa.types.is_floating(src) or pa.types.is_decimal(src)):
+    elif name in ("float4", "float8") and pa.types.is_decimal(src):
+        # through the text, as PostgreSQL converts numeric: Arrow's decimal cast multiplies by a
+        # rounded power of ten and missed the nearest double for 2% of values (0.06013928389552348
+        # stored as 0.060139283895523483); parsing the digits rounds correctly
+        return pc.cast(pc.cast(arr, pa.string()), target)
+    elif name in ("float4", "float8") and (pa.types.is_integer(src) or pa.types.is_floating(src)):
         return pc.cast(arr, target, safe=False)
     elif name in ("timestamp", "timestamptz") and pa.types.is_timestamp(src):
         if src.tz is None and name == "timestamptz":

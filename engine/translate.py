@@ -1382,6 +1382,23 @@ _PG_TEXT_OF = {
 }
 
 
+def _float_digits(x: exp.Expression, digits: int) -> exp.Expression:
+    """The text of the double ``x`` to ``digits`` significant digits, as PostgreSQL converts
+    float8 (15) and real (6) to numeric (``%.*g``: the exact binary value rounded; Spark's own
+    cast kept every digit of the shortest form, 0.1::float8 + 0.2 became 0.30000000000000004).
+    Java's DecimalFormat (``format_number``) rounds the exact binary value as printf does; past
+    10^digits, where it would need negative decimals, ``%e`` gives the digits."""
+    magnitude = _cast(_func("floor", _func("log10", _func("abs", x.copy()))), "INT")
+    places = exp.Sub(this=exp.Literal.number(digits - 1), expression=magnitude)
+    fixed = _func("replace", _func("format_number", x.copy(), places), _string(","), _string(""))
+    scientific = _func("format_string", _string(f"%.{digits - 1}e"), x.copy())
+    return exp.Case(ifs=[
+        exp.If(this=exp.EQ(this=x.copy(), expression=exp.Literal.number(0)), true=_string("0")),
+        exp.If(this=exp.GTE(this=_func("abs", x.copy()), expression=exp.Literal.number(f"1e{digits}")),
+               true=scientific),
+    ], default=fixed)
+
+
 def _float_integral(arg: exp.Expression, integral) -> exp.Expression:
     """floor / ceil / trunc of a double precision value as a double precision value. Spark's
     floor and ceil return a bigint (NaN became 0, infinities and values past 2^63 overflowed):
@@ -2721,7 +2738,7 @@ class _Translator:
             x = exp.paren(_cast(arg.copy(), "DOUBLE"))
             infinite = _is_infinite(x.copy())
             unsupported = "numeric NaN and infinity are not supported"
-            return self._guarded(_cast(arg, self._spark_type(to)), [
+            return self._guarded(_cast(_float_digits(x.copy(), 6 if src == _T.FLOAT else 15), self._spark_type(to)), [
                 (_func("isnan", x.copy()), "0A000", unsupported),
                 (infinite, "22003" if params else "0A000", "numeric field overflow" if params else unsupported)])
         if t in _INTEGER_TYPES and src in (_T.DECIMAL, *_FLOAT_TYPES):

@@ -1104,6 +1104,10 @@ class Connection:
                 discard = getattr(self.session, "discard_temp", None)
                 if discard is not None:
                     await self.blocking(discard)
+            if what in ("discard_all", "discard_plans"):
+                forget = getattr(self.session, "discard_plans", None)
+                if forget is not None:
+                    forget()
             if what == "discard_all":
                 await self._close_portals(keep=portal)
                 self.statements = {k: v for k, v in self.statements.items() if v is portal.stmt}

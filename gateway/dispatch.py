@@ -703,6 +703,11 @@ class RoutedSession:
         if getattr(self._engine_session, "temp_schema", None) is not None:
             self._engine_for_statement().discard_temp()
 
+    def discard_plans(self) -> None:
+        """DISCARD PLANS / DISCARD ALL: forget the query translations the session kept."""
+        if self._engine_session is not None:
+            self._engine_session.discard_plans()
+
     def cancel(self) -> None:
         if self._engine_session is not None:
             self._engine_session.cancel()

@@ -431,7 +431,8 @@ class SessionReply:
     tag: str
     rows: RowStream | None = None
     notices: list[Notice] = field(default_factory=list)
-    action: tuple[str, str | None] | None = None  # ("discard_all", None) | ("deallocate", name|None)
+    # ("discard_all" | "discard_temp" | "discard_plans", None) | ("deallocate", name|None)
+    action: tuple[str, str | None] | None = None
 
 
 def _show_stream(column: str, rows: list[tuple[str, ...]], columns: list[str] | None = None) -> RowStream:
@@ -601,6 +602,8 @@ def execute(sql: str, settings: SessionSettings, in_block: bool) -> SessionReply
             return SessionReply("DISCARD ALL", action=("discard_all", None))
         if what in ("temp", "temporary"):  # the backend drops the session's temporary relations
             return SessionReply("DISCARD TEMP", action=("discard_temp", None))
+        if what == "plans":  # the backend forgets the translations it kept (engine/plans.py)
+            return SessionReply("DISCARD PLANS", action=("discard_plans", None))
         return SessionReply("DISCARD " + what.upper())
     if head == "deallocate":
         rest = toks[1:]

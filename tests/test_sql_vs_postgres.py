@@ -533,6 +533,22 @@ SCENARIOS: dict[str, list[str]] = {
         "SELECT x * 100000 FROM sqd_wide",
         "SELECT n FROM sqd_wide ORDER BY n",
     ],
+    "numeric_into_float_columns": [
+        # numeric values stored in a float column missed the nearest double (Arrow's decimal cast
+        # multiplies by a rounded power of ten): 0.06013928389552348 was stored as ...523483
+        "DROP TABLE IF EXISTS sqd_f",
+        "CREATE TABLE sqd_f (k int, f double precision, r real)",
+        "INSERT INTO sqd_f VALUES (1, 0.06013928389552348, 0.06013928389552348), "
+        "(2, 73.43568316584658, 73.43568316584658), (3, -0.1, -0.1), (4, 123456789.0123456789, 1.1)",
+        "INSERT INTO sqd_f SELECT k + 10, f::numeric, r::numeric FROM sqd_f",
+        "SELECT k, f = 0.06013928389552348, f = 73.43568316584658, f::text, r::text FROM sqd_f ORDER BY k",
+        # float to numeric keeps 15 (real: 6) significant digits, the binary value rounded
+        "SELECT k, f::numeric, r::numeric, (f * 3)::numeric(20,4), (f / 7)::numeric FROM sqd_f ORDER BY k",
+        "SELECT (0.1::float8 + 0.2)::numeric, 1e17::float8::numeric(30,0), 123456789012345678::float8::numeric(30,0), "
+        "0.000123456789012345678::float8::numeric(30,25), 2.5::float8::numeric(3,0), (-0.0)::float8::numeric, "
+        "1.1::real::numeric, 3.14159274::real::numeric(10,8)",
+        "SELECT (f + 0.5)::numeric FROM sqd_f WHERE k = 1 UNION ALL SELECT (0.1::float8 + 0.2)::numeric",
+    ],
     "create_drop_if_exists": [
         "DROP TABLE IF EXISTS sqd_cd",
         "DROP TABLE sqd_cd",

@@ -28,6 +28,7 @@ import json
 import math
 import re
 import struct
+import threading
 from collections.abc import Iterator
 from contextvars import ContextVar
 from datetime import date, datetime, timedelta, timezone, tzinfo
@@ -156,6 +157,16 @@ _TS_TAIL_OFFSET = re.compile(r"(?:\s*|(?<=\d))([+-])(\d{1,2})(?::?(\d{2}))?(?::?
 _TS_TAIL_NAME = re.compile(r"\s+([A-Za-z][A-Za-z0-9_/+-]*)$")
 
 
+_clock_use = threading.local()
+
+
+def clock_reads() -> int:
+    """How many values this thread has read from the clock ('now', 'today', 'tomorrow',
+    'yesterday'): a translation that read one holds that moment's value and is not kept for a
+    later statement (engine.plans)."""
+    return getattr(_clock_use, "reads", 0)
+
+
 def parse_timestamp(text: str, with_tz: bool, zone: str | None = None) -> datetime:
     """PostgreSQL timestamp input -> datetime (aware UTC for timestamptz, naive for timestamp).
 
@@ -172,6 +183,7 @@ def parse_timestamp(text: str, with_tz: bool, zone: str | None = None) -> dateti
     if low in ("infinity", "+infinity", "-infinity"):
         raise infinity_refused("timestamp")
     if low in ("now", "today", "tomorrow", "yesterday"):
+        _clock_use.reads = clock_reads() + 1
         now_utc = datetime.now(timezone.utc)
         tz = zone_info(zone)
         local = now_utc.astimezone(tz).replace(tzinfo=None)
