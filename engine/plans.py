@@ -39,7 +39,7 @@ import math
 import re
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
@@ -165,7 +165,6 @@ class Plan:
     operands: dict[int, tuple[int, ...]]
     views: dict[str, tuple[TableDef, str]]  # table location -> (its definition, the view it read)
     integer_ops: dict[str, str] | Callable[[], dict[str, str]] = dict  # of the template (rendered once)
-    runs: int = field(default=0)
 
     def query(self, params: Sequence[Any]) -> TranslatedQuery:
         """The translation of this plan's statement with ``params``."""
@@ -209,6 +208,8 @@ class PlanCache:
                     hash(value)
                 except TypeError:
                     value = repr(value)
+                if isinstance(value, (str, bytes)) and len(value) > 1024:
+                    return None  # a long value in the key of every run: not kept
                 parts.append(("value", type(value).__name__, value))
         return (sql, session.catalog.version, info.user, info.superuser, info.internal, info.database,
                 info.application_name, info.backend_pid, tuple(sorted(info.settings.items())), tuple(parts))
@@ -223,7 +224,6 @@ class PlanCache:
                 del self._plans[key]
                 return None
         self._plans.move_to_end(key)
-        plan.runs += 1
         return plan
 
     def learn(self, session: EngineSession, key: tuple, tree: exp.Expression, params: Sequence[Any],
@@ -255,6 +255,8 @@ def _build(session: EngineSession, tree: exp.Expression, params: Sequence[Any], 
     bound = {i for i in _bindable(tree) if i < len(params) and _shape(params[i]) is not None}
     bound = {i for i in bound if _sentinels(_shape(params[i]), i) is not None}
     template, ops = tq.spark_sql, tq.integer_ops
+    if "\x00" in template:
+        return None  # (no statement holds NUL, nor any value: the markers could not be told apart)
     if bound:
         templates: list[str] = []
         sentinel_ops: list[Callable[[], dict[str, str]]] = []

@@ -201,7 +201,8 @@ def python_value(v: Any, t: ColumnType, column: str) -> Any:
             return float(v)
         if name == "numeric":
             arrow = t.arrow()
-            d = pgvalues.parse_numeric(v) if isinstance(v, str) else Decimal(str(v)) if isinstance(v, float) else Decimal(v)
+            # a float8 as PostgreSQL converts it: 15 significant digits, the binary value rounded
+            d = pgvalues.parse_numeric(v) if isinstance(v, str) else Decimal(format(v, ".15g")) if isinstance(v, float) else Decimal(v)
             pgvalues.refuse_non_finite_numeric(d)
             q = d.quantize(Decimal(1).scaleb(-arrow.scale), rounding="ROUND_HALF_UP", context=pgvalues.WIDE_DECIMAL)
             if t.precision is None and t.scale is None:
@@ -414,6 +415,10 @@ def _coerce_array(arr: pa.Array | pa.ChunkedArray, t: ColumnType, column: str) -
             pass
     elif name == "date" and pa.types.is_date(src):
         return pc.cast(arr, target)
+    elif name == "numeric" and pa.types.is_floating(src):  # real: 6 significant digits, float8: 15
+        digits = 6 if pa.types.is_float32(src) else 15
+        return pa.array([python_value(None if v is None else format(v, f".{digits}g"), t, column)
+                         for v in arr.to_pylist()], type=target)
     elif name in ("text", "varchar", "bpchar") and pa.types.is_large_string(src):
         return coerce_array(pc.cast(arr, pa.string()), t, column)
     values = arr.to_pylist()

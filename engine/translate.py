@@ -3303,10 +3303,22 @@ class _Translator:
         ])
 
     def _split_part(self, node: exp.SplitPart) -> exp.Expression | None:
-        """split_part(s, sep, 0) is 22023 (Spark's INVALID_INDEX_OF_ZERO)."""
+        """split_part(s, sep, 0) is 22023 (Spark's INVALID_INDEX_OF_ZERO). A field counted from
+        the end past -2147483647 is '' as any field past the last (Spark negated -2^31 and
+        failed with an internal error)."""
         n = node.args.get("part_index")
         known = self._literal_int(n)
-        if n is None or (known is not None and known != 0):
+        if n is None:
+            return None
+        if known is None or known == -(2**31):
+            lowest = exp.Literal.number(-(2**31) + 1)  # a CASE, not greatest(), which skips a NULL
+            clamped = exp.Case(ifs=[exp.If(this=exp.LT(this=exp.paren(n.copy()), expression=lowest),
+                                           true=lowest.copy())], default=exp.paren(n.copy()))
+            node = node.copy()
+            node.set("part_index", clamped)
+            if known is not None:
+                return node
+        elif known != 0:
             return None
         zero = exp.EQ(this=exp.paren(n.copy()), expression=exp.Literal.number(0))
         return self._guarded(node.copy(), [(zero, "22023", "field position must not be zero")],
@@ -3384,7 +3396,8 @@ class _Translator:
                 x_double = _cast(exp.paren(x.copy()), "DOUBLE")
                 one = exp.or_(eq(x, 1), exp.and_(exp.EQ(this=_func("abs", x_double), expression=exp.Literal.number(1)),
                                                  _is_infinite(_cast(exp.paren(y.copy()), "DOUBLE"))))
-                value = exp.If(this=one, true=_cast(exp.Literal.number(1), "DOUBLE"), false=value)
+                known = exp.Not(this=exp.Is(this=exp.paren(y.copy()), expression=exp.Null()))
+                value = exp.If(this=exp.and_(one, known), true=_cast(exp.Literal.number(1), "DOUBLE"), false=value)
         return _Translator._guarded(value, checks)
 
     @staticmethod

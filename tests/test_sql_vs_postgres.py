@@ -548,6 +548,26 @@ SCENARIOS: dict[str, list[str]] = {
         "0.000123456789012345678::float8::numeric(30,25), 2.5::float8::numeric(3,0), (-0.0)::float8::numeric, "
         "1.1::real::numeric, 3.14159274::real::numeric(10,8)",
         "SELECT (f + 0.5)::numeric FROM sqd_f WHERE k = 1 UNION ALL SELECT (0.1::float8 + 0.2)::numeric",
+        # and as an assignment to a numeric column, from a query and from values
+        "DROP TABLE IF EXISTS sqd_fn",
+        "CREATE TABLE sqd_fn (k int, n numeric, m numeric(20,6))",
+        "INSERT INTO sqd_fn SELECT k, f, r FROM sqd_f",
+        "INSERT INTO sqd_fn VALUES (100, 0.1::float8 + 0.2, 1.1::real), (101, 1e-3::float8 / 3, -2.5::real)",
+        "SELECT * FROM sqd_fn ORDER BY k",
+    ],
+    "generated_oracle_findings": [
+        # power(1, NULL) answered 1 (C's pow: 1 ^ NaN is 1, but power is strict); split_part with
+        # field -2147483648 failed inside Spark (it negates the index)
+        "SELECT power(1, NULL::int), power(1::int, NULL::double precision), power(1.0::float8, NULL), "
+        "power(NULL::float8, 0), power(1, 'NaN'::float8)",
+        "SELECT split_part('abc', ',', -2147483648), split_part('a,b,c', ',', -1), split_part('a,b,c', ',', -3), "
+        "split_part('a,b,c', ',', -4), split_part('a,b,c', ',', 2147483647), split_part('abc', ',', NULL::int)",
+        "DROP TABLE IF EXISTS sqd_sp",
+        "CREATE TABLE sqd_sp (s text, n int)",
+        "INSERT INTO sqd_sp VALUES ('a,b,c', -2147483648), ('a,b,c', -2), ('x', NULL), (NULL, 1), ('a,b', 0)",
+        "SELECT s, n, split_part(s, ',', n) FROM sqd_sp WHERE n IS DISTINCT FROM 0 ORDER BY n NULLS LAST, s",
+        "SELECT split_part(s, ',', n) FROM sqd_sp WHERE n = 0",
+        "SELECT n, power(1, n::float8 / NULLIF(n, n)) FROM sqd_sp ORDER BY n NULLS FIRST",
     ],
     "create_drop_if_exists": [
         "DROP TABLE IF EXISTS sqd_cd",
