@@ -14,11 +14,12 @@ that text as it parses any statement; it keeps no plans of SQL text.)
 Which parameters are bound, and which are part of the key. The translator reads literal values
 in many places (a string literal is parsed in its context's type, LIMIT -1 is an error before any
 row, an integer's type follows its value ...), so a translation made with one value is not in
-general the translation of another. A parameter is *bound* only where PostgreSQL's answer does
-not depend on its value beyond its type: an operand of a comparison, a bound of BETWEEN or an item
-of IN whose other side is a column (``WHERE id = $1``, ``ts BETWEEN $1 AND $2``, ``k IN ($1,
-$2)``), cast or not. Every other parameter is part of the cache key with its value: its
-statement is translated once per value, as before, and is still exact.
+general the translation of another. A parameter is *bound* only where the translator writes the
+value as it is: an operand of a comparison, a bound of BETWEEN, an item of IN or the pattern of
+[I]LIKE whose other side is a column (``WHERE id = $1``, ``ts BETWEEN $1 AND $2``, ``k IN ($1,
+$2)``, ``name LIKE $1``), cast or not, and LIMIT / OFFSET / FETCH FIRST counts. Every other
+parameter (a function's argument, an operand of arithmetic ...) is part of the cache key with its
+value: its statement is translated once per value, as before, and is still exact.
 
 Even so a bound parameter's translation is checked before it is kept: the statement is
 translated with two sentinel values of the parameter's shape, chosen to differ in everything the
@@ -287,14 +288,15 @@ def _build(session: EngineSession, tree: exp.Expression, params: Sequence[Any], 
 
 
 def _bindable(tree: exp.Expression) -> set[int]:
-    """0-based indexes of the parameters whose every use compares a column with a value."""
+    """0-based indexes of the parameters whose every use is in a place that takes a value as it
+    is (:func:`_bindable_place`)."""
     good: set[int] = set()
     bad: set[int] = set()
     for node in tree.find_all(exp.Parameter, exp.Placeholder):
         index = param_index(node)
         if index is None:
             continue
-        (good if _compared_with_column(node) else bad).add(index - 1)
+        (good if _bindable_place(node) else bad).add(index - 1)
     return good - bad
 
 
@@ -311,7 +313,12 @@ def _is_column(node: exp.Expression | None) -> bool:
     return isinstance(node, exp.Column) and not isinstance(node.this, exp.Star)
 
 
-def _compared_with_column(node: exp.Expression) -> bool:
+def _bindable_place(node: exp.Expression) -> bool:
+    """Whether the parameter ``node`` is compared with a column (``= <> < <= > >=``, IS [NOT]
+    DISTINCT FROM, a bound of BETWEEN, an item of IN, the pattern of [I]LIKE), or counts rows (LIMIT,
+    OFFSET, FETCH FIRST): places where the translator writes the value as it is and PostgreSQL's
+    answer depends on the value, not on how it was written. (A NULL LIMIT is no limit: NULL is
+    always part of the key, never bound.)"""
     value = _value_of(node)
     parent = value.parent
     if isinstance(parent, (exp.EQ, exp.NEQ, exp.LT, exp.LTE, exp.GT, exp.GTE, exp.NullSafeEQ, exp.NullSafeNEQ)):
@@ -321,4 +328,10 @@ def _compared_with_column(node: exp.Expression) -> bool:
         return value.arg_key in ("low", "high") and _is_column(parent.this)
     if isinstance(parent, exp.In):
         return value.arg_key == "expressions" and _is_column(parent.this)
+    if isinstance(parent, (exp.Like, exp.ILike)):
+        return value.arg_key == "expression" and _is_column(parent.this)
+    if isinstance(parent, (exp.Limit, exp.Offset)):
+        return value.arg_key == "expression"
+    if isinstance(parent, exp.Fetch):
+        return value.arg_key == "count"
     return False

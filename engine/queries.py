@@ -14,9 +14,8 @@ from catalog.store import TableDef
 from engine import ddl, interactive, scalar, spark as sparkmod
 from engine.dml import fill_params, target_columns
 from engine.flows import statements as flow_statements
-from engine.resolver import node_name, param_index
+from engine.resolver import StatementResolver, node_name, param_index
 from engine.storage import convert_batches
-from engine.resolver import StatementResolver
 from engine.translate import parse_postgres, translate_query, use_session_zone
 from tidegate import pgvalues, sqllex, statements
 from tidegate.errors import SqlError

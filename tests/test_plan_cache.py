@@ -74,6 +74,7 @@ def _connect(target, zone: str = "UTC") -> psycopg.Connection:
 
 
 TEXTS = ["a", "b", "", "it's", "back\\slash", "50%", "a_c", "Zoë", "日本", "pad  ", "pad", "zz", "'; --"]
+PATTERNS = ["a%", "%", "a\\_c", "a_c", "%\\%", "50\\%", "%'%", "Zo_", "%pad  ", "_", "", "%\\\\%", "%本"]
 
 
 def _statements(table: str, rnd: random.Random) -> list[tuple[str, object]]:
@@ -115,6 +116,8 @@ def _statements(table: str, rnd: random.Random) -> list[tuple[str, object]]:
          lambda: [big()]),
         (f"SELECT i4, count(*) FROM {table} WHERE i4 = %s OR id = %s GROUP BY i4 ORDER BY i4 NULLS LAST",
          lambda: [rnd.choice([None, 3, -7, 0]), rnd.choice([None, 4, 9])]),
+        (f"SELECT id, t FROM {table} WHERE t LIKE %s ORDER BY id LIMIT %s OFFSET %s",
+         lambda: [rnd.choice(PATTERNS), rnd.choice([None, 0, 3, 100]), rnd.choice([0, 2])]),
     ]
 
 
@@ -285,18 +288,31 @@ def test_parameters_the_translation_reads_are_part_of_the_key(counted) -> None:
     run = counted[0]
     run("CREATE TABLE kv (id int, t text)")
     run("INSERT INTO kv VALUES (1, 'abc'), (2, 'a_c'), (3, NULL)")
-    # LIMIT, lpad's length, LIKE's pattern: their values decide the translation
-    for sql, first, second in [
-        ("SELECT id FROM kv ORDER BY id LIMIT $1", [2], [1]),
-        ("SELECT lpad(t, $1) FROM kv ORDER BY id", [5], [-2147483648]),
-        ("SELECT id FROM kv WHERE t LIKE $1 ORDER BY id", ["a\\_c"], ["a_c"]),
-    ]:
-        assert _translations(run, sql, [first, first, first, second, second, second]) == [1, 1, 0, 1, 1, 0], sql
-    assert run("SELECT id FROM kv WHERE t LIKE $1 ORDER BY id", ["a\\_c"])[0] == [(2,)]
-    assert run("SELECT id FROM kv WHERE t LIKE $1 ORDER BY id", ["a_c"])[0] == [(1,), (2,)]
+    # lpad's length decides the translation (it is clamped): a plan per value
+    sql = "SELECT lpad(t, $1) FROM kv ORDER BY id"
+    assert _translations(run, sql, [[5]] * 3 + [[-2147483648]] * 3) == [1, 1, 0, 1, 1, 0]
+    assert run(sql, [5])[0] == [("  abc",), ("  a_c",), (None,)]
     # NULL is no value of a shape: keyed, and answered as NULL
     assert _translations(run, "SELECT count(*) FROM kv WHERE id = $1", [[None]] * 3) == [1, 1, 0]
     assert run("SELECT count(*) FROM kv WHERE id = $1", [None])[0] == [(0,)]
+
+
+def test_limits_and_patterns_are_bound(counted) -> None:
+    run = counted[0]
+    run("CREATE TABLE kl (id int, t text)")
+    run("INSERT INTO kl VALUES (1, 'abc'), (2, 'a_c'), (3, NULL), (4, 'it''s'), (5, 'back\\slash')")
+    sql = "SELECT id FROM kl WHERE t LIKE $1 ORDER BY id LIMIT $2 OFFSET $3"
+    assert _translations(run, sql, [["a%", 5, 0]] * 3) == [1, 3, 0]
+    for pattern, limit, offset, want in [("a\\_c", 5, 0, [2]), ("a_c", 5, 0, [1, 2]), ("a_c", 1, 1, [2]),
+                                         ("%", 0, 0, []), ("%'%", 9, 0, [4]), ("%\\\\%", 9, 0, [5]),
+                                         ("a%", 2, 7, [])]:
+        got, translations = run(sql, [pattern, limit, offset])
+        assert (got, translations) == ([(k,) for k in want], 0), (pattern, limit, offset)
+    # a NULL limit is no limit (keyed: translated for it); a negative one PostgreSQL's error
+    assert run(sql, ["%", None, 1])[0] == [(2,), (4,), (5,)]
+    with pytest.raises(Exception) as failed:
+        run(sql, ["%", -1, 0])
+    assert getattr(failed.value, "sqlstate", None) == "2201W"
 
 
 def test_what_is_never_kept(counted) -> None:
