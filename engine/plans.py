@@ -241,7 +241,11 @@ class PlanCache:
             while len(self._seen) > 4 * MAX_PLANS:
                 self._seen.popitem(last=False)
             return
-        self._remember(key, None if clock_read else _build(session, tree, params, tq, resolver, translate))
+        plan = None if clock_read else _build(session, tree, params, tq, resolver, translate)
+        if plan is _AGAIN:  # a commit landed while the plan was checked: check at a later run
+            self._seen[key] = 1
+            return
+        self._remember(key, plan)
 
     def _remember(self, key: tuple, plan: Plan | None) -> None:
         self._plans[key] = plan
@@ -249,10 +253,16 @@ class PlanCache:
             self._plans.popitem(last=False)
 
 
+_AGAIN: Any = object()  # :func:`_build`: not known yet
+
+
 def _build(session: EngineSession, tree: exp.Expression, params: Sequence[Any], tq: TranslatedQuery,
            resolver: StatementResolver, translate: Callable[..., TranslatedQuery]) -> Plan | None:
     """The plan of ``tree`` for the key of ``params`` (this run translated as ``tq``), or None when
-    its translation depends on the values of its bound parameters."""
+    its translation depends on the values of its bound parameters; :data:`_AGAIN` when a table
+    got a newer version while it was checked (the sentinels' translations read that one)."""
+    read = {location: session._views[location].view_name for location in resolver.tables
+            if location in session._views}
     bound = {i for i in _bindable(tree) if i < len(params) and _shape(params[i]) is not None}
     bound = {i for i in bound if _sentinels(_shape(params[i]), i) is not None}
     template, ops = tq.spark_sql, tq.integer_ops
@@ -271,6 +281,8 @@ def _build(session: EngineSession, tree: exp.Expression, params: Sequence[Any], 
                 return None
             templates.append(_replace(other.spark_sql, {i: values[i] for i in bound}))
             sentinel_ops.append(other.integer_ops)
+        if any(session._views[location].view_name != view for location, view in read.items()):
+            return _AGAIN
         template = templates[0]
         if templates[1] != template or any(_marker(i) not in template for i in bound):
             return None  # a bound value the translation read, or did not keep as one value
@@ -278,12 +290,9 @@ def _build(session: EngineSession, tree: exp.Expression, params: Sequence[Any], 
             return None  # this run's values translate otherwise
         first = {i: _sentinels(_shape(params[i]), i)[0] for i in bound}
         ops = lambda: {_replace(text, first): word for text, word in sentinel_ops[0]().items()}  # noqa: E731
-    views = {}
-    for location, table in resolver.tables.items():
-        entry = session._views.get(location)
-        if entry is None or location not in resolver.snapshots:
-            return None
-        views[location] = (table, entry.view_name)
+    if set(read) != set(resolver.tables) or any(location not in resolver.snapshots for location in read):
+        return None
+    views = {location: (table, read[location]) for location, table in resolver.tables.items()}
     return Plan(template, tq.output_names, tq.output_types, tq.operands, views, ops)
 
 

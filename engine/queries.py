@@ -72,13 +72,16 @@ class QueryStatements:
                 return tq, self.spark.sql(tq.spark_sql)
         clock = pgvalues.clock_reads()
         tq, resolver = self._translate(tree, params, info, client=True)
+        # analysed now, before learning translates again: a newer commit meanwhile replaces the
+        # table's view, and this run must read the version it was translated for
+        df = self.spark.sql(tq.spark_sql)
         if key is not None:
             def again(t: exp.Expression, values: list[Any]) -> Any:
                 with self.store.gate.reading():
                     return translate_query(t, resolver, values, exact_numeric=True)
 
             self._plans.learn(self, key, tree, params, tq, resolver, again, pgvalues.clock_reads() != clock)
-        return tq, self.spark.sql(tq.spark_sql)
+        return tq, df
 
     def computes_in_gateway(self, sql: str, params: Sequence[Any] | None, info: SessionInfo) -> bool:
         """Whether ``sql`` is a relation-free query :mod:`engine.scalar` evaluates (executed with

@@ -13,6 +13,8 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import random
+import threading
+import time
 import uuid
 from decimal import Decimal
 
@@ -171,6 +173,63 @@ def test_a_kept_plan_reads_the_last_commit(servers) -> None:
         finally:
             writer.execute(f"DELETE FROM {table} WHERE id > %s", [ROWS])
             writer.execute(f"INSERT INTO {table} SELECT * FROM {table} WHERE false")
+
+
+def test_readers_with_kept_plans_never_miss_an_acknowledged_commit(servers) -> None:
+    """Six clients rerun a prepared Spark statement while a writer commits row after row: each
+    answer holds every row whose INSERT was acknowledged before the statement was sent, and no
+    reader's count ever goes back."""
+    _, tg, _ = servers
+    table = f"pc_{uuid.uuid4().hex[:8]}"
+    with _connect(tg) as c:
+        c.execute(f"CREATE TABLE {table} (id bigint, g int)")
+    acknowledged = 0
+    lock = threading.Lock()
+    readers_done = threading.Event()
+    problems: list[str] = []
+    seen: list[int] = []
+
+    def write() -> None:
+        nonlocal acknowledged
+        with _connect(tg) as w:
+            k = 0
+            while not readers_done.is_set() and k < 400:
+                k += 1
+                w.execute(f"INSERT INTO {table} VALUES (%s, %s)", [k, k % 3])
+                with lock:
+                    acknowledged = k
+                time.sleep(0.05)
+
+    def read(seed: int) -> None:
+        rnd = random.Random(seed)
+        last = 0
+        with _connect(tg) as r:
+            for _ in range(8):
+                with lock:
+                    floor = acknowledged
+                count, top = r.execute(f"SELECT count(*), max(id) FROM {table} WHERE id >= %s AND g IN (%s, %s, %s)",
+                                       [rnd.choice([-5, 0, 1]), 0, 1, 2]).fetchone()
+                with lock:
+                    seen.append(count)
+                if count < floor or count < last or (count and top != count):
+                    problems.append(f"reader {seed}: {count} rows (max {top}) after {floor} acknowledged, {last} before")
+                last = count
+
+    writer = threading.Thread(target=write)
+    readers = [threading.Thread(target=read, args=(k,)) for k in range(6)]
+    writer.start()
+    for t in readers:
+        t.start()
+    for t in readers:
+        t.join(timeout=600)
+    readers_done.set()
+    writer.join(timeout=60)
+    assert not any(t.is_alive() for t in [writer, *readers])
+    assert not problems, problems[:5]
+    assert len(seen) == 48 and len(set(seen)) > 3  # the reads saw the table grow
+    with _connect(tg) as c:
+        assert c.execute(f"SELECT count(*) FROM {table} WHERE id >= %s", [0]).fetchone() == (acknowledged,)
+        c.execute(f"DROP TABLE {table}")
 
 
 def test_a_kept_plan_follows_ddl_and_the_time_zone(servers) -> None:
