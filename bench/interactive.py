@@ -130,7 +130,8 @@ def kept_vs_translated_ms(conn: C.Conn, sql: str, make_params, n: int) -> tuple[
         samples: dict[int, list[float]] = {0: [], 1: []}
         for k in range(n + 10):
             params = make_params()
-            for side, c in (enumerate((kept, custom)) if k % 2 else reversed(list(enumerate((kept, custom))))):
+            order = ((0, kept), (1, custom))  # which runs first alternates too
+            for side, c in order if k % 2 else order[::-1]:
                 start = time.perf_counter()
                 _drain(c.execute(sql, params, prepare=True))
                 if k >= 10:

@@ -36,6 +36,7 @@ built on a statement's second run of one key: a statement run once costs no extr
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import math
 import re
 from collections import OrderedDict
@@ -165,14 +166,12 @@ class Plan:
     output_types: list[ColumnType | None]
     operands: dict[int, tuple[int, ...]]
     views: dict[str, tuple[TableDef, str]]  # table location -> (its definition, the view it read)
-    integer_ops: dict[str, str] | Callable[[], dict[str, str]] = dict  # of the template (rendered once)
+    integer_ops: Callable[[], dict[str, str]] = dict  # of the template (rendered once: functools.cache)
 
     def query(self, params: Sequence[Any]) -> TranslatedQuery:
         """The translation of this plan's statement with ``params``."""
         def integer_ops() -> dict[str, str]:
-            if callable(self.integer_ops):
-                self.integer_ops = self.integer_ops()
-            return {_bind(text, params): word for text, word in self.integer_ops.items()}
+            return {_bind(text, params): word for text, word in self.integer_ops().items()}
 
         return TranslatedQuery(_bind(self.template, params), self.output_names, self.output_types, [],
                                self.operands, integer_ops)
@@ -241,7 +240,8 @@ class PlanCache:
             while len(self._seen) > 4 * MAX_PLANS:
                 self._seen.popitem(last=False)
             return
-        plan = None if clock_read else _build(session, tree, params, tq, resolver, translate)
+        bound = {i for i, part in enumerate(key[-1]) if part[0] == "bound"}
+        plan = None if clock_read else _build(session, tree, params, bound, tq, resolver, translate)
         if plan is _AGAIN:  # a commit landed while the plan was checked: check at a later run
             self._seen[key] = 1
             return
@@ -256,15 +256,15 @@ class PlanCache:
 _AGAIN: Any = object()  # :func:`_build`: not known yet
 
 
-def _build(session: EngineSession, tree: exp.Expression, params: Sequence[Any], tq: TranslatedQuery,
-           resolver: StatementResolver, translate: Callable[..., TranslatedQuery]) -> Plan | None:
-    """The plan of ``tree`` for the key of ``params`` (this run translated as ``tq``), or None when
+def _build(session: EngineSession, tree: exp.Expression, params: Sequence[Any], bound: set[int],
+           tq: TranslatedQuery, resolver: StatementResolver,
+           translate: Callable[..., TranslatedQuery]) -> Plan | None:
+    """The plan of ``tree`` for the key of ``params`` whose parameters ``bound`` (0-based) take a
+    marker (:meth:`PlanCache.key`; this run translated as ``tq``), or None when
     its translation depends on the values of its bound parameters; :data:`_AGAIN` when a table
     got a newer version while it was checked (the sentinels' translations read that one)."""
     read = {location: session._views[location].view_name for location in resolver.tables
             if location in session._views}
-    bound = {i for i in _bindable(tree) if i < len(params) and _shape(params[i]) is not None}
-    bound = {i for i in bound if _sentinels(_shape(params[i]), i) is not None}
     template, ops = tq.spark_sql, tq.integer_ops
     if "\x00" in template:
         return None  # (no statement holds NUL, nor any value: the markers could not be told apart)
@@ -293,7 +293,7 @@ def _build(session: EngineSession, tree: exp.Expression, params: Sequence[Any], 
     if set(read) != set(resolver.tables) or any(location not in resolver.snapshots for location in read):
         return None
     views = {location: (table, read[location]) for location, table in resolver.tables.items()}
-    return Plan(template, tq.output_names, tq.output_types, tq.operands, views, ops)
+    return Plan(template, tq.output_names, tq.output_types, tq.operands, views, functools.cache(ops))
 
 
 def _bindable(tree: exp.Expression) -> set[int]:
