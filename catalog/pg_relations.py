@@ -13,7 +13,7 @@ import functools
 from dataclasses import dataclass
 from typing import Any
 
-from catalog import pg_keywords
+from tidegate import pg_keywords
 from catalog.roles import PRIVILEGES, RoleDef
 from catalog.store import SEQUENCE_TYPE_NAMES, SEQUENCE_TYPE_OIDS, Catalog, SequenceParams, TableDef, is_temp_schema
 from tidegate.pgtypes import TYPES_BY_OID, ColumnType

@@ -34,7 +34,7 @@ from catalog import active as activemeta
 from catalog import flows as flowmeta
 from catalog import jobs as jobsmeta
 from catalog import refresh as refreshmeta
-from catalog import pg_keywords
+from tidegate import pg_keywords
 from catalog import pg_relations as rels
 from tidegate import pgvalues, sqllex
 from tidegate.sqllex import Token, closing, scan, split_ident_chain, tokenize

@@ -27,6 +27,7 @@ from engine import interactive
 from engine.storage import (coerce_array, convert_batches, dedupe_last, duplicate_keys, key_text, python_value,
                             round_to_precision, storage_schema, storage_to_result, storage_type, WriteOp)
 from tidegate import pgvalues, sqllex
+from tidegate.dialect import Tidegate
 from tidegate.errors import SqlError
 from tidegate.pgtypes import ColumnType, lookup_type_name, TEXT
 from tidegate.results import CommandResult, CopyTarget, ResultField, RowStream
@@ -999,9 +1000,7 @@ def name_target_columns(tree: exp.Expression, t: TableDef) -> exp.Expression:
     (``s.t.col``, ``"db"."s"."t".col``) referred to by the table's own name, the one the scans
     give it. Without an alias PostgreSQL lets either form name the target."""
     from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
-    from engine.translate import TidegatePostgres
-
-    tree = normalize_identifiers(tree, dialect=TidegatePostgres)
+    tree = normalize_identifiers(tree, dialect=Tidegate)
     target = tree.this
     if isinstance(target, exp.Table) and not target.alias:
         for col in tree.find_all(exp.Column):

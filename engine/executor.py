@@ -54,7 +54,7 @@ from engine.schema import SchemaStatements
 from engine.sequences import SequenceStatements
 from engine.storage import (Snapshot, TableStore, WriteOp, coerce_array, configure_file_cache, storage_schema,
                             storage_to_result, storage_type)
-from tidegate import pgvalues, sqllex, statements
+from tidegate import dialect, pgvalues, sqllex, statements
 from tidegate.config import Settings
 from tidegate.errors import SqlError
 from tidegate.results import CommandResult, RowStream
@@ -689,13 +689,6 @@ class EngineSession(QueryStatements, SchemaStatements, DmlStatements, SequenceSt
     def _role(self, sql: str, params: list[Any], info: SessionInfo) -> CommandResult:
         return privileges.execute(self, sql, info)
 
-    def _flow(self, sql: str, params: list[Any], info: SessionInfo) -> RowStream | CommandResult:
-        first = statements.classify(sql).command
-        if self.in_block and first in ("CREATE", "DROP", "COMMENT"):
-            raise SqlError("25001", f"{first} FLOW cannot run inside a transaction block",
-                           hint="Flows are not transactional: run it outside BEGIN ... COMMIT (autocommit).")
-        return flow_statements.execute(self, sql, info)
-
     def _create_table_statement(self, sql: str, params: list[Any], info: SessionInfo) -> CommandResult:
         result = self._create_table(sql, params, info)
         self.engine.flows.nudge()  # a pending flow may be waiting for this table
@@ -710,12 +703,6 @@ class EngineSession(QueryStatements, SchemaStatements, DmlStatements, SequenceSt
         if fast is not None:
             return fast
         return self._sql(sql, params, info)
-
-    def _job(self, sql: str, params: list[Any], info: SessionInfo) -> RowStream | CommandResult:
-        return self.engine.jobs.execute(sql, info, self, params)
-
-    def _refresh(self, sql: str, params: list[Any], info: SessionInfo) -> RowStream | CommandResult:
-        return self.engine.refresh.execute(sql, info)
 
     def _session_statement(self, sql: str, params: list[Any], info: SessionInfo) -> CommandResult:
         raise SqlError("0A000", f"{statements.classify(sql).command} must be handled by the session, not the engine")
@@ -744,6 +731,8 @@ class EngineSession(QueryStatements, SchemaStatements, DmlStatements, SequenceSt
         return _parsed(sql).copy()
 
     def _dispatch(self, tree: exp.Expression, sql: str, params: list[Any], info: SessionInfo) -> RowStream | CommandResult:
+        if isinstance(tree, dialect.TidegateStatement):
+            return self._tidegate_statement(tree, params, info)
         if not isinstance(tree, exp.Insert):
             refuse_sequence_functions(tree)
         if isinstance(tree, (exp.Query, exp.Values)) or (isinstance(tree, exp.Subquery)):
@@ -770,6 +759,24 @@ class EngineSession(QueryStatements, SchemaStatements, DmlStatements, SequenceSt
             raise SqlError("0A000", "COPY must be sent through the COPY protocol")
         word = sql.strip().split(None, 1)[0].upper() if sql.strip() else ""
         raise SqlError("0A000", f"statement {word} is not supported")
+
+    _FLOW_STATEMENTS = (dialect.CreateFlow, dialect.DropFlow, dialect.ShowFlows, dialect.ShowCreateFlow,
+                        dialect.ShowFlowStatus, dialect.CommentOnFlow, dialect.Admin)
+    _JOB_STATEMENTS = (dialect.SubmitJob, dialect.ShowJobs, dialect.FetchJob, dialect.WaitJob, dialect.CancelJob)
+
+    def _tidegate_statement(self, tree: dialect.TidegateStatement, params: list[Any],
+                            info: SessionInfo) -> RowStream | CommandResult:
+        """Flows (GreptimeDB's), jobs and REFRESH TABLE, by the type of the dialect's tree."""
+        if isinstance(tree, self._FLOW_STATEMENTS):
+            if self.in_block and isinstance(tree, (dialect.CreateFlow, dialect.DropFlow, dialect.CommentOnFlow)):
+                verb = "COMMENT" if isinstance(tree, dialect.CommentOnFlow) else (
+                    "CREATE" if isinstance(tree, dialect.CreateFlow) else "DROP")
+                raise SqlError("25001", f"{verb} FLOW cannot run inside a transaction block",
+                               hint="Flows are not transactional: run it outside BEGIN ... COMMIT (autocommit).")
+            return flow_statements.execute(self, tree, info)
+        if isinstance(tree, self._JOB_STATEMENTS):
+            return self.engine.jobs.execute(tree, info, self, params)
+        return self.engine.refresh.execute(tree, info)
 
     # -- shared by the statements ------------------------------------------------------------
 
@@ -833,14 +840,14 @@ EngineSession._HANDLERS = {
     Kind.SQL: EngineSession._sql,
     Kind.INSERT: EngineSession._insert_statement,
     Kind.ROLE: EngineSession._role,
-    Kind.FLOW: EngineSession._flow,
+    Kind.FLOW: EngineSession._sql,
     Kind.SEQUENCE: lambda s, sql, params, info: s._sequence_statement(sql, info),
     Kind.DATABASE: lambda s, sql, params, info: s._database_statement(sql, info),
     Kind.TABLE_OPTIONS: lambda s, sql, params, info: s._alter_table_options(sql, info),
     Kind.CREATE_TABLE: EngineSession._create_table_statement,
     Kind.INDEX: lambda s, sql, params, info: constraints.index_statement(s, sql, info),
-    Kind.JOB: EngineSession._job,
-    Kind.REFRESH: EngineSession._refresh,
+    Kind.JOB: EngineSession._sql,
+    Kind.REFRESH: EngineSession._sql,
     Kind.SHOW: lambda s, sql, params, info: s._show(sql, sqllex.scan(sql), info),
     Kind.EXPLAIN: lambda s, sql, params, info: s._explain(sql, params, info),
     Kind.COMMENT: lambda s, sql, params, info: s._comment(sql, info),
@@ -852,15 +859,7 @@ EngineSession._HANDLERS = {
 
 # -- helpers ------------------------------------------------------------------------------------
 
-@functools.lru_cache(maxsize=1024)
-def _parsed(sql: str) -> exp.Expression:
-    from engine.translate import parse_postgres
-
-    trees = [t for t in parse_postgres(sql) if t is not None]
-    if len(trees) != 1:
-        raise SqlError("42601", "cannot execute several statements at once" if trees else "empty statement")
-    return trees[0]
-
+_parsed = functools.lru_cache(maxsize=1024)(dialect.parse_one)
 
 
 def _relation_position(sql: str, message: str) -> int | None:

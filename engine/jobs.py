@@ -57,18 +57,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
+from sqlglot import exp
 
 from catalog import jobs as jobsmeta
 from catalog import refresh as rmeta
 from catalog.jobs import CANCELLED, FAILED, PENDING, RUNNING, SUCCEEDED, Job, LeaseLost
 from catalog.store import _type_from_json, _type_to_json
-from engine import ddl, events, ttl, txnlog
-from tidegate import sqllex, statements
+from engine import events, ttl, txnlog
+from tidegate import dialect, sqllex, statements
 from tidegate.errors import SqlError
 from tidegate.pgtypes import INT8, TEXT, TIMESTAMPTZ, ColumnType
 from tidegate.results import CommandResult, ResultField, RowStream
 from tidegate.session import SessionInfo
-from tidegate.sqllex import Token
 from tidegate.statements import Kind
 
 if TYPE_CHECKING:
@@ -105,12 +105,6 @@ def _fields(columns: list[tuple[str, ColumnType]]) -> list[ResultField]:
     return [ResultField(n, t) for n, t in columns]
 
 
-def _syntax(sql: str, toks: list[Token], i: int) -> SqlError:
-    if i >= len(toks):
-        return SqlError("42601", "syntax error at end of input", position=len(sql) + 1)
-    return SqlError("42601", f'syntax error at or near "{toks[i].text}"', position=toks[i].start + 1)
-
-
 def _rows_of(tag: str) -> int | None:
     m = re.search(r"(\d+)$", tag)
     return int(m.group(1)) if m else None
@@ -125,54 +119,18 @@ class Submission:
     kind: str
 
 
-def parse_submit(sql: str) -> Submission:
-    """``SUBMIT JOB [name] [WITH (option = value, ...)] AS <statement>``."""
-    toks = sqllex.scan(sql)
-    i = 2
-    name = None
-    if i < len(toks) and toks[i].upper not in ("WITH", "AS") and toks[i].kind in ("word", "qid", "str"):
-        name = toks[i].value if toks[i].kind == "str" else ddl.ident_value(toks[i])
-        i += 1
+def parse_submit(node: dialect.SubmitJob) -> Submission:
+    """``SUBMIT JOB [name] [WITH (option = value, ...)] AS <statement>``, as the dialect parsed it."""
+    named = node.args.get("this")
+    name = named.name if named is not None else None
     options: dict[str, str] = {}
-    if i < len(toks) and toks[i].upper == "WITH":
-        i += 1
-        if i >= len(toks) or toks[i].text != "(":
-            raise _syntax(sql, toks, i)
-        i += 1
-        while True:
-            if i >= len(toks) or toks[i].kind not in ("word", "qid", "str"):
-                raise _syntax(sql, toks, i)
-            key = (toks[i].value if toks[i].kind == "str" else ddl.ident_value(toks[i])).lower()
-            i += 1
-            if i < len(toks) and toks[i].text == "=":
-                i += 1
-            if i >= len(toks) or toks[i].kind not in ("str", "num", "word"):
-                raise _syntax(sql, toks, i)
-            value = toks[i].value
-            i += 1
-            if key not in _OPTIONS:
-                raise SqlError("22023", f'unrecognized job option "{key}"',
-                               hint="SUBMIT JOB accepts WITH (timeout = '<duration>').")
-            options[key] = value
-            if i < len(toks) and toks[i].text == ",":
-                i += 1
-                continue
-            if i < len(toks) and toks[i].text == ")":
-                i += 1
-                break
-            raise _syntax(sql, toks, i)
-    if i >= len(toks) or toks[i].upper != "AS":
-        raise _syntax(sql, toks, i)
-    i += 1
-    if i >= len(toks):
-        raise _syntax(sql, toks, i)
-    body = toks[i:]
-    while body and body[-1].text == ";":
-        body = body[:-1]
-    if any(t.text == ";" for t in body):
-        raise SqlError("42601", "SUBMIT JOB runs one statement",
-                       hint="Submit each statement as its own job.")
-    statement = sql[body[0].start:body[-1].end]
+    for prop in node.args.get("options") or []:
+        key = prop.this.name.lower()
+        if key not in _OPTIONS:
+            raise SqlError("22023", f'unrecognized job option "{key}"',
+                           hint="SUBMIT JOB accepts WITH (timeout = '<duration>').")
+        options[key] = prop.args["value"].name
+    statement = node.expression.name
     timeout_text = timeout_s = None
     if "timeout" in options:
         timeout_text = options["timeout"]
@@ -547,8 +505,8 @@ class JobManager:
         if begun:
             self._run_begun_refresh(run, begun, info)
             return
-        toks = [t for t in sqllex.scan(run.job.statement) if t.text != ";"]
-        sql = run.job.statement if toks[-1].upper == "WAIT" else f"{run.job.statement} WAIT"
+        node = dialect.parse_one(run.job.statement)
+        sql = dialect.RefreshTable(this=node.this, wait=True).sql(dialect=dialect.Tidegate)
         try:
             result = session.execute(sql, [], info)
         except SqlError as e:
@@ -556,9 +514,7 @@ class JobManager:
                 raise
             # A re-run after a crash: the refresh this job started is being resumed by the refresh
             # recovery; its outcome is this job's.
-            parts = [ddl.ident_value(t) for t in toks[2:] if t.text != "." and t.upper != "WAIT"]
-            target = self.engine.catalog.resolve_table(parts[-1], parts[-2] if len(parts) > 1 else None,
-                                                       info.search_path)
+            target = self.engine.catalog.resolve_table(node.this.name, node.this.db or None, info.search_path)
             self._await_refresh(run, target.oid)
             result = CommandResult("REFRESH TABLE")
         doc, rows = self._store_result(run, result)
@@ -668,67 +624,55 @@ class JobManager:
     # -- statements ---------------------------------------------------------------------------
 
     @staticmethod
-    def _job_ref(sql: str, toks: list[Token], params: list[Any]) -> tuple[str, int]:
-        """The job named after ``FETCH|WAIT|CANCEL JOB``: a string literal, or a parameter
-        ($n) for WAIT and CANCEL (whose result columns do not depend on it). Returns it and the
-        index of the next token."""
-        if len(toks) > 2 and toks[2].kind == "str":
-            return toks[2].value, 3
-        if len(toks) > 2 and toks[2].kind == "param":
-            if toks[0].upper == "FETCH":
-                raise SqlError("0A000", "FETCH JOB takes the job id as a literal",
-                               hint="Write FETCH JOB 'job-000042': its result columns are the job's, known only "
-                                    "from the id.")
-            n = int(toks[2].text[1:])
-            if not 1 <= n <= len(params) or not isinstance(params[n - 1], str):
-                raise SqlError("22023", f"parameter ${n} must be a job id (text)")
-            return params[n - 1], 3
-        raise _syntax(sql, toks, 2)
+    def _job_ref(node: exp.Expression, params: list[Any]) -> str:
+        """The job named after ``FETCH|WAIT|CANCEL JOB``: a string literal, or a parameter ($n)
+        for WAIT and CANCEL (whose result columns do not depend on it)."""
+        ref = node.this
+        if isinstance(ref, exp.Literal):
+            return ref.name
+        if isinstance(node, dialect.FetchJob):
+            raise SqlError("0A000", "FETCH JOB takes the job id as a literal",
+                           hint="Write FETCH JOB 'job-000042': its result columns are the job's, known only "
+                                "from the id.")
+        n = int(ref.name)
+        if not 1 <= n <= len(params) or not isinstance(params[n - 1], str):
+            raise SqlError("22023", f"parameter ${n} must be a job id (text)")
+        return params[n - 1]
 
-    def execute(self, sql: str, info: SessionInfo, session: EngineSession,
+    def execute(self, node: exp.Expression, info: SessionInfo, session: EngineSession,
                 params: list[Any] | None = None) -> RowStream | CommandResult:
+        """A job statement (a tree of the dialect: SUBMIT, SHOW JOBS, FETCH / WAIT / CANCEL JOB)."""
         params = list(params or [])
-        toks = [t for t in sqllex.scan(sql) if t.text != ";"]
-        first = toks[0].upper
-        if first == "SUBMIT":
+        if isinstance(node, dialect.SubmitJob):
             if params:
                 raise SqlError("0A000", "SUBMIT JOB does not take parameters",
                                hint="Write the values into the statement: the job runs it later, without a client "
                                     "to bind them.")
-            return self.submit(sql, info, session)
-        if first == "SHOW":
-            if len(toks) > 2:
-                raise _syntax(sql, toks, 2)
+            return self.submit(node, info, session)
+        if isinstance(node, dialect.ShowJobs):
             return self._status_stream(self.store.all(), info)
-        job_id, rest = self._job_ref(sql, toks, params)
+        job = self._job(self._job_ref(node, params), info)
+        if isinstance(node, dialect.FetchJob):
+            return self.fetch(job, info)
+        if isinstance(node, dialect.CancelJob):
+            return self.cancel(job, info)
         timeout_s = None
-        if first == "WAIT" and len(toks) > rest:
-            if toks[rest].upper != "TIMEOUT" or len(toks) < rest + 2 or toks[rest + 1].kind not in ("str", "num"):
-                raise _syntax(sql, toks, rest if toks[rest].upper != "TIMEOUT" else rest + 1)
-            text = toks[rest + 1].value
+        timeout = node.args.get("timeout")
+        if timeout is not None:
+            text = timeout.name
             micros = int(float(text) * 1e6) if re.fullmatch(r"\d+(\.\d+)?", text.strip()) else ttl.duration_us(text)
             if micros is None or micros < 0:
                 raise SqlError("22023", f"invalid WAIT JOB timeout: {text!r}",
                                hint="Give a duration such as '10 s' or '5 min'.")
             timeout_s = micros / 1e6
-            rest += 2
-        if len(toks) > rest:
-            raise _syntax(sql, toks, rest)
-        job = self._job(job_id, info)
-        if first == "FETCH":
-            return self.fetch(job, info)
-        if first == "CANCEL":
-            return self.cancel(job, info)
         return self.wait(job, info, session, timeout_s)
 
-    def describe(self, sql: str, info: SessionInfo) -> list[ResultField] | None:
-        toks = [t for t in sqllex.scan(sql) if t.text != ";"]
-        first = toks[0].upper
-        if first == "SUBMIT":
+    def describe(self, node: exp.Expression, info: SessionInfo) -> list[ResultField] | None:
+        if isinstance(node, dialect.SubmitJob):
             return SUBMIT_COLUMNS
-        if first in ("SHOW", "WAIT", "CANCEL"):
+        if not isinstance(node, dialect.FetchJob):
             return _fields(STATUS_COLUMNS)
-        job = self._job(self._job_ref(sql, toks, [])[0], info)
+        job = self._job(self._job_ref(node, []), info)
         self._check_access(job, info, "fetch")
         doc = self._fetchable(job)
         if "fields" not in doc:
@@ -736,12 +680,12 @@ class JobManager:
         return [ResultField(f["name"], _type_from_json(f["type"]), f.get("table_oid", 0), f.get("column_number", 0))
                 for f in doc["fields"]]
 
-    def submit(self, sql: str, info: SessionInfo, session: EngineSession) -> RowStream:
+    def submit(self, node: dialect.SubmitJob, info: SessionInfo, session: EngineSession) -> RowStream:
         if session.in_block:
             raise SqlError("25001", "SUBMIT JOB cannot run inside a transaction block",
                            hint="A job runs on its own, after the block would have ended: submit it in "
                                 "autocommit mode.")
-        sub = parse_submit(sql)
+        sub = parse_submit(node)
         if sub.timeout_text is None:  # the session's statement_timeout bounds its jobs too
             limit = info.settings.get("statement_timeout", "0")
             micros = ttl.duration_us(limit) if limit not in ("", "0") else None

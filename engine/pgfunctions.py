@@ -45,7 +45,7 @@ from tidegate.errors import SqlError
 
 # Meta key of translator-made calls (exempt from the allow-list; still subject to SPARK_DENIED).
 INTERNAL = "tg_internal"
-# Meta key under which sqlglot keeps the name a typed function was written as (TidegatePostgres).
+# Meta key under which sqlglot keeps the name a typed function was written as (tidegate.dialect.Tidegate).
 WRITTEN_NAME = "pg_name"
 
 PG_FUNCTIONS: frozenset[str] = frozenset({

@@ -16,8 +16,8 @@ from engine.dml import fill_params, target_columns
 from engine.flows import statements as flow_statements
 from engine.resolver import StatementResolver, node_name, param_index
 from engine.storage import convert_batches
-from engine.translate import parse_postgres, translate_query, use_session_zone
-from tidegate import pgvalues, sqllex, statements
+from engine.translate import translate_query, use_session_zone
+from tidegate import dialect, pgvalues, sqllex, statements
 from tidegate.errors import SqlError
 from tidegate.pgtypes import ColumnType, pg_type_for_arrow, TEXT
 from tidegate.results import ResultField, RowStream
@@ -290,10 +290,14 @@ class QueryStatements:
         self._interrupt.clear()  # a cancel sent before this began is not for it
         statement = statements.classify(sql)
         first, kind = statement.command, statement.kind
-        if kind is Kind.FLOW:
-            return list(fill_params(param_types, {})), flow_statements.describe(sql)
-        if kind is Kind.JOB:
-            return list(fill_params(param_types, {})), self.engine.jobs.describe(sql, info)
+        if kind in (Kind.FLOW, Kind.JOB, Kind.REFRESH):  # tidegate's statements, by their tree's type
+            node = self._parse_one(sql)
+            if isinstance(node, dialect.ShowRefreshStatus):
+                return list(fill_params(param_types, {})), self.engine.refresh.status_rows().fields
+            if isinstance(node, self._JOB_STATEMENTS):
+                return list(fill_params(param_types, {})), self.engine.jobs.describe(node, info)
+            return list(fill_params(param_types, {})), (
+                flow_statements.describe(node) if isinstance(node, self._FLOW_STATEMENTS) else None)
         if first == "SHOW":
             stream = self._show(sql, sqllex.scan(sql), info)
             return list(fill_params(param_types, {})), stream.fields
@@ -463,7 +467,7 @@ def _explained_select(tree: exp.Expression) -> exp.Select | None:
     first = sqllex.leading(text, 1)
     if not first or first[0].upper != "SELECT":
         return None
-    statements = parse_postgres(text)
+    statements = dialect.parse(text)
     return statements[0] if len(statements) == 1 and isinstance(statements[0], exp.Select) else None
 
 

@@ -58,17 +58,18 @@ import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+from sqlglot import exp
 
 from catalog import refresh as rmeta
-from catalog.store import TableDef
+from catalog.store import DATABASE_NAME, TableDef
 from engine import deltalog, events
-from engine.ddl import check_match_pattern, ident_value
+from engine.ddl import check_match_pattern
 from engine.storage import WRITER_PROPERTIES, CurrentRows
 from tidegate.errors import SqlError
 from tidegate.pgtypes import INT8, TEXT, TIMESTAMPTZ, ColumnType
 from tidegate.results import CommandResult, ResultField, RowStream
 from tidegate.session import SessionInfo
-from tidegate.sqllex import scan
+from tidegate import dialect
 
 if TYPE_CHECKING:
     from deltalake import DeltaTable
@@ -672,28 +673,15 @@ class RefreshManager:
         """CREATE TABLE WITH (connector = ...): superusers only; a file path the server may read."""
         check_create_connector(options, self.catalog.roles.is_superuser(info), self.engine.settings)
 
-    def execute(self, sql: str, info: SessionInfo) -> RowStream | CommandResult:
-        toks = [t for t in scan(sql) if t.text != ";"]
-        words = [t.upper for t in toks]
-        if words[:3] == ["SHOW", "REFRESH", "STATUS"]:
-            if len(words) > 3:
-                raise SqlError("42601", f'syntax error at or near "{toks[3].text}"', position=toks[3].start + 1)
+    def execute(self, node: exp.Expression, info: SessionInfo) -> RowStream | CommandResult:
+        """``REFRESH TABLE name [WAIT]`` / ``SHOW REFRESH STATUS`` (trees of the dialect)."""
+        if isinstance(node, dialect.ShowRefreshStatus):
             return self.status_rows()
-        i = 2
-        if i >= len(toks) or toks[i].kind not in ("word", "qid"):
-            raise SqlError("42601", "syntax error at end of input" if i >= len(toks) else
-                           f'syntax error at or near "{toks[i].text}"', position=len(sql))
-        parts = [ident_value(toks[i])]
-        i += 1
-        while i + 1 < len(toks) and toks[i].text == ".":
-            parts.append(ident_value(toks[i + 1]))
-            i += 2
-        wait = False
-        if i < len(toks) and toks[i].upper == "WAIT":
-            wait = True
-            i += 1
-        if i < len(toks):
-            raise SqlError("42601", f'syntax error at or near "{toks[i].text}"', position=toks[i].start + 1)
+        name: exp.Table = node.this
+        if isinstance(name.this, exp.Dot) or (name.catalog and name.catalog != DATABASE_NAME):
+            raise SqlError("0A000", f'cross-database references are not implemented: "{name.sql(dialect=dialect.Tidegate)}"')
+        parts = [name.db, name.name] if name.db else [name.name]
+        wait = bool(node.args.get("wait"))
         schema = parts[-2] if len(parts) > 1 else None
         t = self.catalog.resolve_table(parts[-1], schema, info.search_path)
         if t.kind == "view":

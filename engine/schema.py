@@ -18,7 +18,7 @@ from engine.flows import statements as flow_statements
 from engine.resolver import node_name
 from engine.sequences import refuse_other_temp_schema, sequence_default
 from engine.storage import coerce_array, python_value, storage_schema, storage_to_result, storage_type, WriteOp
-from tidegate import sqllex
+from tidegate import dialect, sqllex
 from tidegate.errors import SqlError
 from tidegate.pgtypes import ColumnType, pg_type_for_arrow, TEXT
 from tidegate.results import CommandResult
@@ -697,9 +697,9 @@ class SchemaStatements:
             value = self._eval_default_text(c.default, {})
         except NotConstant:
             # evaluated by Spark at INSERT: only functions clients may call (42883 now, not then)
-            from engine.translate import check_functions, parse_postgres
+            from engine.translate import check_functions
 
-            for tree in parse_postgres(f"SELECT {c.default}"):
+            for tree in dialect.parse(f"SELECT {c.default}"):
                 check_functions(tree)
             return
         python_value(value, c.type, c.name)

@@ -34,12 +34,9 @@ from typing import Any, Protocol
 
 import sqlglot
 from sqlglot import exp
-from sqlglot.dialects.postgres import Postgres
-from sqlglot.errors import OptimizeError, ParseError, TokenError
+from sqlglot.errors import OptimizeError
 from sqlglot.optimizer.annotate_types import annotate_types
 from sqlglot.optimizer.qualify import qualify
-from sqlglot.parsers.postgres import PostgresParser
-from sqlglot.tokens import TokenType
 
 from engine.functions import (
     PgInterval,
@@ -49,11 +46,17 @@ from engine.functions import (
     similar_to_regex,
     to_char_format,
 )
-from catalog import pg_keywords
+from tidegate import pg_keywords
 from catalog.store import DATABASE_NAME
 from engine import pgfunctions, pgoperators
 from engine.errors import RAISED_QUOTE
 from tidegate import pgvalues, sqllex
+from tidegate.dialect import ARITHMETIC as _ARITHMETIC
+from tidegate.dialect import FLOAT_TYPES as _FLOAT_TYPES
+from tidegate.dialect import INTEGER_TYPES as _INTEGER_TYPES
+from tidegate.dialect import NUMERIC_OPERAND_TYPES as _NUMERIC_OPERAND_TYPES
+from tidegate.dialect import Tidegate, negated_literal
+from tidegate.dialect import parse as parse_sql
 from tidegate.errors import SqlError
 from tidegate.pgtypes import (
     BOOL,
@@ -87,7 +90,6 @@ __all__ = [
     "ResolvedRelation",
     "TableResolver",
     "TranslatedQuery",
-    "parse_postgres",
     "translate_expression",
     "translate_merge_parts",
     "translate_row_expressions",
@@ -96,258 +98,8 @@ __all__ = [
 ]
 
 
-def _date_bin_call(args: list) -> exp.Expression:
-    if len(args) not in (2, 3):
-        return exp.Anonymous(this="date_bin", expressions=args)  # refused with 42883 by check_functions
-    node = exp.DateBin(this=args[0], expression=args[1])
-    if len(args) == 3:
-        node.set("unit", args[2])
-    return node
+DIALECT = Tidegate
 
-
-# PostgreSQL's column labels (gram.y ColLabel / BareColLabel, pg_get_keywords().barelabel): any
-# keyword may follow AS; without AS these keywords are never a label ...
-_PG_AS_ONLY_LABELS = pg_keywords.REQUIRES_AS
-# ... and these reserved keywords are bare labels, which sqlglot would not take as an alias.
-_PG_RESERVED_BARE_LABELS = frozenset(
-    "alter cross distinct drop else inner insert join lateral only outer revoke rollback select "
-    "tablesample then using values variadic when".split())
-# What may follow a bare label in a select list.
-_AFTER_LABEL = frozenset({"COMMA", "FROM", "R_PAREN", "SEMICOLON", "INTO", "UNION", "EXCEPT", "INTERSECT",
-                          "WHERE", "GROUP_BY", "ORDER_BY", "LIMIT", "HAVING", "WINDOW", "OFFSET", "FETCH"})
-
-
-class _TidegateParser(PostgresParser):
-    _pg_projection = False
-
-    def _parse_projections(self) -> Any:
-        saved, self._pg_projection = getattr(self, "_pg_projection", False), True
-        try:
-            return super()._parse_projections()
-        finally:
-            self._pg_projection = saved
-
-    def _parse_select(self, *args: Any, **kwargs: Any) -> Any:
-        # a nested query's clauses are not the select list around it
-        saved, self._pg_projection = getattr(self, "_pg_projection", False), False
-        try:
-            return super()._parse_select(*args, **kwargs)
-        finally:
-            self._pg_projection = saved
-
-    def _parse_alias(self, this: Any, explicit: bool = False) -> Any:
-        """Select-list labels as PostgreSQL reads them (keywords after AS; bare labels)."""
-        curr = self._curr
-        if not getattr(self, "_pg_projection", False) or this is None or curr is None or curr.token_type in (
-                TokenType.IDENTIFIER, TokenType.STRING):
-            return super()._parse_alias(this, explicit)
-        word = curr.text.lower()
-        if curr.token_type == TokenType.ALIAS and self._next is not None \
-                and self._next.token_type not in (TokenType.IDENTIFIER, TokenType.STRING, TokenType.VAR) \
-                and self._next.text.isidentifier():
-            # AS <any keyword>
-            self._advance(2)
-            return self.expression(exp.Alias(this=this, alias=exp.to_identifier(self._prev.text.lower())))
-        if word in _PG_AS_ONLY_LABELS and curr.token_type != TokenType.ALIAS:
-            return this
-        if word in _PG_RESERVED_BARE_LABELS:
-            after = self._next
-            if after is None or after.token_type.name in _AFTER_LABEL:
-                self._advance()
-                return self.expression(exp.Alias(this=this, alias=exp.to_identifier(word)))
-        return super()._parse_alias(this, explicit)
-
-    # date_part() must stay distinguishable from EXTRACT (different result type and name).
-    FUNCTION_PARSERS = {k: v for k, v in PostgresParser.FUNCTION_PARSERS.items() if k != "DATE_PART"}
-    # to_char templates are translated by engine.functions.to_char_format (AM/PM, FM, quoting).
-    FUNCTIONS = {k: v for k, v in PostgresParser.FUNCTIONS.items() if k != "TO_CHAR"}
-    # date_bin(stride, source, origin): sqlglot's DateBin turns a third argument that is a string
-    # or a column into a unit name ('2021-07-01 00:00:00' became an unquoted word); keep it as the
-    # expression written (the translator reads the origin under "unit").
-    FUNCTIONS["DATE_BIN"] = lambda args: _date_bin_call(args)
-
-    # PostgreSQL reads ``timestamp '2024-07-01'::timestamptz`` as (timestamp '2024-07-01')::timestamptz:
-    # the type name binds to its string before any ``::``. sqlglot applies the ``::`` to the bare
-    # string first (timestamp ('2024-07-01'::timestamptz)); the operators after the literal are
-    # deferred here until the typed literal is built.
-    _defer_literal_ops = False
-
-    def _parse_type(self, parse_interval: bool = True, fallback_to_identifier: bool = False) -> Any:
-        saved = self._defer_literal_ops
-        self._defer_literal_ops = True
-        self._deferred = False
-        try:
-            result = super()._parse_type(parse_interval=parse_interval, fallback_to_identifier=fallback_to_identifier)
-        finally:
-            self._defer_literal_ops = saved
-        if self._deferred:
-            self._deferred = False
-            return self._parse_column_ops(result)
-        return result
-
-    def _parse_column_ops(self, this: Any) -> Any:
-        if self._defer_literal_ops and isinstance(this, exp.Literal) and self._prev is not None \
-                and self._index >= 2 and self._tokens[self._index - 2].token_type in self.TYPE_TOKENS:
-            self._defer_literal_ops = False
-            self._deferred = True
-            return this
-        return super()._parse_column_ops(this)
-
-    # Other dialects write a sum of intervals as INTERVAL '1' DAY [+] '2' HOUR, which sqlglot reads
-    # as such; PostgreSQL has no such form: ``interval '1 day' + 1`` is interval + integer (an
-    # error) and ``interval '1 day' + '1'`` is interval + unknown. The interval ends at its span.
-    _span_ends: list[int] | None = None
-
-    def _parse_interval(self, require_interval: bool = True, parse_function_unit: bool = True) -> Any:
-        outer = self._span_ends
-        self._span_ends = ends = []
-        try:
-            result = super()._parse_interval(require_interval=require_interval,
-                                             parse_function_unit=parse_function_unit)
-        finally:
-            self._span_ends = outer
-        if isinstance(result, exp.Add) and isinstance(result.this, exp.Interval) and ends:
-            self._retreat(ends[0])
-            return result.this
-        return result
-
-    def _parse_interval_span(self, this: exp.Expression, parse_function_unit: bool = True) -> exp.Interval:
-        # sqlglot keeps only the first "<n> <unit>" of '3 days 04:05:06': keep the whole text then.
-        interval = super()._parse_interval_span(this, parse_function_unit=parse_function_unit)
-        if self._span_ends is not None:
-            self._span_ends.append(self._index)
-        if this is not None and this.is_string and interval.this is not this:
-            text = this.name
-            parts = exp.INTERVAL_STRING_RE.findall(text)
-            if len(parts) == 1 and not exp.INTERVAL_STRING_RE.fullmatch(text):
-                interval.set("this", this)
-                interval.set("unit", None)
-                interval.set("fraction_in_string", None)
-        return interval
-
-
-def _annotate_literal(annotator: Any, literal: exp.Literal) -> exp.Literal:
-    """PostgreSQL literal typing: 2.5 is numeric (not double); big integers are bigint."""
-    if literal.is_string:
-        annotator._set_type(literal, exp.DataType.Type.VARCHAR)
-    else:
-        text = literal.name
-        if re.fullmatch(r"\d+", text):
-            value = int(text)
-            kind = "INT" if value < 2**31 else ("BIGINT" if value < 2**63 else "DECIMAL")
-            annotator._set_type(literal, exp.DataType.build(kind))
-        else:
-            annotator._set_type(literal, exp.DataType.build("DECIMAL"))
-    literal.meta["nonnull"] = True
-    return literal
-
-
-def negated_literal(node: exp.Expression) -> int | None:
-    """The value of minus signs before an integer literal (parentheses between them allowed), which
-    PostgreSQL's grammar folds into the constant: ``-2147483648`` and ``-(2147483648)`` are
-    integers, ``-(-2147483648)`` a bigint. None: ``node`` is not one."""
-    sign = 1
-    seen = False
-    while isinstance(node, (exp.Neg, exp.Paren)):
-        if isinstance(node, exp.Neg):
-            sign, seen = -sign, True
-        node = node.this
-    if not seen or not isinstance(node, exp.Literal) or node.is_string:
-        return None
-    text = node.name
-    return sign * int(text) if text.isascii() and text.isdigit() else None
-
-
-def _annotate_neg(annotator: Any, node: exp.Neg) -> exp.Neg:
-    """A negated integer literal is typed by its value, as PostgreSQL folds it (:func:`negated_literal`):
-    ``-2147483648 / -1`` overflows integer as in PostgreSQL."""
-    annotator._annotate_by_args(node, "this")
-    value = negated_literal(node)
-    if value is not None:
-        kind = "INT" if -(2**31) <= value < 2**31 else ("BIGINT" if -(2**63) <= value < 2**63 else "DECIMAL")
-        annotator._set_type(node, exp.DataType.build(kind))
-    return node
-
-
-def _annotate_sum(annotator: Any, node: exp.Sum) -> exp.Sum:
-    """PostgreSQL's sum() result types: smallint and integer sum to bigint, bigint and numeric to
-    numeric (sqlglot keeps the argument's type, which made ``x / sum(x)`` an integer division)."""
-    annotator._annotate_by_args(node, "this", "expressions", promote=True)
-    arg = node.this.type.this if isinstance(node.this.type, exp.DataType) else None
-    if arg in (exp.DataType.Type.TINYINT, exp.DataType.Type.SMALLINT, exp.DataType.Type.INT):
-        annotator._set_type(node, exp.DataType.Type.BIGINT)
-    elif arg == exp.DataType.Type.BIGINT:
-        annotator._set_type(node, exp.DataType.Type.DECIMAL)
-    return node
-
-
-# PostgreSQL's string functions and || return text; sqlglot says varchar, which a view or subquery
-# then passed on as "character varying" (a CREATE TABLE AS over a view typed its columns wrongly).
-_TEXT_RESULTS = {kind: {**meta, "returns": exp.DataType.Type.TEXT}
-                 for kind, meta in Postgres.EXPRESSION_METADATA.items()
-                 if meta.get("returns") == exp.DataType.Type.VARCHAR}
-
-
-_ARITHMETIC = (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod)
-
-
-def _float_arithmetic(kind: type[exp.Expression]) -> Callable[[Any, exp.Expression], exp.Expression]:
-    """PostgreSQL's result type when a float takes part: arithmetic is double precision unless both
-    operands are real (real op integer / numeric resolves to the float8 operator); coalesce /
-    greatest / least are real when their floats are, else double. sqlglot lets a numeric(p,s)
-    operand win over the float."""
-    base = Postgres.EXPRESSION_METADATA[kind]["annotator"]
-
-    def annotate(annotator: Any, node: exp.Expression) -> exp.Expression:
-        node = base(annotator, node)
-        if isinstance(node, exp.Binary):
-            # an untyped string literal takes the integer operand's type (PostgreSQL's unknown):
-            # 1 + '5' is an integer
-            for lit, other in ((node.left, node.right), (node.right, node.left)):
-                if isinstance(lit, exp.Literal) and lit.is_string and isinstance(other.type, exp.DataType) \
-                        and other.type.this in _INTEGER_TYPES:
-                    annotator._set_type(node, other.type.copy())
-                    return node
-        operands = (node.left, node.right) if isinstance(node, exp.Binary) else \
-            [a for a in [node.this, *node.expressions] if not isinstance(a, exp.Null)]
-        kinds = [o.type.this if isinstance(o.type, exp.DataType) else None for o in operands]
-        if set(kinds) <= _FLOAT_TYPES | _NUMERIC_OPERAND_TYPES and set(kinds) & _FLOAT_TYPES:
-            real = exp.DataType.Type.DOUBLE not in kinds and (
-                not isinstance(node, exp.Binary) or kinds == [exp.DataType.Type.FLOAT, exp.DataType.Type.FLOAT])
-            annotator._set_type(node, exp.DataType.Type.FLOAT if real else exp.DataType.Type.DOUBLE)
-        return node
-
-    return annotate
-
-
-def _annotate_trunc(annotator: Any, node: exp.Expression) -> exp.Expression:
-    """date_trunc(unit, timestamp[tz]) has its argument's type (sqlglot leaves it unknown, and a
-    date_trunc of a date_trunc of a timestamp was then read as a timestamptz)."""
-    base = Postgres.EXPRESSION_METADATA.get(type(node), {}).get("annotator")
-    node = base(annotator, node) if base else node
-    arg = node.this.type if isinstance(node.this, (exp.TimestampTrunc, exp.Column, exp.Cast)) else None
-    if isinstance(arg, exp.DataType) and arg.this in (exp.DataType.Type.TIMESTAMP, exp.DataType.Type.TIMESTAMPTZ,
-                                                       exp.DataType.Type.TIMESTAMPNTZ):
-        annotator._set_type(node, arg)
-    elif node.type is None:
-        annotator._set_type(node, exp.DataType.Type.UNKNOWN)
-    return node
-
-
-class TidegatePostgres(Postgres):
-    """PostgreSQL as sqlglot reads it, remembering the function names the user wrote."""
-
-    ORIGINAL_NAME_META_KEY = "pg_name"
-    Parser = _TidegateParser
-    EXPRESSION_METADATA = {**Postgres.EXPRESSION_METADATA, **_TEXT_RESULTS,
-                           exp.Literal: {"annotator": _annotate_literal}, exp.Neg: {"annotator": _annotate_neg},
-                           exp.Sum: {"annotator": _annotate_sum},
-                           **{kind: {"annotator": _float_arithmetic(kind)}
-                              for kind in (*_ARITHMETIC, exp.Coalesce, exp.Greatest, exp.Least)},
-                           exp.TimestampTrunc: {"annotator": _annotate_trunc}}
-
-
-DIALECT = TidegatePostgres
 
 
 # --------------------------------------------------------------------------------------------
@@ -390,69 +142,11 @@ class TableResolver(Protocol):
 # Parsing
 
 
-def _offset_of(sql: str, line: int, col: int) -> int:
-    """1-based character offset of (line, col) in ``sql`` (both 1-based)."""
-    lines = sql.split("\n")
-    offset = sum(len(lines[i]) + 1 for i in range(min(line - 1, len(lines))))
-    return offset + col
-
-
 def _schema_key(column: str) -> str:
     """A column's key in the sqlglot schema: sqlglot folds unquoted keys to lower case, so a
     column whose name has upper case (created as "Host" or `Host`) is keyed quoted, and only
     the quoted reference "Host" finds it, as in PostgreSQL."""
     return column if column == column.lower() else '"' + column.replace('"', '""') + '"'
-
-
-def parse_postgres(sql: str) -> list[exp.Expression]:
-    """Parse PostgreSQL text into statements; syntax errors become 42601 with a position."""
-    try:
-        # sqlglot 30 reads a text holding "$" (a $n parameter is scanned as a possible dollar
-        # quote) and ending in '' as an unterminated string: a trailing newline changes nothing else
-        statements = sqlglot.parse(sql + "\n" if "$" in sql and sql.endswith("''") else sql, read=TidegatePostgres)
-    except ParseError as err:
-        info = err.errors[0] if err.errors else {}
-        token = (info.get("highlight") or "").strip()
-        line, col = info.get("line"), info.get("col")
-        position = None
-        if line and col:
-            position = max(1, _offset_of(sql, line, col) - max(len(token), 1) + 1)
-        first = re.match(r"\s*([A-Za-z_]+)", sql)
-        known = {
-            "select", "with", "values", "insert", "update", "delete", "create", "drop", "alter",
-            "explain", "table", "show", "set", "begin", "commit", "rollback", "copy", "truncate",
-            "start", "end", "reset", "discard", "deallocate", "prepare", "execute", "grant",
-            "revoke", "comment", "analyze", "vacuum", "listen", "notify", "lock", "merge", "admin",
-            "describe", "desc", "use", "abort", "savepoint", "release", "declare", "fetch", "close",
-        }
-        if first and first.group(1).lower() not in known:
-            raise SqlError("42601", f'syntax error at or near "{first.group(1)}"', position=first.start(1) + 1) from None
-        unexpected = (info.get("description") or "").startswith("Invalid expression / Unexpected token")
-        if token and not unexpected and not (info.get("end_context") or "").strip() and sql.rstrip().endswith(token):
-            raise SqlError("42601", "syntax error at end of input", position=len(sql.rstrip()) + 1) from None
-        if not token:
-            raise SqlError("42601", "syntax error at end of input", position=len(sql) + 1) from None
-        raise SqlError("42601", f'syntax error at or near "{token}"', position=position) from None
-    except TokenError as err:
-        message = str(err)
-        if "'" in sql and sql.count("'") % 2 == 1:
-            pos = sql.rfind("'") + 1
-            raise SqlError("42601", f'unterminated quoted string at or near "{sql[pos - 1:]}"', position=pos) from None
-        raise SqlError("42601", f"syntax error: {message}") from None
-    return [_unqualify_types(s) for s in statements if s is not None]
-
-
-def _unqualify_types(tree: exp.Expression) -> exp.Expression:
-    """``x::pg_catalog.int4`` (drivers qualify type names, e.g. asyncpg) -> ``x::int4``."""
-    for dt in list(tree.find_all(exp.DataType)):
-        kind = dt.args.get("kind")
-        if dt.this == exp.DataType.Type.USERDEFINED and isinstance(kind, exp.Dot) \
-                and kind.this.name.lower() == "pg_catalog":
-            try:
-                dt.replace(exp.DataType.build(kind.expression.name, dialect=TidegatePostgres))
-            except ParseError:
-                continue
-    return tree
 
 
 # --------------------------------------------------------------------------------------------
@@ -501,7 +195,6 @@ def _sqlglot_type(ct: ColumnType) -> str:
 
 
 _T = exp.DataType.Type
-_INTEGER_TYPES = {_T.TINYINT, _T.SMALLINT, _T.INT, _T.BIGINT}
 # (digits, scale) of the integer types' widest values, as a decimal's shape
 _INTEGER_DIGITS = {_T.TINYINT: (3, 0), _T.SMALLINT: (5, 0), _T.INT: (10, 0), _T.BIGINT: (19, 0)}
 
@@ -530,7 +223,6 @@ _PG_TYPE_NAME = "pg_type_name"  # meta: the PostgreSQL type an operator's result
 # PostgreSQL's result types of arithmetic with a time operand (engine.pgoperators names them)
 _TIME_ARITHMETIC_TYPES = {pgoperators.TIME: "TIME", pgoperators.INTERVAL: "INTERVAL",
                           pgoperators.TIMESTAMP: "TIMESTAMP", pgoperators.TIMESTAMPTZ: "TIMESTAMPTZ"}
-_FLOAT_TYPES = {_T.FLOAT, _T.DOUBLE}
 # Aggregates sqlglot leaves as plain calls: PostgreSQL's (bool_and, every...) and the Spark ones
 # the translator writes for them (array_agg becomes collect_list): the grouping check sees them.
 _AGGREGATE_CALLS = frozenset({
@@ -1419,7 +1111,7 @@ def _pg_arg_type(node: exp.Expression) -> str:
 def _literal_arg_type(node: exp.Expression) -> str:
     """_pg_arg_type of an argument not annotated yet (its literal types; columns are unknown)."""
     if node.type is None:
-        node = annotate_types(node.copy(), dialect=TidegatePostgres)
+        node = annotate_types(node.copy(), dialect=Tidegate)
     return _pg_arg_type(node)
 
 
@@ -1564,7 +1256,7 @@ class _Translator:
     def _literal_type(node: exp.Expression | None) -> str:
         if node is None:
             return "INT"
-        probe = annotate_types(node.copy(), dialect=TidegatePostgres)
+        probe = annotate_types(node.copy(), dialect=Tidegate)
         t = probe.type
         if isinstance(t, exp.DataType) and t.this not in (_T.UNKNOWN, _T.NULL):
             if t.this in _STRING_TYPES:
@@ -1590,7 +1282,7 @@ class _Translator:
                 alias_node.set("columns", alias.columns)
             alias = alias_node
         if rel.view_sql:
-            statements = parse_postgres(rel.view_sql)
+            statements = parse_sql(rel.view_sql)
             if len(statements) != 1:
                 raise SqlError("XX000", f'view "{rel.name}" has an invalid definition')
             with self.resolver.view_scope(rel):
@@ -1611,7 +1303,7 @@ class _Translator:
         try:
             tree = qualify(
                 tree,
-                dialect=TidegatePostgres,
+                dialect=Tidegate,
                 schema=self.schema,
                 quote_identifiers=False,
                 identify=False,
@@ -1619,7 +1311,7 @@ class _Translator:
             )
         except OptimizeError as err:
             raise self._qualify_error(err, tree) from None
-        return annotate_types(tree, schema=self.schema, dialect=TidegatePostgres)
+        return annotate_types(tree, schema=self.schema, dialect=Tidegate)
 
     def _qualify_error(self, err: OptimizeError, tree: exp.Expression) -> SqlError:
         message = str(err)
@@ -3875,7 +3567,7 @@ def explain_options(text: str) -> tuple[bool, bool, str]:
 def _explain(expression: exp.Command, resolver: TableResolver, params: Sequence[Any]) -> TranslatedQuery:
     text = expression.expression.name if isinstance(expression.expression, exp.Expression) else str(expression.expression)
     analyze, verbose, rest = explain_options(text)
-    statements = parse_postgres(rest)
+    statements = parse_sql(rest)
     if len(statements) != 1:
         raise SqlError("42601", "EXPLAIN needs exactly one statement")
     inner = translate_query(statements[0], resolver, params)
@@ -3970,7 +3662,6 @@ def _evaluable_values(tree: exp.Expression) -> None:
         values.replace(exp.Subquery(this=union, alias=alias.copy() if alias is not None else None))
 
 
-_NUMERIC_OPERAND_TYPES = _INTEGER_TYPES | {_T.DECIMAL}
 
 
 def _numeric_power(node: exp.Pow) -> bool:

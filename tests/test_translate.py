@@ -25,11 +25,11 @@ from engine.translate import (
     ResolvedRelation,
     TranslatedQuery,
     explain_options,
-    parse_postgres,
     translate_expression,
     translate_query,
 )
 from tests.spark_fixture import spark  # noqa: F401 - module-scoped fixture
+from tidegate import dialect
 from tidegate.errors import SqlError
 from tidegate.pgtypes import ColumnType, column_type
 
@@ -184,7 +184,7 @@ def _rows_spark(session, tq: TranslatedQuery) -> list[tuple]:
 
 
 def _translate(sql: str, params: tuple = ()) -> TranslatedQuery:
-    statements = parse_postgres(sql)
+    statements = dialect.parse(sql)
     assert len(statements) == 1
     return translate_query(statements[0], RESOLVER, params)
 
@@ -556,28 +556,28 @@ def test_real_columns_are_float4() -> None:
 
 def test_syntax_error_position_of_unexpected_token() -> None:
     with pytest.raises(SqlError) as info:
-        parse_postgres("SELECT id FROM t ORDER id")
+        dialect.parse("SELECT id FROM t ORDER id")
     assert (info.value.message, info.value.position) == ('syntax error at or near "id"', 24)
 
 
 def test_syntax_error_position() -> None:
     with pytest.raises(SqlError) as info:
-        parse_postgres("select 1 from t where")
+        dialect.parse("select 1 from t where")
     assert info.value.sqlstate == "42601"
     with pytest.raises(SqlError) as info:
-        parse_postgres("selec 1")
+        dialect.parse("selec 1")
     assert (info.value.message, info.value.position) == ('syntax error at or near "selec"', 1)
     with pytest.raises(SqlError) as info:
-        parse_postgres("select (1 from t")
+        dialect.parse("select (1 from t")
     assert (info.value.message, info.value.position) == ('syntax error at or near "from"', 11)
     with pytest.raises(SqlError) as info:
-        parse_postgres("select * from t where")
+        dialect.parse("select * from t where")
     assert (info.value.message, info.value.position) == ("syntax error at end of input", 22)
 
 
 def test_unsupported_statement_is_0a000() -> None:
     with pytest.raises(SqlError) as info:
-        translate_query(parse_postgres("insert into t values (1)")[0], RESOLVER)
+        translate_query(dialect.parse("insert into t values (1)")[0], RESOLVER)
     assert info.value.sqlstate == "0A000"
 
 
@@ -606,22 +606,22 @@ def test_cancelled_job_maps_to_57014(sp) -> None:
 
 
 def test_explain_runs_in_spark(sp) -> None:
-    tq = translate_query(parse_postgres("explain select a from t where a > 1")[0], RESOLVER)
+    tq = translate_query(dialect.parse("explain select a from t where a > 1")[0], RESOLVER)
     assert tq.output_names == ["QUERY PLAN"]
     assert tq.spark_sql.startswith("EXPLAIN")
     rows = sp.sql(tq.spark_sql).collect()
     assert "Scan" in rows[0][0]
-    tq = translate_query(parse_postgres("explain analyze select count(*) from t")[0], RESOLVER)
+    tq = translate_query(dialect.parse("explain analyze select count(*) from t")[0], RESOLVER)
     assert sp.sql(tq.spark_sql).collect()
 
 
 def test_translate_expression_for_dml(sp) -> None:
     cols = [(c, _ctype(t, p)) for c, t, p in TABLES["t"][0]]
-    expr = parse_postgres("select a / 2 + coalesce(b, 0)")[0].expressions[0]
+    expr = dialect.parse("select a / 2 + coalesce(b, 0)")[0].expressions[0]
     spark_expr = translate_expression(expr, cols)
     rows = sp.table("tv_t").selectExpr("id", spark_expr).orderBy("id").collect()
     assert [r[1] for r in rows] == [10_000_000_003, 17, 1, None, -4, 0]
-    cond = translate_expression(parse_postgres("select id = any($1)")[0].expressions[0], cols, params=([1, 2],))
+    cond = translate_expression(dialect.parse("select id = any($1)")[0].expressions[0], cols, params=([1, 2],))
     assert sp.table("tv_t").where(cond).count() == 2
 
 

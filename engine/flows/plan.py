@@ -23,6 +23,7 @@ from sqlglot import exp
 from catalog.store import ColumnDef, TableDef
 from engine.flows.windows import US, WindowFn, _from_dt
 from engine.storage import parse_interval
+from tidegate import dialect
 from tidegate.errors import SqlError
 from tidegate.pgtypes import TEXT, TIMESTAMP, ColumnType, pg_type_for_arrow
 from tidegate.session import SessionInfo
@@ -72,9 +73,9 @@ class FlowPlan:
 
 
 def parse_query(query: str) -> exp.Expression:
-    from engine.translate import check_functions, parse_postgres
+    from engine.translate import check_functions
 
-    trees = parse_postgres(query)
+    trees = dialect.parse(query)
     if len(trees) != 1:
         raise SqlError("42601", "a flow's query must be exactly one SELECT statement")
     tree = trees[0]

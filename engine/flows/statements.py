@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
+from sqlglot import exp
 
 from catalog.flows import FlowDef, render_create_flow
 from catalog.store import is_temp_schema
@@ -26,10 +27,10 @@ __all__ = ["dependent_flows", "describe", "drop_dependent_flows", "execute"]
 _TEXT = ColumnType(TEXT)
 
 
-def execute(session: EngineSession, sql: str, info: SessionInfo) -> RowStream | CommandResult:
-    """Run one FLOW statement for ``session``."""
+def execute(session: EngineSession, node: exp.Expression, info: SessionInfo) -> RowStream | CommandResult:
+    """Run one FLOW statement (a tree of the dialect) for ``session``."""
     rt: FlowRuntime = session.engine.flows
-    stmt = syntax.parse(sql)
+    stmt = syntax.statement(node)
     if isinstance(stmt, syntax.CreateFlow):
         return _create(session, rt, stmt, info)
     if isinstance(stmt, syntax.DropFlow):
@@ -176,8 +177,8 @@ def _show_flows(session: EngineSession, rt: FlowRuntime, stmt: syntax.ShowFlows,
     return RowStream.from_table([ResultField("Flows", _TEXT)], table, command="SHOW")
 
 
-def _filter(table: pa.Table, where: str) -> pa.Table:
-    """Apply a SHOW ... WHERE condition (PostgreSQL syntax) to a small result."""
+def _filter(table: pa.Table, where: exp.Expression) -> pa.Table:
+    """Apply a SHOW ... WHERE condition (the dialect's tree, written for DuckDB) to a small result."""
     import duckdb
 
     # the condition is the client's text: no files, extensions or settings for it
@@ -186,7 +187,7 @@ def _filter(table: pa.Table, where: str) -> pa.Table:
     try:
         con.register("tg_show", table)
         names = ", ".join('"' + n.replace('"', '""') + '"' for n in table.column_names)
-        out = con.execute(f"SELECT {names} FROM tg_show WHERE {where}").to_arrow_table()
+        out = con.execute(f"SELECT {names} FROM tg_show WHERE {where.sql(dialect='duckdb')}").to_arrow_table()
     except duckdb.Error as e:
         msg = str(e).split("\n")[0]
         code = "42703" if "not found" in msg.lower() and "column" in msg.lower() else "42601"
@@ -246,9 +247,9 @@ def dependent_flows(session: EngineSession, tables: list) -> list[FlowDef]:
     return out
 
 
-def describe(sql: str) -> list[ResultField] | None:
+def describe(node: exp.Expression) -> list[ResultField] | None:
     """The result columns of a FLOW statement without running it (None: no rows)."""
-    stmt = syntax.parse(sql)
+    stmt = syntax.statement(node)
     if isinstance(stmt, syntax.ShowFlows):
         return [ResultField("Flows", _TEXT)]
     if isinstance(stmt, syntax.ShowCreateFlow):

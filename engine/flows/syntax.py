@@ -1,18 +1,21 @@
-"""The FLOW statements' grammar (GreptimeDB's), intervals and option validation.
+"""The FLOW statements (GreptimeDB's), their intervals and options checked.
 
-sqlglot does not know these statements, so they are read with the quote-aware scanner of
-:mod:`engine.ddl`; the flow's query itself is kept as text (normalised: keywords upper-cased,
-whitespace collapsed, comments dropped) and parsed by the translator when the flow is planned.
+The dialect (:mod:`tidegate.dialect`) parses them into its trees (``CreateFlow``, ``DropFlow``,
+``ShowFlows``, ...); :func:`statement` checks a tree's clauses and gives the statement the engine
+runs. The flow's query is kept as text (normalised: keywords upper-cased, whitespace collapsed,
+comments dropped), as SHOW CREATE FLOW prints it and the flow's runs parse it.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from engine import ddl
-from engine.ddl import TokenReader
+from sqlglot import exp
+
+from catalog.store import DATABASE_NAME
 from engine.storage import parse_interval
-from tidegate import sqllex
+from tidegate import dialect, sqllex
+from tidegate.dialect import Tidegate
 from tidegate.errors import SqlError
 from tidegate.sqllex import Token
 
@@ -58,7 +61,7 @@ class DropFlow:
 class ShowFlows:
     schema: str | None
     like: str | None
-    where: str | None
+    where: exp.Expression | None  # a condition on the listed rows
 
 
 @dataclass
@@ -86,125 +89,101 @@ class CommentOnFlow:
 FlowStatement = CreateFlow | DropFlow | ShowFlows | ShowCreateFlow | ShowFlowStatus | FlushFlow | CommentOnFlow
 
 
-def _flow_name(r: TokenReader) -> str:
-    parts = r.qualified()
-    if len(parts) > 3:
-        raise r.error()
-    # Flows are named per database; a qualifier (catalog or schema) is accepted and ignored.
-    return parts[-1]
+def _flow_name(name: exp.Table) -> str:
+    # Flows are named per database (GreptimeDB's): a qualifier names this database's catalog or
+    # one of its schemas, and the flow is found by its own name.
+    if name.catalog and name.catalog != DATABASE_NAME:
+        raise SqlError("0A000", f'cross-database references are not implemented: "{name.sql(dialect=Tidegate)}"')
+    if isinstance(name.this, exp.Dot):
+        raise SqlError("42601", f"improper qualified name (too many dotted names): {name.sql(dialect=Tidegate)}")
+    return name.name
 
 
 def parse(sql: str) -> FlowStatement:
-    """Parse one FLOW statement; 42601 (with a position) on a syntax error."""
-    r = TokenReader(sql)
-    head = r.word()
-    if head == "CREATE":
-        return _parse_create(r)
-    if head == "DROP":
-        r.expect("DROP", "FLOW")
-        if_exists = r.accept("IF", "EXISTS")
-        name = _flow_name(r)
-        r.done()
-        return DropFlow(name, if_exists)
-    if head == "SHOW":
-        r.expect("SHOW")
-        if r.accept("CREATE", "FLOW"):
-            name = _flow_name(r)
-            r.done()
-            return ShowCreateFlow(name)
-        if r.accept("FLOW", "STATUS"):
-            like = None
-            if r.accept("LIKE"):
-                like = r.string()
-            r.done()
-            return ShowFlowStatus(like)
-        r.expect("FLOWS")
-        schema = None
-        if r.word() in ("IN", "FROM"):
-            r.i += 1
-            schema = r.qualified()[-1]
-        like = where = None
-        if r.accept("LIKE"):
-            like = r.string()
-        elif r.accept("WHERE"):
-            if r.at_end():
-                raise r.error()
-            where = sql[r.peek().start:r.toks[-1].end]
-            r.i = len(r.toks)
-        r.done()
-        return ShowFlows(schema, like, where)
-    if head == "ADMIN":
-        r.expect("ADMIN", "FLUSH_FLOW")
-        r.expect_text("(")
-        name_tok = r.peek()
-        if name_tok is None:
-            raise r.error()
-        if name_tok.kind == "str":
-            name = r.string()
-        else:
-            name = r.ident()
-        r.expect_text(")")
-        r.done()
-        name = name.split(".")[-1] if name_tok.kind == "str" and "." in name else name
-        return FlushFlow(name, f"ADMIN FLUSH_FLOW('{name}')")
-    if head == "COMMENT":
-        r.expect("COMMENT", "ON", "FLOW")
-        name = _flow_name(r)
-        r.expect("IS")
-        if r.accept("NULL"):
-            comment = None
-        else:
-            comment = r.string()
-        r.done()
-        return CommentOnFlow(name, comment)
-    raise r.error(r.peek())
+    """One FLOW statement's text, parsed by the dialect (tests and tools; the engine hands
+    :func:`statement` the tree it parsed)."""
+    return statement(dialect.parse_one(sql))
 
 
-def _parse_create(r: TokenReader) -> CreateFlow:
-    r.expect("CREATE")
-    or_replace = r.accept("OR", "REPLACE")
-    r.expect("FLOW")
-    if_not_exists = r.accept("IF", "NOT", "EXISTS")
-    if or_replace and if_not_exists:
-        raise SqlError("42601", "CREATE OR REPLACE FLOW cannot be combined with IF NOT EXISTS",
-                       hint="Use either OR REPLACE (replace an existing flow) or IF NOT EXISTS (keep it).")
-    name = _flow_name(r)
-    r.expect("SINK", "TO")
-    sink = r.qualified()
-    if len(sink) > 3:
-        raise r.error()
-    if len(sink) == 3 and sink[0] != "tidegate":
-        raise SqlError("0A000", f'cross-database references are not implemented: "{".".join(sink)}"')
-    sink_schema = sink[-2] if len(sink) >= 2 else None
-    stmt = CreateFlow(name, sink_schema, sink[-1], "", or_replace, if_not_exists)
-    # Optional clauses, in this fixed order.
-    if r.accept("EXPIRE", "AFTER"):
-        stmt.expire_after = _interval_clause(r, "EXPIRE AFTER")
-    if r.accept("EVAL", "INTERVAL"):
-        stmt.eval_interval = _interval_clause(r, "EVAL INTERVAL")
-    if r.accept("COMMENT"):
-        stmt.comment = r.string()
-    if r.accept("WITH"):
-        stmt.options = _options(r)
-    if r.word() != "AS":
-        raise r.error()
-    as_tok = r.peek()
-    r.i += 1
-    if r.at_end():
-        raise r.error()
-    stmt.query = normalise_query(r.sql[as_tok.end:r.toks[-1].end])
+def statement(node: exp.Expression) -> FlowStatement:
+    """The flow statement a tree of the dialect (:mod:`tidegate.dialect`) asks for, its clauses
+    checked: intervals in seconds, options validated and normalised."""
+    if isinstance(node, dialect.CreateFlow):
+        return _create(node)
+    if isinstance(node, dialect.DropFlow):
+        return DropFlow(_flow_name(node.this), bool(node.args.get("exists")))
+    if isinstance(node, dialect.ShowFlows):
+        db = node.args.get("db")
+        like = node.args.get("like")
+        return ShowFlows(db.name if db is not None else None, like.name if like is not None else None,
+                         node.args.get("where"))
+    if isinstance(node, dialect.ShowCreateFlow):
+        return ShowCreateFlow(_flow_name(node.this))
+    if isinstance(node, dialect.ShowFlowStatus):
+        like = node.args.get("like")
+        return ShowFlowStatus(like.name if like is not None else None)
+    if isinstance(node, dialect.Admin):
+        return _admin(node.this)
+    if isinstance(node, dialect.CommentOnFlow):
+        text = node.expression
+        return CommentOnFlow(_flow_name(node.this), None if isinstance(text, exp.Null) else text.name)
+    raise SqlError("0A000", f"{type(node).__name__} is not a flow statement")
+
+
+# GreptimeDB's administration functions (ADMIN fn(...)) and what tidegate does instead
+_ADMIN_ELSEWHERE = {
+    "flush_table": "a table's writes are durable when its statement returns: there is nothing to flush",
+    "compact_table": "run VACUUM table: it compacts the table's small files",
+    "compact_region": "run VACUUM table: it compacts the table's small files",
+    "flush_region": "a table's writes are durable when its statement returns: there is nothing to flush",
+    "migrate_region": "a table is one Delta table on the shared warehouse: it has no regions to move",
+}
+
+
+def _admin(call: exp.Func) -> FlushFlow:
+    name = (call.name if isinstance(call, exp.Anonymous) else call.sql_name()).lower()
+    args = call.expressions if isinstance(call, exp.Anonymous) else list(call.iter_expressions())
+    if name != "flush_flow":
+        why = _ADMIN_ELSEWHERE.get(name)
+        raise SqlError("0A000", f"ADMIN {name}() is not supported" + (f": {why}" if why else ""),
+                       hint="ADMIN FLUSH_FLOW('flow') is the ADMIN function tidegate runs.")
+    if len(args) != 1 or not isinstance(args[0], (exp.Literal, exp.Column)) or \
+            (isinstance(args[0], exp.Literal) and not args[0].is_string):
+        raise SqlError("42601", "ADMIN FLUSH_FLOW takes the flow's name: ADMIN FLUSH_FLOW('flow')")
+    arg = args[0]
+    name = arg.name.split(".")[-1] if isinstance(arg, exp.Literal) else arg.name
+    return FlushFlow(name, f"ADMIN FLUSH_FLOW('{name}')")
+
+
+def _create(node: dialect.CreateFlow) -> CreateFlow:
+    sink = node.args["sink"]
+    if isinstance(sink.this, exp.Dot):
+        raise SqlError("42601", f"improper qualified name (too many dotted names): {sink.sql(dialect=Tidegate)}")
+    if sink.catalog and sink.catalog != DATABASE_NAME:
+        raise SqlError("0A000", f'cross-database references are not implemented: "{sink.sql(dialect=Tidegate)}"')
+    stmt = CreateFlow(_flow_name(node.this), sink.db or None, sink.name, normalise_query(node.args["query_sql"]),
+                      bool(node.args.get("replace")), bool(node.args.get("exists")))
+    expire, every = node.args.get("expire_after"), node.args.get("eval_interval")
+    if expire is not None:
+        stmt.expire_after = _interval_clause(expire, "EXPIRE AFTER")
+    if every is not None:
+        stmt.eval_interval = _interval_clause(every, "EVAL INTERVAL")
+    comment = node.args.get("comment")
+    stmt.comment = comment.name if comment is not None else None
+    stmt.options = {p.this.name.lower(): _option_value(p.this.name.lower(), p.args["value"].name)
+                    for p in node.args.get("options") or []}
     return stmt
 
 
-def _interval_clause(r: TokenReader, clause: str) -> int:
-    r.accept("INTERVAL")
-    t = r.peek()
-    text = r.string()
+def _interval_clause(literal: exp.Literal, clause: str) -> int:
+    text = literal.name
     seconds = interval_seconds(text, clause, allow_months=False)
+    position = literal.meta.get("start")
+    position = position + 1 if isinstance(position, int) else None
     if clause == "EVAL INTERVAL" and seconds <= 0:
-        raise SqlError("22023", f"EVAL INTERVAL must be positive, got '{text}'", position=t.start + 1)
+        raise SqlError("22023", f"EVAL INTERVAL must be positive, got '{text}'", position=position)
     if clause == "EXPIRE AFTER" and seconds < 0:
-        raise SqlError("22023", f"EXPIRE AFTER must not be negative, got '{text}'", position=t.start + 1)
+        raise SqlError("22023", f"EXPIRE AFTER must not be negative, got '{text}'", position=position)
     return seconds
 
 
@@ -224,35 +203,6 @@ def interval_seconds(text: str, clause: str = "interval", *, allow_months: bool 
                        hint="Months have no fixed length; write the interval in days, hours, minutes or seconds.")
     total_us = days * 86_400_000_000 + micros
     return int(round(total_us / 1_000_000))
-
-
-def _options(r: TokenReader) -> dict[str, str]:
-    r.expect_text("(")
-    out: dict[str, str] = {}
-    if r.peek() is not None and r.peek().text == ")":
-        r.i += 1
-        return out
-    while True:
-        key_tok = r.peek()
-        if key_tok is None:
-            raise r.error()
-        key = key_tok.value.lower() if key_tok.kind == "str" else r.ident()
-        if key_tok.kind == "str":
-            r.i += 1
-        if r.peek() is not None and r.peek().text == "=":
-            r.i += 1
-        vt = r.peek()
-        if vt is None or vt.text in (",", ")"):
-            raise r.error()
-        r.i += 1
-        value = vt.value
-        out[key] = _option_value(key, value)
-        t = r.peek()
-        if t is not None and t.text == ",":
-            r.i += 1
-            continue
-        r.expect_text(")")
-        return out
 
 
 def _option_value(key: str, value: str) -> str:
