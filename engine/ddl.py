@@ -1,11 +1,11 @@
-"""Our CREATE TABLE dialect: PostgreSQL plus GreptimeDB's TIME INDEX, WITH options and COMMENT.
+"""CREATE TABLE: PostgreSQL's, with GreptimeDB's TIME INDEX, WITH options, ENGINE and COMMENT.
 
-sqlglot parses PostgreSQL's column definitions well but not GreptimeDB's additions, so the
-statement is first split by a small quote-aware scanner: the column list's elements are taken
-apart, ``TIME INDEX (col)`` constraints, inline ``TIME INDEX`` and column ``COMMENT '...'`` are
-removed and recorded, and the tail after the column list (``WITH (k = v)``, ``COMMENT 'x'``,
-``ENGINE = x``) is read here; the cleaned statement then goes to sqlglot. The inverse,
-:func:`render_create_table`, prints the statement SHOW CREATE TABLE returns.
+The dialect (:mod:`tidegate.dialect`) parses the whole statement, GreptimeDB's clauses and a
+refreshable table's ``FORMAT ... ENCODE`` included, into sqlglot's ``exp.Create``;
+:func:`create_table` reads that tree into the table to create and checks it. The inverse,
+:func:`render_create_table`, prints the statement SHOW CREATE TABLE returns. Also here: the token
+reader the PostgreSQL utility statements (roles, sequences, indexes) are read with, and a
+sequence's options.
 """
 
 from __future__ import annotations
@@ -17,13 +17,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-import sqlglot
 from sqlglot import exp
 
-from catalog.store import ColumnDef, TableDef
+from catalog.store import DATABASE_NAME, ColumnDef, TableDef
+from tidegate.dialect import (FormatEncodeProperty, IdentityColumnConstraint, OnCommitDropProperty, OptionsProperty,
+                              PartitionOnColumnsProperty, Tidegate, TimeIndexColumnConstraint)
 from tidegate.errors import SqlError
 from tidegate.pgtypes import ColumnType, column_type
-from tidegate.sqllex import Token, closing, scan
+from tidegate.sqllex import Token, scan
 
 T = TypeVar("T")
 
@@ -120,31 +121,6 @@ def ident_value(tok: Token) -> str:
     return tok.ident if tok.ident is not None else tok.text.lower()
 
 
-def _matching(toks: list[Token], i: int) -> int:
-    """Index of the ')' closing the '(' at ``i``."""
-    close = closing(toks, i)
-    if close is None:
-        raise SqlError("42601", "syntax error at end of input", position=len(toks) and toks[-1].end)
-    return close
-
-
-def _split_top(toks: list[Token], lo: int, hi: int) -> list[tuple[int, int]]:
-    """Ranges [a, b) of the comma-separated elements between tokens lo..hi (exclusive)."""
-    parts, depth, start = [], 0, lo
-    for j in range(lo, hi):
-        t = toks[j].text
-        if t in ("(", "["):
-            depth += 1
-        elif t in (")", "]"):
-            depth -= 1
-        elif t == "," and depth == 0:
-            parts.append((start, j))
-            start = j + 1
-    if start < hi:
-        parts.append((start, hi))
-    return parts
-
-
 @dataclass
 class CreateTable:
     schema: str | None
@@ -157,6 +133,7 @@ class CreateTable:
     comment: str | None = None
     as_query: exp.Expression | None = None
     as_query_sql: str | None = None
+    as_columns: list[str] = field(default_factory=list)  # CREATE TABLE t (a, b) AS query: the names
     # columns backed by a sequence: SERIAL types (identity None) and identity columns ("a" / "d"),
     # with the sequence options given (parse_sequence_options)
     generated: dict[str, tuple[str | None, dict]] = field(default_factory=dict)
@@ -170,235 +147,57 @@ class CreateTable:
 
 # A temporary table's ON COMMIT action other than PRESERVE ROWS, kept in TableDef.options.
 ON_COMMIT_OPTION = "on_commit"
-_ON_COMMIT = {("PRESERVE", "ROWS"): "preserve", ("DELETE", "ROWS"): "delete", ("DROP",): "drop"}
 
 
-def _on_commit(toks: list[Token], j: int, ct: CreateTable, sql: str) -> int:
-    """``ON COMMIT {PRESERVE ROWS | DELETE ROWS | DROP}`` at ``toks[j]`` (the ON); the index after it."""
-    words = [t.upper for t in toks[j + 2:j + 4]]
-    for key, action in _ON_COMMIT.items():
-        if tuple(words[:len(key)]) == key:
-            if ct.on_commit is not None:
-                raise SqlError("42601", "conflicting or redundant options", position=toks[j].start + 1)
-            ct.on_commit = action
-            return j + 2 + len(key)
-    k = j + 2
-    raise SqlError("42601", "syntax error at end of input" if k >= len(toks) else f'syntax error at or near "{toks[k].text}"',
-                   position=toks[k].start + 1 if k < len(toks) else len(sql))
+def _position(node: exp.Expression | None) -> int | None:
+    start = node.meta.get("start") if node is not None else None
+    return start + 1 if isinstance(start, int) else None
 
 
-def _is_on_commit(toks: list[Token], j: int) -> bool:
-    return j + 1 < len(toks) and toks[j].upper == "ON" and toks[j + 1].upper == "COMMIT"
-
-
-def _check_on_commit(ct: CreateTable) -> None:
-    if ct.on_commit is not None and not ct.temp:
-        raise SqlError("42P16", "ON COMMIT can only be used on temporary tables",
-                       hint="Write CREATE TEMP TABLE, or leave ON COMMIT out.")
-
-
-def is_create_table(sql: str) -> bool:
-    toks = scan(sql[:200])
-    words = [t.upper for t in toks[:4]]
-    return len(words) >= 2 and words[0] == "CREATE" and ("TABLE" in words[1:3]) and words[1] in ("TABLE", "TEMP", "TEMPORARY", "UNLOGGED")
-
-
-def parse_create_table(sql: str) -> CreateTable:
-    """Parse our CREATE TABLE (see the module docstring) into a :class:`CreateTable`."""
-    toks = scan(sql)
-    i = 0
-    if toks[i].upper != "CREATE":
-        raise SqlError("42601", "syntax error", position=1)
-    i += 1
-    temp = False
-    if toks[i].upper in ("TEMP", "TEMPORARY"):
-        temp = True
-        i += 1
-    elif toks[i].upper == "UNLOGGED":
-        raise SqlError("0A000", "CREATE UNLOGGED TABLE is not supported",
-                       hint="Create an ordinary table (every table is logged in its Delta log).")
-    if toks[i].upper != "TABLE":
-        raise SqlError("42601", f'syntax error at or near "{toks[i].text}"', position=toks[i].start + 1)
-    i += 1
-    if_not_exists = False
-    if i + 2 < len(toks) and [t.upper for t in toks[i:i + 3]] == ["IF", "NOT", "EXISTS"]:
-        if_not_exists = True
-        i += 3
-    if i >= len(toks) or toks[i].kind not in ("word", "qid"):
-        raise SqlError("42601", "syntax error at end of input" if i >= len(toks) else
-                       f'syntax error at or near "{toks[i].text}"', position=toks[i].start + 1 if i < len(toks) else len(sql))
-    name_parts = [ident_value(toks[i])]
-    i += 1
-    while i + 1 < len(toks) and toks[i].text == ".":
-        name_parts.append(ident_value(toks[i + 1]))
-        i += 2
-    if len(name_parts) > 3:
-        raise SqlError("42601", f"improper qualified name (too many dotted names): {'.'.join(name_parts)}")
-    if len(name_parts) == 3 and name_parts[0] != "tidegate":
-        raise SqlError("0A000", f'cross-database references are not implemented: "{".".join(name_parts)}"')
-    schema = name_parts[-2] if len(name_parts) >= 2 else None
-    ct = CreateTable(schema, name_parts[-1], if_not_exists, temp=temp)
-    if _is_on_commit(toks, i):  # CREATE TEMP TABLE t ON COMMIT ... AS query
-        i = _on_commit(toks, i, ct, sql)
-        if i >= len(toks) or toks[i].upper != "AS":
-            raise SqlError("42601", "syntax error at end of input" if i >= len(toks) else
-                           f'syntax error at or near "{toks[i].text}"', position=toks[i].start + 1 if i < len(toks) else len(sql))
-
-    if i < len(toks) and toks[i].upper == "AS":
+def create_table(tree: exp.Create) -> CreateTable:
+    """The table a ``CREATE [TEMP] TABLE`` tree of the dialect (:mod:`tidegate.dialect`) asks for:
+    PostgreSQL's columns and constraints, GreptimeDB's TIME INDEX, table options, ENGINE and
+    COMMENT, a refreshable table's FORMAT ... ENCODE, ``ON COMMIT`` of a temporary table, or the
+    query of CREATE TABLE AS. A clause tidegate does not implement is 0A000, never ignored."""
+    schema_node = tree.this if isinstance(tree.this, exp.Schema) else None
+    target = schema_node.this if schema_node is not None else tree.this
+    if not isinstance(target, exp.Table) or isinstance(target.this, exp.Dot):
+        raise SqlError("42601", f"improper qualified name (too many dotted names): {target.sql(dialect=Tidegate)}")
+    if target.catalog and target.catalog != DATABASE_NAME:
+        raise SqlError("0A000", f'cross-database references are not implemented: "{target.sql(dialect=Tidegate)}"')
+    ct = CreateTable(target.db or None, target.name, bool(tree.args.get("exists")))
+    for prop in (tree.args.get("properties") or exp.Properties(expressions=[])).expressions:
+        _table_property(prop, ct)
+    query = tree.expression
+    if query is not None:
         _check_on_commit(ct)
-        ct.as_query_sql = sql[toks[i + 1].start:].strip().rstrip(";") if i + 1 < len(toks) else ""
-        if not ct.as_query_sql:
-            raise SqlError("42601", "syntax error at end of input", position=len(sql))
+        ct.as_query = query
+        ct.as_query_sql = query.sql(dialect=Tidegate)
+        if schema_node is not None:  # CREATE TABLE t (a, b) AS query: the result's column names
+            ct.as_columns = [_ident_name(e) for e in schema_node.expressions]
         return ct
-    if i >= len(toks) or toks[i].text != "(":
-        raise SqlError("42601", "syntax error at end of input" if i >= len(toks) else
-                       f'syntax error at or near "{toks[i].text}"', position=toks[i].start + 1 if i < len(toks) else len(sql))
-    close = _matching(toks, i)
-    kept: list[str] = []
-    col_comments: dict[str, str] = {}
-    for a, b in _split_top(toks, i + 1, close):
-        el = toks[a:b]
-        if not el:
-            raise SqlError("42601", 'syntax error at or near ")"', position=toks[b].start + 1)
-        ups = [t.upper for t in el]
-        if ups[:2] == ["TIME", "INDEX"]:
-            if len(el) < 5 or el[2].text != "(":
-                raise SqlError("42601", "TIME INDEX needs a column: TIME INDEX (col)", position=el[0].start + 1)
-            ct.time_index = ident_value(el[3])
-            continue
-        if ups[0] == "CONSTRAINT" and len(ups) > 3 and ups[2:4] == ["TIME", "INDEX"]:
-            ct.time_index = ident_value(el[5])
-            continue
-        pieces: list[str] = []
-        col_name = ident_value(el[0]) if el[0].kind in ("word", "qid") else None
-        changed = False
-        j = 0
-        while j < len(el):
-            t = el[j]
-            if j == 1 and col_name and t.kind == "word" and t.upper in _SERIALS:
-                if col_name in ct.generated:
-                    raise SqlError("42701", f'column "{col_name}" specified more than once')
-                ct.generated[col_name] = (None, {})
-                pieces.append(_SERIALS[t.upper])
-                changed = True
-                j += 1
-                continue
-            if t.upper == "GENERATED" and j > 1 and col_name:
-                k = j + 1
-                mode = None
-                if k < len(el) and el[k].upper == "ALWAYS":
-                    mode, k = "a", k + 1
-                elif k + 1 < len(el) and el[k].upper == "BY" and el[k + 1].upper == "DEFAULT":
-                    mode, k = "d", k + 2
-                if mode is not None and k + 1 < len(el) and el[k].upper == "AS" and el[k + 1].upper == "IDENTITY":
-                    k += 2
-                    opts: dict = {}
-                    if k < len(el) and el[k].text == "(":
-                        close_opt = _matching(el, k)
-                        reader = TokenReader(sql[el[k].end:el[close_opt].start])
-                        opts = parse_sequence_options(reader, in_identity=True)
-                        k = close_opt + 1
-                    if col_name in ct.generated:
-                        kind_seen = ct.generated[col_name][0]
-                        raise SqlError("42601", f'multiple identity specifications for column "{col_name}" of table "{ct.name}"'
-                                       if kind_seen else f'both default and identity specified for column "{col_name}" of table "{ct.name}"')
-                    ct.generated[col_name] = (mode, opts)
-                    changed = True
-                    j = k
-                    continue
-            if t.upper == "TIME" and j + 1 < len(el) and el[j + 1].upper == "INDEX" and j > 0:
-                ct.time_index = col_name
-                j += 2
-                continue
-            if t.upper == "COMMENT" and j > 0 and j + 1 < len(el) and el[j + 1].kind == "str":
-                if col_name:
-                    col_comments[col_name] = el[j + 1].value
-                j += 2
-                continue
-            pieces.append(sql[t.start:t.end])
-            j += 1
-        kept.append(sql[el[0].start:el[-1].end] if len(pieces) == len(el) and not changed else " ".join(pieces))
-    # The tail: WITH (...), COMMENT [=] '...', ENGINE [=] name, in any order.
-    j = close + 1
-    while j < len(toks):
-        t = toks[j]
-        if t.text == ";":
-            j += 1
-            continue
-        if t.upper == "WITH" and j + 1 < len(toks) and toks[j + 1].text == "(":
-            end = _matching(toks, j + 1)
-            for a, b in _split_top(toks, j + 2, end):
-                el = toks[a:b]
-                if len(el) >= 3 and el[1].text == "=":
-                    key = ident_value(el[0]) if el[0].kind != "str" else el[0].value
-                    val_tok = el[2]
-                    value = val_tok.value
-                    ct.options[key.lower()] = value
-                elif len(el) == 1:
-                    ct.options[ident_value(el[0])] = "true"
-                else:
-                    raise SqlError("42601", "syntax error in WITH options", position=el[0].start + 1)
-            j = end + 1
-            continue
-        if _is_on_commit(toks, j):
-            j = _on_commit(toks, j, ct, sql)
-            continue
-        if t.upper == "PARTITION" and [x.upper for x in toks[j + 1:j + 3]] == ["ON", "COLUMNS"]:
-            # GreptimeDB's partition rules spread a table's regions over datanodes; one Delta table
-            # has no regions, and Delta partitions (one directory per distinct value) are not ranges.
-            raise SqlError("0A000", "PARTITION ON COLUMNS is not supported: a table is stored as one Delta table",
-                           position=t.start + 1,
-                           hint="Remove the PARTITION ON COLUMNS (...) (...) clause; queries return the same rows "
-                                "without it.")
-        if t.upper == "FORMAT":  # refreshable tables: FORMAT PLAIN ENCODE CSV (k = v, ...)
-            j = parse_format_clause(toks, j, ct.options)
-            continue
-        if t.upper == "COMMENT":
-            k = j + 1
-            if k < len(toks) and toks[k].text == "=":
-                k += 1
-            if k >= len(toks) or toks[k].kind != "str":
-                raise SqlError("42601", "COMMENT needs a string literal", position=t.start + 1)
-            ct.comment = toks[k].value
-            j = k + 1
-            continue
-        if t.upper == "ENGINE":
-            k = j + 1
-            if k < len(toks) and toks[k].text == "=":
-                k += 1
-            j = k + 1
-            continue
-        raise SqlError("42601", f'syntax error at or near "{t.text}"', position=t.start + 1)
-
-    clean = f"CREATE TABLE __tg_t ({', '.join(kept)})" if kept else None
-    if clean is None:
+    elements = schema_node.expressions if schema_node is not None else []
+    if not elements:
         raise SqlError("42601", "a table must have at least one column")
-    try:
-        tree = sqlglot.parse_one(clean, read="postgres")
-    except sqlglot.errors.ParseError as exc:
-        raise SqlError("42601", f"syntax error in CREATE TABLE: {str(exc).splitlines()[0]}") from None
-    schema_node = tree.this
-    for node in schema_node.expressions:
+    for node in elements:
         if isinstance(node, exp.ColumnDef):
-            ct.columns.append(_column_def(node, ct))
-        elif isinstance(node, (exp.Constraint, exp.PrimaryKey, exp.UniqueColumnConstraint, exp.ForeignKey)):
-            name = _ident_name(node.this) if isinstance(node, exp.Constraint) else None
-            inner = node.expressions[0] if isinstance(node, exp.Constraint) and len(node.expressions) == 1 else node
-            if isinstance(inner, exp.PrimaryKey):
-                if ct.primary_key:
-                    raise SqlError("42P16", f'multiple primary keys for table "{ct.name}" are not allowed')
-                ct.primary_key = [_ident_name(e) for e in inner.expressions]
-            elif isinstance(inner, (exp.UniqueColumnConstraint, exp.ForeignKey)):
-                ct.constraints.append(table_constraint(inner, name))
-            else:
-                raise SqlError("0A000", f"table constraint {node.sql('postgres')} is not supported",
-                               hint="PRIMARY KEY, UNIQUE and FOREIGN KEY constraints are supported.")
+            ct.columns.append(_column_def(node, ct, creating=True))
+            continue
+        name = _ident_name(node.this) if isinstance(node, exp.Constraint) else None
+        inner = node.expressions[0] if isinstance(node, exp.Constraint) and len(node.expressions) == 1 else node
+        if isinstance(inner, TimeIndexColumnConstraint) and inner.expressions:
+            _time_index(ct, _ident_name(inner.expressions[0]))
+        elif isinstance(inner, exp.PrimaryKey):
+            if ct.primary_key:
+                raise SqlError("42P16", f'multiple primary keys for table "{ct.name}" are not allowed')
+            ct.primary_key = [_ident_name(e) for e in inner.expressions]
+        elif isinstance(inner, (exp.UniqueColumnConstraint, exp.ForeignKey)):
+            ct.constraints.append(table_constraint(inner, name))
+        elif isinstance(inner, (exp.Constraint, exp.CheckColumnConstraint)) or isinstance(node, exp.Constraint):
+            raise SqlError("0A000", f"table constraint {node.sql(dialect=Tidegate)} is not supported",
+                           hint="PRIMARY KEY, UNIQUE and FOREIGN KEY constraints are supported.")
         else:
-            raise SqlError("0A000", f"table element {node.sql('postgres')} is not supported")
-    for name, comment in col_comments.items():
-        for c in ct.columns:
-            if c.name == name:
-                c.comment = comment
+            raise SqlError("0A000", f"table element {node.sql(dialect=Tidegate)} is not supported")
     for c in ct.columns:
         gen = ct.generated.get(c.name)
         if gen is None:
@@ -414,6 +213,57 @@ def parse_create_table(sql: str) -> CreateTable:
     _check_on_commit(ct)
     _validate(ct)
     return ct
+
+
+def _time_index(ct: CreateTable, column: str) -> None:
+    if ct.time_index is not None and ct.time_index != column:
+        raise SqlError("42P16", f'multiple TIME INDEX columns for table "{ct.name}" are not allowed')
+    ct.time_index = column
+
+
+# GreptimeDB's table engines: mito is the time-series table every tidegate table is.
+_ENGINES = ("mito",)
+
+
+def _table_property(prop: exp.Expression, ct: CreateTable) -> None:
+    """One clause after the column list (sqlglot and the dialect read them in any order)."""
+    if isinstance(prop, exp.TemporaryProperty):
+        ct.temp = True
+    elif isinstance(prop, exp.UnloggedProperty):
+        raise SqlError("0A000", "CREATE UNLOGGED TABLE is not supported",
+                       hint="Create an ordinary table (every table is logged in its Delta log).")
+    elif isinstance(prop, (exp.OnCommitProperty, OnCommitDropProperty)):
+        if ct.on_commit is not None:
+            raise SqlError("42601", "conflicting or redundant options")
+        ct.on_commit = "drop" if isinstance(prop, OnCommitDropProperty) else (
+            "delete" if prop.args.get("delete") else "preserve")
+    elif isinstance(prop, OptionsProperty):
+        for p in prop.expressions:
+            ct.options[p.this.name.lower()] = p.args["value"].name
+    elif isinstance(prop, FormatEncodeProperty):
+        _format_encode(prop, ct.options)
+    elif isinstance(prop, exp.SchemaCommentProperty):
+        ct.comment = prop.this.name
+    elif isinstance(prop, exp.EngineProperty):
+        engine = prop.this.name.lower()
+        if engine not in _ENGINES:
+            raise SqlError("0A000", f"ENGINE = {prop.this.name} is not supported: every table is GreptimeDB's "
+                                    "mito engine's kind (a time-series table stored as a Delta table)",
+                           hint="Write ENGINE = mito, or leave the ENGINE clause out.")
+    elif isinstance(prop, PartitionOnColumnsProperty):
+        # GreptimeDB's partition rules spread a table's regions over datanodes; one Delta table
+        # has no regions, and Delta partitions (one directory per distinct value) are not ranges.
+        raise SqlError("0A000", "PARTITION ON COLUMNS is not supported: a table is stored as one Delta table",
+                       hint="Remove the PARTITION ON COLUMNS (...) (...) clause; queries return the same rows "
+                            "without it.")
+    else:
+        raise SqlError("0A000", f"CREATE TABLE ... {prop.sql(dialect=Tidegate)} is not supported")
+
+
+def _check_on_commit(ct: CreateTable) -> None:
+    if ct.on_commit is not None and not ct.temp:
+        raise SqlError("42P16", "ON COMMIT can only be used on temporary tables",
+                       hint="Write CREATE TEMP TABLE, or leave ON COMMIT out.")
 
 
 _SERIALS = {"SERIAL": "integer", "SERIAL4": "integer", "BIGSERIAL": "bigint", "SERIAL8": "bigint",
@@ -655,21 +505,42 @@ def type_from_sqlglot(dt: exp.DataType) -> ColumnType:
 def type_from_text(text: str) -> ColumnType:
     """A PostgreSQL type spelling (``varchar(20)``, ``timestamp with time zone``) -> ColumnType."""
     try:
-        dt = exp.DataType.build(text, dialect="postgres")
+        dt = exp.DataType.build(text, dialect=Tidegate)
     except Exception:  # noqa: BLE001 - sqlglot raises several kinds
         raise SqlError("42704", f'type "{text}" does not exist') from None
     return type_from_sqlglot(dt)
 
 
-def _column_def(node: exp.ColumnDef, ct: CreateTable) -> ColumnDef:
+_SERIAL_TYPES = {exp.DataType.Type.SERIAL: "integer", exp.DataType.Type.BIGSERIAL: "bigint",
+                 exp.DataType.Type.SMALLSERIAL: "smallint"}
+_SERIAL_NAMES = {"serial4": "integer", "serial8": "bigint", "serial2": "smallint"}
+
+
+def _serial_type(kind: exp.DataType) -> str | None:
+    """The integer type a SERIAL spelling stands for, or None."""
+    if kind.this in _SERIAL_TYPES:
+        return _SERIAL_TYPES[kind.this]
+    named = kind.args.get("kind")
+    if kind.this == exp.DataType.Type.USERDEFINED and isinstance(named, exp.Identifier):
+        return _SERIAL_NAMES.get(named.name.lower())
+    return None
+
+
+def _column_def(node: exp.ColumnDef, ct: CreateTable, *, creating: bool = False) -> ColumnDef:
+    """A column of CREATE TABLE (``creating``) or of ALTER TABLE ADD COLUMN."""
     name = _ident_name(node.this)
     kind = node.args.get("kind")
     if kind is None:
         raise SqlError("42601", f'column "{name}" needs a type')
-    if kind.this in (exp.DataType.Type.SERIAL, exp.DataType.Type.BIGSERIAL, exp.DataType.Type.SMALLSERIAL):
-        # CREATE TABLE turns SERIAL into a sequence before sqlglot sees it; this is ALTER TABLE ADD COLUMN
+    serial = _serial_type(kind)
+    if serial is not None and not creating:
         raise SqlError("0A000", "ALTER TABLE ADD COLUMN with a SERIAL type is not supported",
                        hint="Add an integer column, fill it, then CREATE SEQUENCE ... OWNED BY and ALTER COLUMN ... SET DEFAULT nextval(...).")
+    if serial is not None:
+        if name in ct.generated:
+            raise SqlError("42701", f'column "{name}" specified more than once')
+        ct.generated[name] = (None, {})
+        kind = exp.DataType.build(serial, dialect=Tidegate)
     col = ColumnDef(name, type_from_sqlglot(kind))
     for cons in node.constraints:
         k = cons.args.get("kind")
@@ -687,8 +558,18 @@ def _column_def(node: exp.ColumnDef, ct: CreateTable) -> ColumnDef:
             ct.constraints.append(unique_constraint(k, _ident_name(cons.this) if cons.this else None, [name]))
         elif isinstance(k, exp.Reference):
             ct.constraints.append(foreign_key(k, _ident_name(cons.this) if cons.this else None, [name]))
+        elif isinstance(k, TimeIndexColumnConstraint) and creating and not k.expressions:
+            _time_index(ct, name)
+        elif isinstance(k, IdentityColumnConstraint) and creating:
+            if name in ct.generated:
+                raise SqlError("42601", f'multiple identity specifications for column "{name}" of table "{ct.name}"'
+                               if ct.generated[name][0] else
+                               f'both default and identity specified for column "{name}" of table "{ct.name}"')
+            text = k.args.get("options")
+            options = parse_sequence_options(TokenReader(text), in_identity=True) if text else {}
+            ct.generated[name] = ("a" if k.this else "d", options)
         else:
-            raise SqlError("0A000", f"column constraint {cons.sql('postgres')} is not supported")
+            raise SqlError("0A000", f"column constraint {cons.sql(dialect=Tidegate)} is not supported")
     return col
 
 
@@ -914,35 +795,17 @@ ENCODES = ("CSV", "PARQUET", "JSON")
 REFRESH_MODES = ("FULL_RELOAD", "STREAMING")
 
 
-def parse_format_clause(toks: list[Token], j: int, options: dict[str, str]) -> int:
-    """``FORMAT PLAIN ENCODE CSV [(k = v, ...)]`` at token ``j`` into ``options`` (``format``,
-    ``encode`` and ``encode.<k>``); returns the index after the clause."""
-
-    def word(i: int, what: str) -> str:
-        if i >= len(toks) or toks[i].kind not in ("word", "qid", "str"):
-            raise SqlError("42601", f"FORMAT clause needs {what}: FORMAT PLAIN ENCODE CSV | PARQUET | JSON")
-        return toks[i].value if toks[i].kind == "str" else ident_value(toks[i])
-
-    fmt = word(j + 1, "a format").upper()
+def _format_encode(prop: FormatEncodeProperty, options: dict[str, str]) -> None:
+    """``FORMAT PLAIN ENCODE CSV [(k = v, ...)]`` into ``options`` (``format``, ``encode`` and
+    ``encode.<k>``)."""
+    fmt, enc = prop.this.name.upper(), prop.args["encode"].name.upper()
     if fmt != "PLAIN":
         raise SqlError("0A000", f"FORMAT {fmt} is not supported: accepted formats are PLAIN")
-    if j + 2 >= len(toks) or toks[j + 2].upper != "ENCODE":
-        raise SqlError("42601", "FORMAT clause needs ENCODE: FORMAT PLAIN ENCODE CSV | PARQUET | JSON")
-    enc = word(j + 3, "an encoding").upper()
     if enc not in ENCODES:
         raise SqlError("22023", f"unknown encode '{enc}': accepted encodes are CSV, PARQUET and JSON")
     options["format"], options["encode"] = fmt, enc
-    k = j + 4
-    if k < len(toks) and toks[k].text == "(":
-        end = _matching(toks, k)
-        for a, b in _split_top(toks, k + 1, end):
-            el = toks[a:b]
-            if len(el) < 3 or el[1].text != "=":
-                raise SqlError("42601", "syntax error in ENCODE options", position=el[0].start + 1)
-            key = el[0].value if el[0].kind == "str" else ident_value(el[0])
-            options[f"encode.{key.lower()}"] = el[2].value
-        k = end + 1
-    return k
+    for p in prop.args.get("options") or []:
+        options[f"encode.{p.this.name.lower()}"] = p.args["value"].name
 
 
 _URL_QUERY_PASSWORD = re.compile(r"([?&]password=)[^&]*", re.I)

@@ -17,7 +17,6 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import sqlglot
 from sqlglot import exp
 
 from catalog.store import ColumnDef, TableDef
@@ -26,7 +25,7 @@ from engine.resolver import node_name, param_index, StatementResolver
 from engine import interactive
 from engine.storage import (coerce_array, convert_batches, dedupe_last, duplicate_keys, key_text, python_value,
                             round_to_precision, storage_schema, storage_to_result, storage_type, WriteOp)
-from tidegate import pgvalues, sqllex
+from tidegate import dialect, pgvalues, sqllex
 from tidegate.dialect import Tidegate
 from tidegate.errors import SqlError
 from tidegate.pgtypes import ColumnType, lookup_type_name, TEXT
@@ -1157,7 +1156,7 @@ def _typed_values(values: exp.Values, columns: list[ColumnDef]) -> exp.Values:
         for e, c in zip(items, columns):
             name = _VALUES_CASTS.get(c.type.pg.name) if not c.type.is_array else None
             if name is not None and isinstance(e, exp.Literal) and e.is_string:
-                e.replace(exp.Cast(this=e.copy(), to=exp.DataType.build(name, dialect="postgres")))
+                e.replace(exp.Cast(this=e.copy(), to=exp.DataType.build(name, dialect=Tidegate)))
     return values
 
 
@@ -1391,7 +1390,7 @@ _DEFAULT_CACHE: dict[str, exp.Expression] = {}
 def _parse_default(text: str) -> exp.Expression:
     tree = _DEFAULT_CACHE.get(text)
     if tree is None:
-        tree = sqlglot.parse_one(f"SELECT {text}", read="postgres").expressions[0]
+        tree = dialect.parse_one(f"SELECT {text}").expressions[0]
         _DEFAULT_CACHE[text] = tree
     return tree
 

@@ -32,7 +32,7 @@ class SchemaStatements:
     """The schema statements of :class:`engine.executor.EngineSession` (a mixin: ``self`` is the session)."""
 
     def _create_table(self, sql: str, params: list[Any], info: SessionInfo) -> CommandResult:
-        ct = ddl.parse_create_table(sql)
+        ct = ddl.create_table(self._parse_one(sql))
         self.engine.refresh.check_create(ct.options, info)  # connector tables: superuser, readable path
         if ct.schema == "pg_temp" or (ct.schema is not None and ct.schema == info.temp_schema):
             ct.temp = True  # CREATE TABLE pg_temp.t: a temporary table, as in PostgreSQL
@@ -104,7 +104,7 @@ class SchemaStatements:
         exists = self._existing_target(ct, schema, info, "CREATE TABLE AS")
         if exists is not None:
             return exists
-        tree = self._parse_one(ct.as_query_sql or "")
+        tree = ct.as_query
         self.engine.runtime.wait()
 
         def work() -> tuple[list[str], list[ColumnType], pa.Table | DataFrame]:
@@ -123,6 +123,9 @@ class SchemaStatements:
             return names, types, table
 
         names, types, data = self._run(work, ct.as_query_sql)
+        if len(ct.as_columns) > len(names):
+            raise SqlError("42601", "too many column names were specified")
+        names = ct.as_columns + names[len(ct.as_columns):]
         seen: set[str] = set()
         for n in names:
             if n in seen:

@@ -34,11 +34,23 @@ def _operator_keys(keywords: dict[str, TokenType], single: dict[str, TokenType])
     return ops  # a keyword wins over a single character: sqlglot reads "~" as RLIKE
 
 
+class LexError(TokenError):
+    """Text the one lexer refuses, with PostgreSQL's error: a TokenError, as sqlglot's own callers
+    expect of a tokenizer (they fall back to reading a name that does not lex as a plain name)."""
+
+    def __init__(self, error: SqlError) -> None:
+        super().__init__(error.message)
+        self.error = error
+
+
 class Tokenizer(Postgres.Tokenizer):
     """sqlglot's PostgreSQL token stream, made from :func:`tidegate.sqllex.tokenize`'s tokens."""
 
     def tokenize(self, sql: str) -> list[GlotToken]:
-        return glot_tokens(sql)
+        try:
+            return glot_tokens(sql)
+        except SqlError as e:
+            raise LexError(e) from None
 
 
 _KEYWORDS = Postgres.Tokenizer.KEYWORDS
@@ -263,6 +275,48 @@ class WaitJob(TidegateStatement):
 
 class CancelJob(TidegateStatement):
     arg_types = {"this": True}
+
+
+# GreptimeDB's clauses of CREATE TABLE, and PostgreSQL's that sqlglot does not read: parts of
+# sqlglot's own exp.Create (column constraints, schema elements and table properties).
+
+
+class TimeIndexColumnConstraint(exp.Expression, exp.ColumnConstraintKind):
+    """``ts timestamp TIME INDEX``, or the table element ``TIME INDEX (ts)``."""
+
+    arg_types = {"expressions": False}
+
+
+class IdentityColumnConstraint(exp.Expression, exp.ColumnConstraintKind):
+    """``GENERATED {ALWAYS | BY DEFAULT} AS IDENTITY [(sequence options)]``: ``this`` is True for
+    ALWAYS; ``options`` the sequence options' text, read as CREATE SEQUENCE reads its own."""
+
+    arg_types = {"this": True, "options": False}
+
+
+class OptionsProperty(exp.Property):
+    """``WITH (key [= value], ...)``: the table's options (GreptimeDB's ttl, append_mode, a
+    refreshable table's connector settings)."""
+
+    arg_types = {"expressions": True}
+
+
+class FormatEncodeProperty(exp.Property):
+    """``FORMAT PLAIN ENCODE CSV [(key = value, ...)]`` of a refreshable table (RisingWave's)."""
+
+    arg_types = {"this": True, "encode": True, "options": False}
+
+
+class PartitionOnColumnsProperty(exp.Property):
+    """GreptimeDB's ``PARTITION ON COLUMNS (cols) (rules)``."""
+
+    arg_types = {"expressions": True, "rules": False}
+
+
+class OnCommitDropProperty(exp.Property):
+    """``ON COMMIT DROP`` of a temporary table (sqlglot reads PRESERVE ROWS and DELETE ROWS only)."""
+
+    arg_types: dict[str, bool] = {}
 
 
 # ------------------------------------------------------------------ the parser
@@ -493,7 +547,8 @@ class Parser(PostgresParser):
         return None
 
     def _parse_options(self) -> list[exp.Property]:
-        """``( key [=] value, ... )``: keys are names or strings, values one string, number or word."""
+        """``( key [= value], ... )``: keys are names or strings; a value is one string, word or
+        (signed) number, and a key alone is set to 'true'."""
         self._match_l_paren()
         options: list[exp.Property] = []
         while not self._match(TokenType.R_PAREN):
@@ -503,16 +558,23 @@ class Parser(PostgresParser):
                 self.raise_error("Expecting an option name")
             key = self._curr
             self._advance()
-            self._match(TokenType.EQ)
-            if not self._curr or self._curr.token_type in (TokenType.COMMA, TokenType.R_PAREN):
-                self.raise_error("Expecting an option value")
-            value = self._curr
-            self._advance()
             name = key.text if key.token_type in _TEXT_TOKENS or key.token_type == TokenType.IDENTIFIER \
                 else key.text.lower()
-            options.append(self.expression(exp.Property(
-                this=exp.Literal.string(name),
-                value=self.expression(exp.Literal.string(value.text), token=value)), token=key))
+            if self._curr and self._curr.token_type in (TokenType.COMMA, TokenType.R_PAREN):
+                value = exp.Literal.string("true")  # WITH (key): a flag set
+            else:
+                self._match(TokenType.EQ)
+                if not self._curr or self._curr.token_type in (TokenType.COMMA, TokenType.R_PAREN):
+                    self.raise_error("Expecting an option value")
+                token = self._curr
+                self._advance()
+                text = token.text
+                if token.token_type in (TokenType.DASH, TokenType.PLUS) and self._curr \
+                        and self._curr.token_type == TokenType.NUMBER:  # a signed number
+                    text = ("-" if token.token_type == TokenType.DASH else "") + self._curr.text
+                    self._advance()
+                value = self.expression(exp.Literal.string(text), token=token)
+            options.append(self.expression(exp.Property(this=exp.Literal.string(name), value=value), token=key))
         return options
 
     def _parse_like_pattern(self) -> exp.Literal | None:
@@ -637,6 +699,79 @@ class Parser(PostgresParser):
             else:
                 timeout = self._parse_text()
         return self.expression(WaitJob(this=job, timeout=timeout))
+
+    # -- CREATE TABLE: GreptimeDB's clauses and PostgreSQL's that sqlglot lacks ------------------
+
+    CONSTRAINT_PARSERS = {**PostgresParser.CONSTRAINT_PARSERS,
+                          "TIME": lambda self: self._parse_time_index(),
+                          "GENERATED": lambda self: self._parse_generated_identity()}
+    SCHEMA_UNNAMED_CONSTRAINTS = {*PostgresParser.SCHEMA_UNNAMED_CONSTRAINTS, "TIME"}
+    PROPERTY_PARSERS = {**PostgresParser.PROPERTY_PARSERS,
+                        "FORMAT": lambda self: self._parse_format_encode(),
+                        "PARTITION": lambda self: self._parse_partition_on_columns(),
+                        "ON": lambda self: self._parse_on_commit_drop()}
+
+    def _parse_as_command(self, start: GlotToken) -> exp.Command:
+        """sqlglot keeps a statement it cannot read as text; a CREATE TABLE it cannot read is
+        PostgreSQL's 42601 at the first token it could not read, never a statement passed on."""
+        if start.token_type == TokenType.CREATE and self._curr and \
+                "TABLE" in [self._tokens[k].text.upper() for k in range(1, min(4, len(self._tokens)))]:
+            self.raise_error("Unexpected token")
+        return super()._parse_as_command(start)
+
+    def _parse_time_index(self) -> TimeIndexColumnConstraint | None:
+        if not self._match_text_seq("INDEX"):
+            self._retreat(self._index - 1)  # "time": a column's name or type
+            return None
+        columns = self._parse_wrapped_id_vars() if self._match(TokenType.L_PAREN, advance=False) else None
+        return self.expression(TimeIndexColumnConstraint(expressions=columns))
+
+    def _parse_generated_identity(self) -> exp.Expression:
+        index = self._index
+        always = not self._match_text_seq("BY", "DEFAULT")
+        if not (always and self._match_text_seq("ALWAYS", "AS", "IDENTITY")) and \
+                not (not always and self._match_text_seq("AS", "IDENTITY")):
+            self._retreat(index)
+            return self._parse_generated_as_identity()  # sqlglot's: generated (computed) columns
+        options = None
+        if self._match(TokenType.L_PAREN):
+            start, depth = self._curr, 1
+            while self._curr and depth:
+                depth += {TokenType.L_PAREN: 1, TokenType.R_PAREN: -1}.get(self._curr.token_type, 0)
+                self._advance()
+            if depth:
+                self.raise_error("Expecting )")
+            last = self._tokens[self._index - 2]
+            options = self.sql[start.start:last.end + 1] if last is not start or start.token_type != TokenType.R_PAREN \
+                else ""
+        return self.expression(IdentityColumnConstraint(this=always, options=options))
+
+    def _parse_with_property(self) -> Any:
+        if self._match(TokenType.L_PAREN, advance=False) and self._next.text.upper() != "SYSTEM_VERSIONING":
+            return self.expression(OptionsProperty(expressions=self._parse_options()))
+        return super()._parse_with_property()
+
+    def _parse_format_encode(self) -> exp.Expression:
+        if self._match(TokenType.EQ, advance=False):
+            return self._parse_property_assignment(exp.FileFormatProperty)
+        fmt = self._parse_var(any_token=True, upper=True)
+        self._expect("ENCODE")
+        encode = self._parse_var(any_token=True, upper=True)
+        options = self._parse_options() if self._match(TokenType.L_PAREN, advance=False) else None
+        return self.expression(FormatEncodeProperty(this=fmt, encode=encode, options=options))
+
+    def _parse_partition_on_columns(self) -> exp.Expression | None:
+        if not self._match_text_seq("ON", "COLUMNS"):
+            return self._parse_partitioned_of()
+        columns = self._parse_wrapped_id_vars()
+        rules = self._parse_wrapped_csv(self._parse_assignment) if self._match(TokenType.L_PAREN, advance=False) \
+            else None
+        return self.expression(PartitionOnColumnsProperty(expressions=columns, rules=rules))
+
+    def _parse_on_commit_drop(self) -> exp.Expression | None:
+        if self._match_text_seq("COMMIT", "DROP"):
+            return self.expression(OnCommitDropProperty())
+        return self._parse_on_property()
 
 def _annotate_literal(annotator: Any, literal: exp.Literal) -> exp.Literal:
     """PostgreSQL literal typing: 2.5 is numeric (not double); big integers are bigint."""
@@ -789,11 +924,34 @@ def _submit_job_sql(gen: Any, e: SubmitJob) -> str:
     return f"SUBMIT JOB{name}{_options_sql(gen, e.args.get('options'))} AS {e.expression.name}"
 
 
+def _time_index_sql(gen: Any, e: TimeIndexColumnConstraint) -> str:
+    columns = e.expressions
+    return "TIME INDEX" + (f" ({gen.expressions(e, flat=True)})" if columns else "")
+
+
+def _identity_sql(gen: Any, e: IdentityColumnConstraint) -> str:
+    options = e.args.get("options")
+    return (f"GENERATED {'ALWAYS' if e.this else 'BY DEFAULT'} AS IDENTITY"
+            + (f" ({options})" if options is not None else ""))
+
+
+def _format_encode_sql(gen: Any, e: FormatEncodeProperty) -> str:
+    options = _options_sql(gen, e.args.get("options"))
+    return f"FORMAT {gen.sql(e, 'this')} ENCODE {gen.sql(e, 'encode')}{options[len(' WITH'):]}"
+
+
+def _partition_on_columns_sql(gen: Any, e: PartitionOnColumnsProperty) -> str:
+    rules = e.args.get("rules")
+    return (f"PARTITION ON COLUMNS ({gen.expressions(e, flat=True)})"
+            + (f" ({', '.join(gen.sql(r) for r in rules)})" if rules else ""))
+
+
 class Generator(Postgres.Generator):
     """PostgreSQL as sqlglot writes it, and tidegate's statements (text in, text out)."""
 
+    # columns as written: sqlglot writes SERIAL as an identity column, which PostgreSQL's is not
     TRANSFORMS = {
-        **Postgres.Generator.TRANSFORMS,
+        **{kind: f for kind, f in Postgres.Generator.TRANSFORMS.items() if kind is not exp.ColumnDef},
         CreateFlow: _create_flow_sql,
         DropFlow: lambda gen, e: f"DROP FLOW {'IF EXISTS ' if e.args.get('exists') else ''}{gen.sql(e, 'this')}",
         ShowFlows: _show_flows_sql,
@@ -808,6 +966,20 @@ class Generator(Postgres.Generator):
         FetchJob: lambda gen, e: f"FETCH JOB {gen.sql(e, 'this')}",
         WaitJob: _wait_job_sql,
         CancelJob: lambda gen, e: f"CANCEL JOB {gen.sql(e, 'this')}",
+        TimeIndexColumnConstraint: _time_index_sql,
+        IdentityColumnConstraint: _identity_sql,
+        OptionsProperty: lambda gen, e: _options_sql(gen, e.expressions).lstrip(),
+        FormatEncodeProperty: _format_encode_sql,
+        PartitionOnColumnsProperty: _partition_on_columns_sql,
+        OnCommitDropProperty: lambda gen, e: "ON COMMIT DROP",
+    }
+    def schemacommentproperty_sql(self, expression: exp.SchemaCommentProperty) -> str:
+        return f"COMMENT {self.sql(expression, 'this')}"  # GreptimeDB's table comment
+
+    PROPERTIES_LOCATION = {
+        **Postgres.Generator.PROPERTIES_LOCATION,
+        **{kind: exp.Properties.Location.POST_SCHEMA
+           for kind in (OptionsProperty, FormatEncodeProperty, PartitionOnColumnsProperty, OnCommitDropProperty)},
     }
 
 
@@ -840,9 +1012,7 @@ def _offset_of(sql: str, line: int, col: int) -> int:
 def parse(sql: str) -> list[exp.Expression]:
     """Parse PostgreSQL text into statements; syntax errors become 42601 with a position."""
     try:
-        # sqlglot 30 reads a text holding "$" (a $n parameter is scanned as a possible dollar
-        # quote) and ending in '' as an unterminated string: a trailing newline changes nothing else
-        statements = sqlglot.parse(sql + "\n" if "$" in sql and sql.endswith("''") else sql, read=Tidegate)
+        statements = sqlglot.parse(sql, read=Tidegate)
     except ParseError as err:
         info = err.errors[0] if err.errors else {}
         token = (info.get("highlight") or "").strip()
@@ -867,12 +1037,8 @@ def parse(sql: str) -> list[exp.Expression]:
         if not token:
             raise SqlError("42601", "syntax error at end of input", position=len(sql) + 1) from None
         raise SqlError("42601", f'syntax error at or near "{token}"', position=position) from None
-    except TokenError as err:
-        message = str(err)
-        if "'" in sql and sql.count("'") % 2 == 1:
-            pos = sql.rfind("'") + 1
-            raise SqlError("42601", f'unterminated quoted string at or near "{sql[pos - 1:]}"', position=pos) from None
-        raise SqlError("42601", f"syntax error: {message}") from None
+    except LexError as err:
+        raise err.error from None
     return [_unqualify_types(s) for s in statements if s is not None]
 
 
