@@ -701,9 +701,13 @@ _SESSION_CASTS = {"text", "name", "oid", "regclass", "regtype", "regproc", "regp
 _SESSION_OPS = {"=", "<>", "!=", ","}
 
 
+# pg_* functions that compute on their arguments (PostgreSQL's type rules live in the engine).
+_PG_COMPUTING_FUNCTIONS = {"pg_typeof", "pg_column_size"}
+
+
 def _references_catalog(toks: list[Token]) -> bool:
     return any(t.kind == "word" and (t.lower.startswith("pg_") or t.lower in ("information_schema",))
-               and t.lower not in _SESSION_FUNCTIONS for t in toks)
+               and t.lower not in _SESSION_FUNCTIONS and t.lower not in _PG_COMPUTING_FUNCTIONS for t in toks)
 
 
 def _session_constant_query(toks: list[Token], names: frozenset[str] = frozenset()) -> bool:
@@ -734,6 +738,8 @@ def _session_constant_query(toks: list[Token], names: frozenset[str] = frozenset
             if (nxt.is_word("bool", "boolean") and k and toks[k - 1].kind == "str") \
                     or (k + 2 < len(toks) and toks[k + 2].text == "["):
                 return False
+        elif t.kind == "num" and not (t.text.isdigit() and int(t.text) < 2**63):
+            return False  # 1.5, 1e10, a numeric past bigint: PostgreSQL's numeric, typed by the engine
         elif t.kind == "op" and t.text not in _SESSION_OPS \
                 and not (t.text == "*" and k and (toks[k - 1].is_word("select") or toks[k - 1].text in (".", ","))):
             return False

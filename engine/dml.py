@@ -1155,7 +1155,12 @@ def _typed_values(values: exp.Values, columns: list[ColumnDef]) -> exp.Values:
         items = row.expressions if isinstance(row, exp.Tuple) else [row]
         for e, c in zip(items, columns):
             name = _VALUES_CASTS.get(c.type.pg.name) if not c.type.is_array else None
+            constant = e.this if isinstance(e, exp.Neg) else e
             if name is not None and isinstance(e, exp.Literal) and e.is_string:
+                e.replace(exp.Cast(this=e.copy(), to=exp.DataType.build(name, dialect=Tidegate)))
+            elif c.type.pg.name in ("float4", "float8") and isinstance(constant, exp.Literal) \
+                    and not constant.is_string and not constant.name.isdigit():
+                # 3.4e38 into a float column is that float (PostgreSQL's assignment cast), not a numeric
                 e.replace(exp.Cast(this=e.copy(), to=exp.DataType.build(name, dialect=Tidegate)))
     return values
 

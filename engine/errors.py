@@ -292,6 +292,9 @@ def map_spark_error(exc: BaseException, sql: str | None = None,
         return SqlError(
             "42803", f'column "{expr}" must appear in the GROUP BY clause or be used in an aggregate function'
         )
+    if base == "FAILED_TO_PARSE_TOO_COMPLEX" or "StackOverflowError" in text:
+        return SqlError("54001", "stack depth limit exceeded",
+                        hint="Write the statement with fewer nested levels.")
     if base in ("PARSE_SYNTAX_ERROR", "PARSE_EMPTY_STATEMENT"):
         token = _unquote(params.get("error", "")) or "end of input"
         return SqlError("42601", f'syntax error at or near "{token}"')

@@ -95,7 +95,7 @@ class QueryStatements:
                 return False
             try:
                 const = scalar.shape(self._parse_one(sql), sql)
-            except SqlError:
+            except (SqlError, RecursionError):  # executed in a worker, which reports it
                 return False
         return const is not None and (params is None or scalar.accepts(const, list(params)))
 

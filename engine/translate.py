@@ -50,12 +50,12 @@ from tidegate import pg_keywords
 from catalog.store import DATABASE_NAME
 from engine import pgfunctions, pgoperators
 from engine.errors import RAISED_QUOTE
-from tidegate import pgvalues, sqllex
+from tidegate import dialect, pgvalues, sqllex
 from tidegate.dialect import ARITHMETIC as _ARITHMETIC
 from tidegate.dialect import FLOAT_TYPES as _FLOAT_TYPES
 from tidegate.dialect import INTEGER_TYPES as _INTEGER_TYPES
 from tidegate.dialect import NUMERIC_OPERAND_TYPES as _NUMERIC_OPERAND_TYPES
-from tidegate.dialect import Tidegate, negated_literal
+from tidegate.dialect import NUMERIC_CONSTANT, Tidegate, negated_literal
 from tidegate.dialect import parse as parse_sql
 from tidegate.errors import SqlError
 from tidegate.pgtypes import (
@@ -1115,6 +1115,52 @@ def _literal_arg_type(node: exp.Expression) -> str:
     return _pg_arg_type(node)
 
 
+_FLOAT_CAST_TYPES = {_T.DOUBLE: False, _T.FLOAT: True}  # -> real?
+_MAX_NUMERIC_DIGITS = 38  # a Spark decimal's
+
+
+def _numeric_literal(literal: exp.Literal) -> None:
+    """A numeric constant as PostgreSQL reads it: ``1e37`` and ``1.5e-20`` are exact numerics
+    (Spark reads an exponent as a double), written out in plain digits. One wider than a Spark
+    decimal is a double only where PostgreSQL turns it into one (a cast to a float, a comparison, a
+    float column's value: ``1e400::float8`` is 22003 as there); anywhere else it is 0A000, never a
+    double standing in for a numeric."""
+    text = literal.name
+    if text.isdigit() and (len(text) < 19 or int(text) < 2**63):
+        return  # an integer constant, typed by its value
+    context = literal.parent
+    while isinstance(context, (exp.Neg, exp.Paren)):
+        context = context.parent
+    value = pgvalues.WIDE_DECIMAL.create_decimal(text)
+    if not -16383 <= value.adjusted() < 131072:  # numeric's own limits (digits before / after the point)
+        raise SqlError("22003", "value overflows numeric format")
+    plain = format(value, "f")
+    if isinstance(context, exp.Cast) and context.to.this in _FLOAT_CAST_TYPES:
+        real = _FLOAT_CAST_TYPES[context.to.this]
+        try:
+            pgvalues.parse_float(text, real=real)
+        except SqlError as e:  # PostgreSQL's cast names the numeric's digits
+            raise SqlError(e.sqlstate, f'"{plain}" is out of range for type {"real" if real else "double precision"}') \
+                from None
+        return
+    sign, digits, exponent = value.as_tuple()
+    scale = max(0, -exponent)
+    precision = max(len(digits) + max(exponent, 0), scale)
+    if precision > _MAX_NUMERIC_DIGITS or scale > _MAX_NUMERIC_DIGITS:
+        if isinstance(context, _FLOAT_CONTEXTS) and math.isfinite(float(value)) and (float(value) or not value):
+            return  # compared as a double (a float column's comparison converts it so)
+        raise SqlError("0A000", f"numeric constant {text} needs {max(precision, scale)} digits: tidegate's numeric "
+                                f"values have at most {_MAX_NUMERIC_DIGITS}",
+                       hint="Cast it to double precision, or write fewer digits.")
+    if plain != text:
+        literal.set("this", plain)
+        if plain.isdigit():
+            literal.meta[NUMERIC_CONSTANT] = True  # 1e10: numeric, though written out as digits
+
+
+_FLOAT_CONTEXTS = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.Between, exp.In)
+
+
 class _Translator:
     def __init__(self, resolver: TableResolver | None, params: Sequence[Any]) -> None:
         self.resolver = resolver
@@ -1163,6 +1209,9 @@ class _Translator:
             if value is not None:  # one constant, as PostgreSQL reads it: -(-9223372036854775808) is numeric
                 literal = exp.Literal.number(abs(value))
                 neg.replace(exp.Neg(this=literal) if value < 0 else literal)
+        for literal in list(tree.find_all(exp.Literal)):
+            if not literal.is_string:
+                _numeric_literal(literal)
         if isinstance(tree, exp.Values) and not isinstance(tree.parent, (exp.From, exp.Join)):
             tree = self._values_statement(tree)
         cte_names = {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}
@@ -1839,11 +1888,15 @@ class _Translator:
                 index = node.expressions[0]
                 if isinstance(index, exp.Slice):
                     return self._array_slice(node.this, index.this, index.expression)
+                # the index as written, counted from 1 (the dialect's INDEX_OFFSET); Spark's get()
+                # counts from 0 and is NULL past either end (element_at counts a negative index
+                # from the end and fails on 0)
                 if isinstance(index, exp.Literal) and index.is_int:
-                    one_based: exp.Expression = exp.Literal.number(int(index.name) + 1)
+                    zero_based: exp.Expression = exp.Literal.number(int(index.name) - 1)
                 else:
-                    one_based = exp.Add(this=index, expression=exp.Literal.number(1))
-                return _func("try_element_at", node.this, one_based)
+                    zero_based = exp.Sub(this=index if _dtype(index) == _T.INT else _cast(index, "INT"),
+                                         expression=exp.Literal.number(1))
+                return _func("get", node.this, zero_based)
             return None
         if isinstance(node, exp.Array) and len(node.expressions) == 1 and isinstance(
             node.expressions[0], (exp.Select, exp.Subquery, exp.SetOperation)
@@ -2364,8 +2417,8 @@ class _Translator:
         if (src == _T.BOOLEAN and t in _NOT_FROM_BOOLEAN) or (t == _T.BOOLEAN and src in _NOT_FROM_BOOLEAN):
             # PostgreSQL casts boolean to and from integer (int4) only among the numbers
             raise SqlError("42846", f"cannot cast type {_PG_ARG_TYPE[src]} to {_PG_ARG_TYPE[t]}")
-        if isinstance(arg, exp.Literal) and t == _T.DECIMAL and not params:
-            _check_numeric_constant(arg.name)
+        if isinstance(arg, exp.Literal) and arg.is_string and t == _T.DECIMAL and not params:
+            _check_numeric_constant(arg.name)  # (a numeric constant is exact: _numeric_literal)
             if arg.is_string:
                 # '1.50'::numeric is the number 1.50, scale and all, as the literal 1.50 is
                 value = pgvalues.parse_numeric(arg.name)
@@ -3591,6 +3644,24 @@ def _analysed(expression: exp.Expression, resolver: TableResolver,
     return translator, tree
 
 
+# Spark's SQL parser takes seconds for an expression nested 400 levels deep and minutes past 500
+# (measured: a 350-term sum 1.7 s, 400 terms 6.4 s, 600 terms over 8 minutes, and 1,000 terms
+# FAILED_TO_PARSE_TOO_COMPLEX after 3 minutes, holding a core and the statement's thread).
+SPARK_MAX_DEPTH = 400
+
+
+def spark_text(tree: exp.Expression) -> str:
+    """The Spark SQL of a translated tree; 54001 for one Spark's parser could not read in time."""
+    if dialect.depth(tree) > SPARK_MAX_DEPTH:
+        raise SqlError("54001", "stack depth limit exceeded",
+                       hint=f"Spark reads expressions nested up to {SPARK_MAX_DEPTH} levels deep: write this one "
+                            "with fewer levels (for example a sum of many terms as sum() over rows).")
+    for literal in tree.find_all(exp.Literal):
+        if literal.meta.get(NUMERIC_CONSTANT) and literal.name.isdigit():
+            literal.set("this", literal.name + "BD")  # Spark's decimal literal (digits alone are an integer)
+    return tree.sql(dialect="spark", identify=True, comments=False)
+
+
 def translate_query(
     expression: exp.Expression, resolver: TableResolver, params: Sequence[Any] = (), exact_numeric: bool = False
 ) -> TranslatedQuery:
@@ -3620,7 +3691,7 @@ def translate_query(
     translator.restore_generators(tree)
     _evaluable_values(tree)
     _set_output_aliases(tree, names + hidden)
-    spark_sql = tree.sql(dialect="spark", identify=True, comments=False)
+    spark_sql = spark_text(tree)
     pgfunctions.check_spark_sql(tree, spark_sql)
     return TranslatedQuery(spark_sql, names, types, translator.tables, operands,
                            functools.partial(_integer_operations, tree))
@@ -3914,7 +3985,7 @@ def translate_row_expressions(
         for col in value.find_all(exp.Column):
             if col.table == view_name:
                 col.set("table", None)
-        spark_sql = value.sql(dialect="spark", identify=True, comments=False)
+        spark_sql = spark_text(value)
         pgfunctions.check_spark_sql(value, spark_sql)
         out.append((spark_sql, types[k] if k < len(types) else None))
     return out
@@ -3937,12 +4008,12 @@ def translate_merge_parts(
     if len(joins) != 1:
         raise SqlError("XX000", "MERGE source not found in its translation")
     source = joins[0].this
-    source_sql = source.sql(dialect="spark", identify=True, comments=False)
+    source_sql = spark_text(source)
     pgfunctions.check_spark_sql(source, source_sql)
     out: list[tuple[str, ColumnType | None]] = []
     for k, value in enumerate(translator.output_select(tree).expressions):
         value = value.this if isinstance(value, exp.Alias) else value
-        spark_sql = value.sql(dialect="spark", identify=True, comments=False)
+        spark_sql = spark_text(value)
         pgfunctions.check_spark_sql(value, spark_sql)
         out.append((spark_sql, types[k] if k < len(types) else None))
     return source_sql, out

@@ -29,6 +29,7 @@ from gateway.dispatch import (BackendSession, Classified, Kind, classify, parse_
                               parse_fetch, parse_fetch_motion, parse_savepoint_name, scroll_motion)
 from gateway.messages import ProtocolError
 from tidegate.sqllex import Statement, split_statements
+from tidegate.dialect import too_deep
 from tidegate.errors import SqlError
 from tidegate.pgtypes import TEXT, TYPES_BY_OID, ColumnType
 from tidegate.results import CommandResult, ResultField, RowStream
@@ -940,6 +941,8 @@ class Connection:
             return _cancel_error(self.cancel_reason)
         if isinstance(e, SqlError):
             return e
+        if isinstance(e, RecursionError):  # a statement nested past what a pass over it can follow
+            return too_deep()
         log.error("%s", what, exc_info=e)
         return SqlError("XX000", str(e) or type(e).__name__)
 
@@ -1166,11 +1169,8 @@ class Connection:
         if inline:
             try:
                 return fn(*args)
-            except SqlError:
-                raise
             except Exception as e:
-                log.exception("backend call failed")
-                raise SqlError("XX000", str(e) or type(e).__name__) from None
+                raise self._statement_error(e, "backend call failed") from None
         self.running = True
         self.current_stream = None
         try:

@@ -260,6 +260,19 @@ QUERIES: dict[str, str] = {
                             " array_agg(name) FILTER (WHERE id > 0) FROM sq_emp WHERE id < 0",
     "sum_of_bigint_divided": "SELECT kind, sum(id::bigint) / 4, sum(amount) / 3, sum(id::bigint) > sum(id) / 2"
                              " FROM sq_events GROUP BY kind ORDER BY kind",
+    # numeric constants with an exponent are exact numerics (Spark reads them as doubles)
+    "numeric_constants_with_exponents": "SELECT 1e37, 1.5e-20, 1.50e1, 1e-30::numeric, 0.0000000000000000015::numeric,"
+                                        " 2.5e0 * id, 1e-30::numeric / 3, pg_typeof(1e10), pg_typeof(1.5e3),"
+                                        " pg_typeof(3000000000) FROM sq_emp ORDER BY id",
+    "numeric_constants_without_a_table": "SELECT 1e37, 1.5e-20, pg_typeof(1e10), pg_typeof(1.5), 2.5e0 * 2",
+    # subscripts count from 1 and are NULL outside the array, whatever the index's form
+    "array_subscripts_out_of_range": "SELECT id, (ARRAY[id, 2, 3])[id - 1], (ARRAY[1, 2, 3])[0],"
+                                     " (ARRAY[1, 2, 3])[-1], (ARRAY[1, 2, 3])[4], (ARRAY[1, 2, 3])[id % 3 + 1]"
+                                     " FROM sq_emp ORDER BY id",
+    "nested_parentheses": "SELECT " + "(" * 200 + "id" + ")" * 200 + ", " + "(" * 300 + "1" + ")" * 300
+                          + " FROM sq_emp ORDER BY 1",
+    "long_sums": "SELECT " + " + ".join(["id"] * 300) + ", " + " + ".join(["1"] * 300) + " FROM sq_emp ORDER BY 1",
+    "relation_free_nesting": "SELECT " + "(" * 1000 + "1" + ")" * 1000 + ", " + " + ".join(["1"] * 3000),
 }
 
 
@@ -293,6 +306,18 @@ SCENARIOS: dict[str, list[str]] = {
         "SELECT id FROM sqc_unk WHERE id IN ('x')",
         "SELECT * FROM (VALUES (date '2024-01-01' + -37, 1), (date '2024-01-01', 2)) AS v(a, b) ORDER BY b",
         "DROP TABLE sqc_unk",
+    ],
+    # Each fails in PostgreSQL (issue 17): sqlglot read them as something else
+    "statements_postgresql_refuses": [
+        "UPDATE sq_emp SET",  # a truncated UPDATE updated every row
+        "INSERT INTO sq_emp",  # a truncated INSERT inserted a row of defaults
+        "SELECT * FROM sq_emp GROUP",  # GROUP was taken for an alias
+        "SELECT id FROM sq_emp AS order",
+        "SELECT id FROM sq_emp ORDER id",
+        "SELECT 1e400::float8",  # was Spark's literal-range error as XX000
+        "SELECT 1e40::real",
+        "SELECT " + " + ".join(["1"] * 10000),  # was a RecursionError that closed the connection
+        "SELECT count(*) FROM sq_emp",
     ],
     # Each fails in PostgreSQL; Spark answered most of them (NULL, '', Infinity, a guess)
     "values_outside_their_domain": [
@@ -650,15 +675,18 @@ def test_dates_before_the_common_era_are_refused(sql: str, server: Target, oracl
         server_conn.execute(sql)
 
 
-@pytest.mark.parametrize("sql", ["SELECT 1e-30::numeric FROM sq_emp",
-                                 "SELECT 'NaN'::numeric FROM sq_emp",
+@pytest.mark.parametrize("sql", ["SELECT 'NaN'::numeric FROM sq_emp",
                                  "SELECT '-Infinity'::numeric FROM sq_emp",
-                                 "SELECT 0.0000000000000000015::numeric FROM sq_emp"])
+                                 "SELECT '1e-30'::numeric FROM sq_emp",
+                                 "SELECT 123456789012345678901234567890123456789 FROM sq_emp",
+                                 "SELECT 1e300"])
 def test_numerics_a_decimal_cannot_hold_are_refused(sql: str, server: Target, oracle: Target,
                                                     server_conn: psycopg.Connection) -> None:
     """PostgreSQL's numeric keeps NaN, infinities and every digit; Spark and Delta decimals keep
-    18 digits after the point and neither NaN nor infinity. Rounding that would make another
-    number (1e-30 -> 0) is refused with 0A000 instead of a wrong answer."""
+    38 digits (a value cast to numeric without a scale, 18 after the point) and neither NaN nor
+    infinity. Rounding that would make another number ('1e-30'::numeric -> 0), or a constant wider
+    than a decimal, is refused with 0A000 instead of a wrong answer (a numeric constant itself keeps
+    every digit: numeric_constants_with_exponents)."""
     if server.port == oracle.port:  # the oracle itself answers
         server_conn.execute(sql).fetchall()
         return

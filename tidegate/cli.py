@@ -141,7 +141,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=getattr(logging, str(settings.log_level).upper(), logging.INFO),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
     from catalog.lock import DataDirLockError
+    from tidegate.dialect import allow_deep_statements
 
+    allow_deep_statements()  # before any thread starts: worker threads get the larger stack
     try:
         return asyncio.run(_serve(settings))
     except DataDirLockError as e:  # another gateway holds the data dir (the message names it)

@@ -321,6 +321,10 @@ class OnCommitDropProperty(exp.Property):
 
 # ------------------------------------------------------------------ the parser
 
+# PostgreSQL's reserved keywords sqlglot reads as plain words (names, unless quoted): never a bare
+# name there. (CAST, USER and CURRENT_ROLE are read as the functions they are.)
+_RESERVED_WORDS = frozenset(w for w, category in pg_keywords.CATEGORY.items() if category == "R") - {
+    "cast", "user", "current_role"}
 # Statements sqlglot keeps as text (a command word and the rest as one string)
 _COMMAND_TOKENS = Postgres.Tokenizer.COMMANDS
 _TEXT_TOKENS = {TokenType.STRING, TokenType.BYTE_STRING, TokenType.HEREDOC_STRING, TokenType.NATIONAL_STRING}
@@ -357,6 +361,40 @@ _AFTER_LABEL = frozenset({"COMMA", "FROM", "R_PAREN", "SEMICOLON", "INTO", "UNIO
 class Parser(PostgresParser):
     _pg_projection = False
 
+    # -- PostgreSQL's grammar where sqlglot's is more lenient -----------------------------------
+
+    def _parse_id_var(self, any_token: bool = True, tokens: Any = None) -> Any:
+        """A name: never one of PostgreSQL's reserved keywords written bare (``FROM t GROUP``, ``FROM
+        t AS order`` are syntax errors there), but after a dot (``t.order``) and as a select-list
+        label after AS (:meth:`_parse_alias`)."""
+        curr = self._curr
+        if curr and curr.token_type == TokenType.VAR and curr.text.lower() in _RESERVED_WORDS \
+                and not (self._prev and self._prev.token_type == TokenType.DOT):
+            return None
+        return super()._parse_id_var(any_token=any_token, tokens=tokens)
+
+    def raise_error(self, message: str, token: Any = None) -> None:
+        token = token or self._curr or self._prev
+        if token and token.token_type == TokenType.VAR and token.text.upper() in ("ORDER", "GROUP"):
+            # PostgreSQL reads ORDER / GROUP as the start of ORDER BY / GROUP BY and reports the
+            # token after it ("ORDER id": at "id"; "FROM t GROUP": at the end of input)
+            later = [t for t in self._tokens if t.start > token.start]
+            token = later[0] if later else GlotToken(TokenType.STRING, "", token.line, token.col,
+                                                     len(self.sql), len(self.sql))
+        super().raise_error(message, token)
+
+    def _parse_insert(self) -> Any:
+        insert = super()._parse_insert()
+        if isinstance(insert, exp.Insert) and insert.expression is None and not insert.args.get("default"):
+            self.raise_error("Expecting VALUES, a query or DEFAULT VALUES")  # INSERT INTO t: nothing to insert
+        return insert
+
+    def _parse_update(self) -> exp.Update:
+        update = super()._parse_update()
+        if not update.expressions:
+            self.raise_error("Expecting SET column = value")  # UPDATE t SET: nothing to set
+        return update
+
     def _parse_projections(self) -> Any:
         saved, self._pg_projection = getattr(self, "_pg_projection", False), True
         try:
@@ -380,7 +418,8 @@ class Parser(PostgresParser):
             return super()._parse_alias(this, explicit)
         word = curr.text.lower()
         if curr.token_type == TokenType.ALIAS and self._next is not None \
-                and self._next.token_type not in (TokenType.IDENTIFIER, TokenType.STRING, TokenType.VAR) \
+                and (self._next.token_type not in (TokenType.IDENTIFIER, TokenType.STRING, TokenType.VAR)
+                     or self._next.text.lower() in _RESERVED_WORDS) \
                 and self._next.text.isidentifier():
             # AS <any keyword>
             self._advance(2)
@@ -773,13 +812,19 @@ class Parser(PostgresParser):
             return self.expression(OnCommitDropProperty())
         return self._parse_on_property()
 
+# Meta key of an integer-valued numeric constant written out in digits (engine.translate): numeric,
+# though it looks like an integer.
+NUMERIC_CONSTANT = "pg_numeric"
+
+
 def _annotate_literal(annotator: Any, literal: exp.Literal) -> exp.Literal:
-    """PostgreSQL literal typing: 2.5 is numeric (not double); big integers are bigint."""
+    """PostgreSQL literal typing: 2.5 is numeric (not double); big integers are bigint; a
+    numeric written with an exponent (``1e10``, kept as digits: NUMERIC_CONSTANT) is numeric."""
     if literal.is_string:
         annotator._set_type(literal, exp.DataType.Type.VARCHAR)
     else:
         text = literal.name
-        if re.fullmatch(r"\d+", text):
+        if re.fullmatch(r"\d+", text) and not literal.meta.get(NUMERIC_CONSTANT):
             value = int(text)
             kind = "INT" if value < 2**31 else ("BIGINT" if value < 2**63 else "DECIMAL")
             annotator._set_type(literal, exp.DataType.build(kind))
@@ -988,6 +1033,10 @@ class Tidegate(Postgres):
     user wrote, with PostgreSQL's result types for the expressions sqlglot types otherwise."""
 
     ORIGINAL_NAME_META_KEY = "pg_name"
+    # An array subscript stays as written, counted from 1 as PostgreSQL counts: sqlglot moved it
+    # to 0 only where it could type the index while parsing (a constant, not a column or $n),
+    # so the same tree held both.
+    INDEX_OFFSET = 0
     Tokenizer = Tokenizer
     Parser = Parser
     Generator = Generator
@@ -1009,10 +1058,47 @@ def _offset_of(sql: str, line: int, col: int) -> int:
     return offset + col
 
 
+# How deep a statement's tree may nest (PostgreSQL answers 3,000 nested parentheses and a sum of
+# 3,000 terms, and refuses one of 5,000 with 54001 at its default max_stack_depth), and the
+# interpreter's limits that let every pass over such a tree recurse that deep (allow_deep_statements).
+MAX_DEPTH = 4_000
+RECURSION_LIMIT = 100_000
+THREAD_STACK_BYTES = 256 * 1024 * 1024
+
+
+def too_deep() -> SqlError:
+    return SqlError("54001", "stack depth limit exceeded",
+                    hint=f"Write the expression with fewer nested levels: tidegate reads up to {MAX_DEPTH:,}.")
+
+
+def allow_deep_statements() -> None:
+    """Raise the interpreter's recursion limit and the stack of the threads started from now on
+    (the server's composition root calls it before any thread starts), so that statements up to
+    :data:`MAX_DEPTH` levels deep are parsed, translated and written back."""
+    import sys
+    import threading
+
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), RECURSION_LIMIT))
+    threading.stack_size(THREAD_STACK_BYTES)
+
+
+def depth(tree: exp.Expression) -> int:
+    """How many levels deep ``tree`` nests (without recursing)."""
+    deepest, stack = 0, [(tree, 1)]
+    while stack:
+        node, level = stack.pop()
+        deepest = max(deepest, level)
+        stack.extend((child, level + 1) for child in node.iter_expressions())
+    return deepest
+
+
 def parse(sql: str) -> list[exp.Expression]:
-    """Parse PostgreSQL text into statements; syntax errors become 42601 with a position."""
+    """Parse PostgreSQL text into statements; syntax errors become 42601 with a position, a tree
+    deeper than :data:`MAX_DEPTH` PostgreSQL's 54001."""
     try:
         statements = sqlglot.parse(sql, read=Tidegate)
+    except RecursionError:
+        raise too_deep() from None
     except ParseError as err:
         info = err.errors[0] if err.errors else {}
         token = (info.get("highlight") or "").strip()
@@ -1039,6 +1125,8 @@ def parse(sql: str) -> list[exp.Expression]:
         raise SqlError("42601", f'syntax error at or near "{token}"', position=position) from None
     except LexError as err:
         raise err.error from None
+    if any(depth(s) > MAX_DEPTH for s in statements if s is not None):
+        raise too_deep()
     return [_unqualify_types(s) for s in statements if s is not None]
 
 
