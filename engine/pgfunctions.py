@@ -61,7 +61,7 @@ PG_FUNCTIONS: frozenset[str] = frozenset({
     # -- same name and meaning in Spark: math
     "abs", "sign", "sqrt", "cbrt", "power", "pow", "exp", "ln", "log10", "mod", "div", "degrees",
     "radians", "pi", "sin", "cos", "tan", "cot", "asin", "acos", "atan", "atan2", "sinh", "cosh",
-    "tanh", "factorial", "width_bucket", "random",
+    "tanh", "factorial", "width_bucket", "random", "gcd", "lcm",
     # -- strings
     "upper", "lower", "length", "char_length", "character_length", "octet_length", "bit_length",
     "ascii", "chr", "lpad", "rpad", "ltrim", "rtrim", "trim", "left", "right", "repeat", "replace",
@@ -71,10 +71,11 @@ PG_FUNCTIONS: frozenset[str] = frozenset({
     "num_nulls", "num_nonnulls", "encode", "decode",
     # -- date/time
     "current_date", "current_timestamp", "localtimestamp", "make_date", "make_interval", "to_date",
-    "to_timestamp", "extract",
+    "to_timestamp", "extract", "age", "justify_hours", "justify_days", "justify_interval",
     # -- arrays, json
     "array_position", "array_append", "array_prepend", "array_cat", "array_remove", "array_to_string",
-    "json_extract_path_text",
+    "json_extract_path_text", "json_build_object", "jsonb_build_object", "json_build_array", "jsonb_build_array",
+    "to_json", "to_jsonb", "json_typeof", "jsonb_typeof", "json_array_length", "jsonb_array_length",
     # -- aggregates
     "count", "min", "max", "bool_and", "bool_or", "every", "stddev", "stddev_samp", "stddev_pop",
     "variance", "var_samp", "var_pop", "corr", "covar_pop", "covar_samp", "regr_avgx", "regr_avgy",

@@ -278,11 +278,10 @@ def python_value(v: Any, t: ColumnType, column: str) -> Any:
             return format_interval(*parse_interval(str(v)))
         if name in ("json", "jsonb"):
             s = v if isinstance(v, str) else json.dumps(v)
-            try:
-                parsed = json.loads(s)
-            except ValueError:
-                raise SqlError("22P02", "invalid input syntax for type json", detail=f'Token "{s[:40]}" is invalid.') from None
-            return json.dumps(parsed, separators=(", ", ": ")) if name == "jsonb" else s
+            if name == "jsonb":
+                return pgvalues.jsonb_text(s)  # jsonb keeps its value, printed as jsonb prints it
+            pgvalues.check_json(s)
+            return s
         if name == "uuid":
             try:
                 return str(v if isinstance(v, uuidlib.UUID) else uuidlib.UUID(str(v).strip()))

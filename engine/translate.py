@@ -687,6 +687,8 @@ def _ansi_interval(iv: PgInterval) -> bool:
     """Whether a Spark ANSI interval (day-time or year-month) holds ``iv`` exactly."""
     if iv.months:
         return iv.days == 0 and iv.micros == 0
+    if abs(iv.micros) >= 86_400_000_000:
+        return False  # '27 hours' is not '1 day 03:00:00' (a day-time interval would carry it into days)
     return iv.days == 0 or iv.micros == 0 or ((iv.days > 0) == (iv.micros > 0) and abs(iv.micros) < 86_400_000_000)
 
 
@@ -1074,6 +1076,238 @@ _PG_TEXT_OF = {
 }
 
 
+
+# -- json (PostgreSQL's to_json, json_build_*, jsonb_build_*; json and jsonb are kept as their text)
+
+
+def _json_string(text: exp.Expression) -> exp.Expression:
+    """``text`` as a JSON string: quoted, and escaped as PostgreSQL's escape_json escapes (\\",
+    \\\\, \\b \\f \\n \\r \\t, \\uXXXX for the other control characters), which Spark's JSON writer
+    does too."""
+    quoted = _func("to_json", _func("array", text))  # ["..."]
+    return _func("substring", quoted, exp.Literal.number(2),
+                 exp.Sub(this=_func("length", quoted.copy()), expression=exp.Literal.number(2)))
+
+
+_JSON_SCALAR_TEXT = {_T.JSON, _T.JSONB}
+_JSON_RESULTS = {"json_build_object": "json", "json_build_array": "json", "to_json": "json",
+                 "jsonb_build_object": "jsonb", "jsonb_build_array": "jsonb", "to_jsonb": "jsonb",
+                 "json_typeof": "text", "jsonb_typeof": "text", "json_array_length": "int4",
+                 "jsonb_array_length": "int4"}
+
+
+def _json_value(x: exp.Expression, jsonb: bool = False) -> exp.Expression:
+    """The JSON text of ``x`` as PostgreSQL's to_json / to_jsonb writes it (SQL NULL is ``null``
+    here; the callers decide what a NULL argument gives). ``jsonb``: arrays are written as jsonb
+    prints them (``[1, 2]``; to_json: ``[1,2]``)."""
+    t = _dtype(x)
+    if isinstance(x, exp.Null) or t == _T.NULL:
+        return _string("null")
+    if t == _T.BOOLEAN:
+        value: exp.Expression = exp.If(this=x.copy(), true=_string("true"), false=_string("false"))
+    elif t in _INTEGER_TYPES:
+        value = _cast(x.copy(), "STRING")
+    elif t == _T.DECIMAL:
+        value = _cast(x.copy(), "STRING")
+        if _type_params(x.type) == [38, 18]:  # an unconstrained numeric column: its digits, not 18 decimals
+            value = _regexp_replace(_regexp_replace(value, r"(\.\d*?)0+$", "$1"), r"\.$", "")
+    elif t in _FLOAT_TYPES:
+        text = _float_text(x.copy(), 6 if t == _T.FLOAT else 15)
+        special = exp.In(this=text.copy(), expressions=[_string("NaN"), _string("Infinity"), _string("-Infinity")])
+        value = exp.If(this=special, true=_json_string(text.copy()), false=text)
+    elif t in _JSON_SCALAR_TEXT:
+        value = _cast(x.copy(), "STRING")
+    elif t == _T.DATE:
+        value = _json_string(_func("date_format", x.copy(), _string("yyyy-MM-dd")))
+    elif t in _NTZ_TYPES:
+        value = _json_string(_func("concat", _func("date_format", x.copy(), _string("yyyy-MM-dd'T'HH:mm:ss")),
+                                   _fraction_text(_ntz_micros(x.copy()))))
+    elif t in _TZ_TYPES:
+        value = _json_string(_func("concat", _func("date_format", x.copy(), _string("yyyy-MM-dd'T'HH:mm:ss")),
+                                   _fraction_text(_func("unix_micros", x.copy())),
+                                   _func("date_format", x.copy(), _string("xxx"))))
+    elif t == _T.ARRAY:
+        element = x.type.expressions[0] if x.type.expressions else exp.DataType.build("TEXT")
+        var = exp.to_identifier("__j")
+        item = exp.Column(this=var.copy())
+        item.type = element.copy()
+        inner = _json_value(item, jsonb)
+        body = _func("array_join", _func("transform", x.copy(), exp.Lambda(this=inner, expressions=[var])),
+                     _string(", " if jsonb else ","))
+        value = _func("concat", _string("["), body, _string("]"))
+    elif t in (_T.INTERVAL, None, _T.UNKNOWN) and not (isinstance(x, exp.Literal) and x.is_string):
+        raise SqlError("0A000", f"JSON of a value of type {_pg_arg_type(x)} is not supported",
+                       hint="Cast it to text first: its text becomes a JSON string.")
+    else:  # text and the other types: their text, as a JSON string
+        to_text = _PG_TEXT_OF.get(t)
+        value = _json_string(to_text(x.copy()) if to_text is not None else _cast(x.copy(), "STRING"))
+    return exp.Case(ifs=[exp.If(this=exp.Is(this=exp.paren(x.copy()), expression=exp.Null()), true=_string("null"))],
+                    default=value)
+
+
+def _json_key(key: exp.Expression, position: int) -> exp.Expression:
+    """An object key (argument ``position``): its text; NULL is 22023, as in PostgreSQL."""
+    text = _json_key_text(key)
+    return exp.Case(ifs=[exp.If(this=exp.Is(this=exp.paren(key.copy()), expression=exp.Null()),
+                                true=_func("raise_error", _string(
+                                    f"{_RAISED_PREFIX}22023:argument {position} cannot be null")))],
+                    default=text)
+
+
+def _json_key_text(key: exp.Expression) -> exp.Expression:
+    t = _dtype(key)
+    to_text = _PG_TEXT_OF.get(t)
+    return to_text(key.copy()) if to_text is not None else _cast(key.copy(), "STRING")
+
+
+def _json_build(name: str, args: list[exp.Expression]) -> exp.Expression:
+    """json_build_object / jsonb_build_object / json_build_array / jsonb_build_array."""
+    jsonb = name.startswith("jsonb")
+    if name.endswith("_array"):
+        items = [_json_value(a, jsonb) for a in args]
+        body = _func("concat_ws", _string(", "), *items) if items else _string("")
+        return _typed(_func("concat", _string("["), body, _string("]")), exp.DataType.build("JSONB" if jsonb else "JSON"))
+    if len(args) % 2:
+        raise SqlError("22023", "argument list must have even number of elements",
+                       hint=f"The arguments of {name}() must consist of alternating keys and values.")
+    pairs = [(_json_key(args[k], k + 1), _json_value(args[k + 1], jsonb)) for k in range(0, len(args), 2)]
+    if not jsonb:  # {"a" : 1, "b" : 2}, in the order written
+        members = [_func("concat", _json_string(k), _string(" : "), v) for k, v in pairs]
+        body = _func("concat_ws", _string(", "), *members) if members else _string("")
+        return _typed(_func("concat", _string("{"), body, _string("}")), exp.DataType.build("JSON"))
+    if not pairs:
+        return _typed(_string("{}"), exp.DataType.build("JSONB"))
+    # jsonb: one member per key (the last one written), keys shorter first, then by their bytes
+    entries = _func("array", *[_func("named_struct", _string("p"), exp.Literal.number(i), _string("k"), k,
+                                     _string("v"), v) for i, (k, v) in enumerate(pairs)])
+    e, o, l, r = (exp.to_identifier(n) for n in ("__e", "__o", "__l", "__r"))
+    later_same = _func("exists", entries.copy(), exp.Lambda(
+        this=exp.and_(exp.EQ(this=exp.Dot(this=exp.Column(this=o.copy()), expression=exp.to_identifier("k")),
+                             expression=exp.Dot(this=exp.Column(this=e.copy()), expression=exp.to_identifier("k"))),
+                      exp.GT(this=exp.Dot(this=exp.Column(this=o.copy()), expression=exp.to_identifier("p")),
+                             expression=exp.Dot(this=exp.Column(this=e.copy()), expression=exp.to_identifier("p")))),
+        expressions=[o.copy()]))
+    kept = _func("filter", entries, exp.Lambda(this=exp.Not(this=later_same), expressions=[e.copy()]))
+
+    def key(side: exp.Identifier) -> exp.Expression:
+        return exp.Dot(this=exp.Column(this=side.copy()), expression=exp.to_identifier("k"))
+
+    def length(side: exp.Identifier) -> exp.Expression:
+        return _func("octet_length", key(side))
+
+    order = exp.Case(ifs=[exp.If(this=exp.LT(this=length(l), expression=length(r)), true=exp.Literal.number(-1)),
+                          exp.If(this=exp.GT(this=length(l), expression=length(r)), true=exp.Literal.number(1)),
+                          exp.If(this=exp.LT(this=key(l), expression=key(r)), true=exp.Literal.number(-1)),
+                          exp.If(this=exp.GT(this=key(l), expression=key(r)), true=exp.Literal.number(1))],
+                     default=exp.Literal.number(0))
+    ordered = _func("array_sort", kept, exp.Lambda(this=order, expressions=[l.copy(), r.copy()]))
+    member = _func("concat", _json_string(key(e)), _string(": "),
+                   exp.Dot(this=exp.Column(this=e.copy()), expression=exp.to_identifier("v")))
+    body = _func("array_join", _func("transform", ordered, exp.Lambda(this=member, expressions=[e.copy()])),
+                 _string(", "))
+    return _typed(_func("concat", _string("{"), body, _string("}")), exp.DataType.build("JSONB"))
+
+
+def _json_first_char(j: exp.Expression) -> exp.Expression:
+    return _func("regexp_extract", _cast(j.copy(), "STRING"), _string(r"^\s*(.)"), exp.Literal.number(1))
+
+
+def _json_typeof(j: exp.Expression) -> exp.Expression:
+    """jsonb_typeof / json_typeof: read from the value's first character (json and jsonb values
+    were checked when they were made)."""
+    first = _json_first_char(j)
+    return _typed(exp.Case(ifs=[exp.If(this=exp.Is(this=exp.paren(j.copy()), expression=exp.Null()), true=exp.Null()),
+                                exp.If(this=exp.EQ(this=first.copy(), expression=_string("{")), true=_string("object")),
+                                exp.If(this=exp.EQ(this=first.copy(), expression=_string("[")), true=_string("array")),
+                                exp.If(this=exp.EQ(this=first.copy(), expression=_string('"')), true=_string("string")),
+                                exp.If(this=exp.In(this=first.copy(), expressions=[_string("t"), _string("f")]),
+                                       true=_string("boolean")),
+                                exp.If(this=exp.EQ(this=first.copy(), expression=_string("n")), true=_string("null"))],
+                          default=_string("number")), exp.DataType.build("TEXT"))
+
+
+def _json_array_length(j: exp.Expression) -> exp.Expression:
+    first = _json_first_char(j)
+    raised = "cannot get array length of a {}"
+    return _typed(exp.Case(ifs=[
+        exp.If(this=exp.Is(this=exp.paren(j.copy()), expression=exp.Null()), true=exp.Null()),
+        exp.If(this=exp.EQ(this=first.copy(), expression=_string("{")), true=_func(
+            "raise_error", _string(f"{_RAISED_PREFIX}22023:{raised.format('non-array')}"))),
+        exp.If(this=exp.NEQ(this=first.copy(), expression=_string("[")), true=_func(
+            "raise_error", _string(f"{_RAISED_PREFIX}22023:{raised.format('scalar')}")))],
+        default=_func("size", _func("from_json", _cast(j.copy(), "STRING"), _string("array<string>")))),
+        exp.DataType.build("INT"))
+
+
+def _jsonb_has_key(j: exp.Expression, key: exp.Expression) -> exp.Expression:
+    """``jsonb ? text``: an object's top-level key, an array's string element, or the string itself."""
+    text = _cast(j.copy(), "STRING")
+    first = _json_first_char(j)
+    e = exp.to_identifier("__e")
+    element = exp.Column(this=e.copy())
+    string_element = exp.and_(
+        exp.EQ(this=_func("schema_of_variant", element.copy()), expression=_string("STRING")),
+        exp.EQ(this=_func("variant_get", element.copy(), _string("$"), _string("string")), expression=key.copy()))
+    return exp.Case(ifs=[
+        exp.If(this=exp.EQ(this=first.copy(), expression=_string("{")),
+               true=_func("array_contains", _func("json_object_keys", text.copy()), key.copy())),
+        exp.If(this=exp.EQ(this=first.copy(), expression=_string("[")),
+               true=_func("exists", _cast(_func("parse_json", text.copy()), "ARRAY<VARIANT>"),
+                          exp.Lambda(this=string_element, expressions=[e.copy()]))),
+        exp.If(this=exp.EQ(this=first.copy(), expression=_string('"')),
+               true=exp.EQ(this=_func("variant_get", _func("parse_json", text.copy()), _string("$"), _string("string")),
+                           expression=key.copy()))],
+        default=exp.false())
+
+
+
+def _num(value: int) -> exp.Literal:
+    return exp.Literal.number(value)
+
+
+def _interval_text_of(months: exp.Expression, days: exp.Expression, micros: exp.Expression) -> exp.Expression:
+    """An interval's text as PostgreSQL prints it (IntervalStyle postgres, EncodeInterval), from
+    its months, days and microseconds computed in Spark: ``1 year 2 mons -3 days +04:05:06.5``."""
+    years = _func("div", months.copy(), _num(12))
+    mons = exp.paren(exp.Sub(this=months.copy(), expression=exp.Mul(this=years.copy(), expression=_num(12))))
+
+    def part(value: exp.Expression, unit: str, before_negative: exp.Expression) -> exp.Expression:
+        plus = exp.If(this=exp.and_(before_negative, exp.GT(this=value.copy(), expression=_num(0))),
+                      true=_string("+"), false=_string(""))
+        text = _func("concat", plus, _cast(value.copy(), "STRING"), _string(f" {unit}"),
+                     exp.If(this=exp.EQ(this=value.copy(), expression=_num(1)), true=_string(""), false=_string("s")))
+        return exp.If(this=exp.EQ(this=value.copy(), expression=_num(0)), true=exp.Null(), false=text)
+
+    def negative(value: exp.Expression) -> exp.Expression:
+        return exp.LT(this=value.copy(), expression=_num(0))
+
+    def last_negative(*values: exp.Expression) -> exp.Expression:
+        """Whether the last nonzero of ``values`` is negative (PostgreSQL's is_before)."""
+        out: exp.Expression = exp.false()
+        for v in values:
+            out = exp.If(this=exp.NEQ(this=v.copy(), expression=_num(0)), true=negative(v), false=out)
+        return out
+
+    magnitude = _func("abs", micros.copy())
+    hours = _func("div", magnitude.copy(), _num(3_600_000_000))
+    minutes = _func("pmod", _func("div", magnitude.copy(), _num(60_000_000)), _num(60))
+    seconds = _func("pmod", _func("div", magnitude.copy(), _num(1_000_000)), _num(60))
+
+    def two(value: exp.Expression) -> exp.Expression:
+        return _func("lpad", _cast(value, "STRING"), _func("greatest", _num(2), _func("length", _cast(value.copy(), "STRING"))),
+                     _string("0"))
+
+    sign = exp.If(this=negative(micros), true=_string("-"),
+                  false=exp.If(this=last_negative(years, mons, days), true=_string("+"), false=_string("")))
+    clock = _func("concat", sign, two(hours), _string(":"), two(minutes), _string(":"), two(seconds),
+                  _fraction_text(magnitude.copy()))
+    nothing_else = exp.and_(*[exp.EQ(this=v.copy(), expression=_num(0)) for v in (years, mons, days)])
+    time_part = exp.If(this=exp.or_(nothing_else, exp.NEQ(this=micros.copy(), expression=_num(0))), true=clock,
+                       false=exp.Null())
+    return _func("concat_ws", _string(" "), part(years, "year", exp.false()), part(mons, "mon", negative(years)),
+                 part(days, "day", last_negative(years, mons)), time_part)
+
+
 def _float_digits(x: exp.Expression, digits: int) -> exp.Expression:
     """The text of the double ``x`` to ``digits`` significant digits, as PostgreSQL converts
     float8 (15) and real (6) to numeric (``%.*g``: the exact binary value rounded; Spark's own
@@ -1158,6 +1392,22 @@ def _numeric_literal(literal: exp.Literal) -> None:
             literal.meta[NUMERIC_CONSTANT] = True  # 1e10: numeric, though written out as digits
 
 
+# Collations that order text by its bytes, as every comparison here does (Spark's UTF8_BINARY; the
+# oracle PostgreSQL's database collation is C too).
+_BYTE_ORDER_COLLATIONS = {"c", "posix", "default", "ucs_basic"}
+
+
+def _collate(node: exp.Collate) -> None:
+    """``x COLLATE "C"``: text compared by its bytes, which is how tidegate compares text."""
+    name = node.expression.name
+    qualifier = node.expression.args.get("table") if isinstance(node.expression, exp.Column) else None
+    if name.lower() not in _BYTE_ORDER_COLLATIONS or (qualifier is not None and qualifier.name != "pg_catalog"):
+        raise SqlError("0A000", f'collation "{name}" is not supported: text is compared by its bytes, as '
+                                'collation "C" compares it',
+                       hint='Write COLLATE "C", or leave the COLLATE clause out.')
+    node.replace(node.this)
+
+
 _FLOAT_CONTEXTS = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.Between, exp.In)
 
 
@@ -1212,6 +1462,8 @@ class _Translator:
         for literal in list(tree.find_all(exp.Literal)):
             if not literal.is_string:
                 _numeric_literal(literal)
+        for collate in list(tree.find_all(exp.Collate)):
+            _collate(collate)
         if isinstance(tree, exp.Values) and not isinstance(tree.parent, (exp.From, exp.Join)):
             tree = self._values_statement(tree)
         cte_names = {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}
@@ -1514,7 +1766,7 @@ class _Translator:
             return ColumnType(NUMERIC)  # 1.50 keeps its written scale
         if isinstance(node, (exp.Add, exp.Sub)) and _dtype(node) == _T.TIME:
             return ColumnType(TIME)
-        if isinstance(node, (exp.Interval, exp.MakeInterval)) or (
+        if isinstance(node, (exp.Interval, exp.MakeInterval, exp.JustifyHours, exp.JustifyDays, exp.JustifyInterval)) or (
                 isinstance(node, (exp.Add, exp.Sub, exp.Neg)) and _dtype(node) == _T.INTERVAL):
             return ColumnType(INTERVAL)
         if isinstance(node, exp.TimestampFromParts) and not node.args.get("zone"):
@@ -1538,6 +1790,10 @@ class _Translator:
             return ColumnType(NUMERIC)
         if isinstance(base, exp.Anonymous) and base.name.lower() == "date_part":
             return ColumnType(FLOAT8)
+        if isinstance(base, exp.Anonymous) and base.name.lower() == "age":
+            return ColumnType(INTERVAL)
+        if isinstance(base, exp.Anonymous) and base.name.lower() in _JSON_RESULTS:
+            return ColumnType(TYPES_BY_NAME[_JSON_RESULTS[base.name.lower()]])
         if isinstance(base, (exp.Count,)):
             return ColumnType(INT8)
         return None
@@ -1559,6 +1815,8 @@ class _Translator:
             if new is not None and new is not node:
                 if new.type is None or _dtype(new) in (None, _T.UNKNOWN):
                     new.type = node.type
+                elif _dtype(node) in _JSON_SCALAR_TEXT and _dtype(new) != _dtype(node):
+                    new = _typed(exp.paren(new), node.type)  # json is kept as text: still json to what reads it
                 if _PG_TYPE_NAME in node.meta:
                     new.meta.setdefault(_PG_TYPE_NAME, node.meta[_PG_TYPE_NAME])
                 if node is tree:
@@ -1654,6 +1912,16 @@ class _Translator:
             for key in ("this", "expression"):
                 if _dtype(node.args[key]) in _NTZ_TYPES:
                     node.set(key, _ntz_to_tz(node.args[key]))
+        if isinstance(node, (exp.JustifyHours, exp.JustifyDays, exp.JustifyInterval)):
+            iv = node.this.meta.get("pg_interval")
+            if iv is None:
+                raise SqlError("0A000", f"{node.sql_name().lower()} of a non-constant interval is not supported",
+                               hint="Give it an interval constant, or compute with extract(epoch from ...).")
+            justify = {exp.JustifyHours: pgvalues.justify_hours, exp.JustifyDays: pgvalues.justify_days,
+                       exp.JustifyInterval: pgvalues.justify_interval}[type(node)]
+            return _interval_value(PgInterval(*justify(iv.months, iv.days, iv.micros)), node)
+        if isinstance(node, exp.JSONBContainsTopKey):  # jsonb ? text (operands checked by check_operators)
+            return _typed(_jsonb_has_key(node.this, node.expression), exp.DataType.build("BOOLEAN"))
         if isinstance(node, exp.Sign) and _dtype(node.this) in _FLOAT_TYPES:
             # PostgreSQL's sign(NaN) is 0 (Spark: NaN)
             x = exp.paren(node.this.copy())
@@ -2432,6 +2700,8 @@ class _Translator:
         if isinstance(arg, exp.Literal) and arg.is_string:
             if t in (_T.VARBINARY, _T.BINARY):  # bytea input syntax, as a table's column reads it
                 return _func("unhex", exp.Literal.string(pgvalues.parse_bytea(arg.name).hex()))
+            if t == _T.JSONB:  # jsonb's value, printed as jsonb prints it (keys ordered, one each)
+                return _typed(_cast(_string(pgvalues.jsonb_text(arg.name)), "STRING"), to)
             _check_constant_input(arg.name, t)
         if t == _T.ARRAY:
             if isinstance(arg, exp.Literal) and arg.is_string:
@@ -2786,6 +3056,14 @@ class _Translator:
                 if result is not None:
                     node.type = exp.DataType.build(result)
         _bpchar_semantics(tree, pg_type)
+        for node in tree.find_all(exp.JSONBContainsTopKey):
+            left = _dtype(node.this)
+            if left != _T.JSONB or _dtype(node.expression) not in _STRING_TYPES | {_T.UNKNOWN, None}:
+                right = "unknown" if isinstance(node.expression, exp.Literal) and node.expression.is_string \
+                    else _pg_arg_type(node.expression)
+                raise SqlError("42883", f"operator does not exist: {_PG_ARG_TYPE.get(left, 'unknown')} ? {right}",
+                               hint="No operator matches the given name and argument types. "
+                                    "You might need to add explicit type casts.")
         for node in tree.find_all(exp.DPipe):
             if _T.JSONB in (_dtype(node.this), _dtype(node.expression)):
                 # jsonb is kept as its text: || joined the texts ('{"a":1}{"b":2}') instead of merging
@@ -2818,6 +3096,22 @@ class _Translator:
             return _func("locate", args[1], args[0])
         if name == "quote_literal" and len(args) == 1:
             return self._quote_literal(args[0])
+        if name == "age":
+            return self._age(node, list(args))
+        if name in ("gcd", "lcm") and len(args) == 2:
+            return self._gcd_lcm(name, args[0], args[1])
+        if name in ("json_build_object", "jsonb_build_object", "json_build_array", "jsonb_build_array"):
+            return _json_build(name, list(args))
+        if name in ("to_json", "to_jsonb") and len(args) == 1:
+            if (isinstance(args[0], exp.Literal) and args[0].is_string) or isinstance(args[0], exp.Null):
+                raise SqlError("42804", "could not determine polymorphic type because input has type unknown")
+            value = _json_value(args[0], jsonb=name == "to_jsonb")
+            return _typed(exp.If(this=exp.Is(this=exp.paren(args[0].copy()), expression=exp.Null()), true=exp.Null(),
+                                 false=value), exp.DataType.build("JSONB" if name == "to_jsonb" else "JSON"))
+        if name in ("json_typeof", "jsonb_typeof") and len(args) == 1:
+            return _json_typeof(args[0])
+        if name in ("json_array_length", "jsonb_array_length") and len(args) == 1:
+            return _json_array_length(args[0])
         if name == "quote_ident" and len(args) == 1:
             return _quote_ident(_cast(args[0], "STRING"))
         if name in ("num_nulls", "num_nonnulls") and args:
@@ -3144,6 +3438,99 @@ class _Translator:
                 known = exp.Not(this=exp.Is(this=exp.paren(y.copy()), expression=exp.Null()))
                 value = exp.If(this=exp.and_(one, known), true=_cast(exp.Literal.number(1), "DOUBLE"), false=value)
         return _Translator._guarded(value, checks)
+
+    def _age(self, node: exp.Expression, args: list[exp.Expression]) -> exp.Expression:
+        """age(a, b) / age(b) (from today's midnight): years, months and days between them, as
+        PostgreSQL's timestamp_age counts them (fields subtracted, a borrowed month counted with
+        the earlier date's month's days), its text as the result column; the session zone's
+        fields for timestamptz."""
+        if not 1 <= len(args) <= 2:
+            raise pgfunctions.undefined_function("age", [_pg_arg_type(a) for a in args])
+        zoned = any(_dtype(a) in _TZ_TYPES for a in args)
+        for a in args:
+            if _dtype(a) not in _NTZ_TYPES | _TZ_TYPES | {_T.DATE, _T.UNKNOWN, None}:
+                raise pgfunctions.undefined_function("age", [_pg_arg_type(a) for a in args])
+        parent = node.parent
+        as_text = isinstance(parent, exp.Cast) and parent.to.this in (_T.TEXT, _T.VARCHAR)
+        if not _result_column(parent if as_text else node):
+            raise SqlError("0A000", "age() outside a query's result columns is not supported",
+                           hint="Compare timestamps themselves, or select age() as a result column.")
+        kind = "TIMESTAMP" if zoned else "TIMESTAMP_NTZ"
+        first = args[0] if len(args) == 2 else _func("current_date")
+        t1, t2 = _cast(exp.paren(first.copy()), kind), _cast(exp.paren(args[-1].copy()), kind)
+        forward = exp.GTE(this=t1.copy(), expression=t2.copy())
+        p, q = exp.to_identifier("__p"), exp.to_identifier("__q")
+
+        def field(var: exp.Identifier, key: str) -> exp.Expression:
+            return exp.Dot(this=exp.Column(this=var.copy()), expression=exp.to_identifier(key))
+
+        def sub(a: exp.Expression, b: exp.Expression) -> exp.Expression:
+            return exp.paren(exp.Sub(this=a, expression=b))
+
+        def of_day(t: exp.Expression) -> exp.Expression:  # microseconds since the day's midnight
+            if not zoned:
+                return _func("pmod", _ntz_micros(t), _num(86_400_000_000))
+            def micros(unit: str, per: int) -> exp.Expression:
+                return exp.Mul(this=_cast(_func(unit, t.copy()), "BIGINT"), expression=_num(per))
+            clock = exp.Add(this=exp.Add(this=micros("hour", 3_600_000_000), expression=micros("minute", 60_000_000)),
+                            expression=micros("second", 1_000_000))
+            return exp.paren(exp.Add(this=clock, expression=_func("pmod", _func("unix_micros", t.copy()), _num(1_000_000))))
+
+        a, b = field(p, "a"), field(p, "b")
+        clock = sub(of_day(a.copy()), of_day(b.copy()))
+        day_borrow = exp.If(this=exp.LT(this=clock.copy(), expression=_num(0)), true=_num(1), false=_num(0))
+        days = sub(sub(_func("day", a.copy()), _func("day", b.copy())), day_borrow.copy())
+        month_borrow = exp.If(this=exp.LT(this=days.copy(), expression=_num(0)), true=_num(1), false=_num(0))
+        month_days = _func("day", _func("last_day", _cast(b.copy(), "DATE")))
+        fields = _func(
+            "named_struct",
+            _string("m"), exp.Mul(this=exp.paren(exp.Sub(this=exp.Add(
+                this=exp.Mul(this=sub(_func("year", a.copy()), _func("year", b.copy())), expression=_num(12)),
+                expression=sub(_func("month", a.copy()), _func("month", b.copy()))), expression=month_borrow.copy())),
+                expression=field(p, "s")),
+            _string("d"), exp.Mul(this=exp.paren(exp.Add(this=days.copy(), expression=exp.Mul(
+                this=month_borrow.copy(), expression=month_days))), expression=field(p, "s")),
+            _string("t"), exp.Mul(this=exp.paren(exp.Add(this=clock.copy(), expression=exp.Mul(
+                this=day_borrow.copy(), expression=_num(86_400_000_000)))), expression=field(p, "s")))
+        text = _interval_text_of(_cast(field(q, "m"), "BIGINT"), _cast(field(q, "d"), "BIGINT"),
+                                 _cast(field(q, "t"), "BIGINT"))
+        pair = _func("named_struct", _string("a"), exp.If(this=forward.copy(), true=t1.copy(), false=t2.copy()),
+                     _string("b"), exp.If(this=forward.copy(), true=t2.copy(), false=t1.copy()),
+                     _string("s"), exp.If(this=forward.copy(), true=_num(1), false=_num(-1)))
+        counted = _func("transform", _func("array", pair), exp.Lambda(this=fields, expressions=[p.copy()]))
+        written = _func("get", _func("transform", counted, exp.Lambda(this=text, expressions=[q.copy()])), _num(0))
+        return _typed(exp.If(this=exp.or_(exp.Is(this=t1.copy(), expression=exp.Null()),
+                                          exp.Is(this=t2.copy(), expression=exp.Null())), true=exp.Null(), false=written),
+                      exp.DataType.build("INTERVAL"))
+
+    @staticmethod
+    def _gcd_lcm(name: str, a: exp.Expression, b: exp.Expression) -> exp.Expression:
+        """gcd / lcm of integers, in their type (Euclid's steps, at most 92 for 64-bit values);
+        22003 past the type's range, as PostgreSQL's (gcd(-2147483648, 0) overflows integer)."""
+        types = {_dtype(a), _dtype(b)}
+        if not types <= _INTEGER_TYPES | {_T.UNKNOWN, _T.NULL, None}:
+            raise pgfunctions.undefined_function(name, [_pg_arg_type(a), _pg_arg_type(b)]) if not types & {_T.DECIMAL} else \
+                SqlError("0A000", f"{name}() of numeric values is not supported", hint="Cast the arguments to bigint.")
+        out = "BIGINT" if _T.BIGINT in types else "INT"
+        x, y = _func("abs", _cast(exp.paren(a.copy()), "BIGINT")), _func("abs", _cast(exp.paren(b.copy()), "BIGINT"))
+        acc, step = exp.to_identifier("__acc"), exp.to_identifier("__i")
+
+        def field(key: str) -> exp.Expression:
+            return exp.Dot(this=exp.Column(this=acc.copy()), expression=exp.to_identifier(key))
+
+        euclid = exp.If(this=exp.EQ(this=field("b"), expression=exp.Literal.number(0)), true=exp.Column(this=acc.copy()),
+                        false=_func("named_struct", _string("a"), field("b"), _string("b"),
+                                    exp.Mod(this=field("a"), expression=field("b"))))
+        gcd = _func("aggregate", _func("sequence", exp.Literal.number(1), exp.Literal.number(100)),
+                    _func("named_struct", _string("a"), x, _string("b"), y),
+                    exp.Lambda(this=euclid, expressions=[acc.copy(), step]),
+                    exp.Lambda(this=field("a"), expressions=[acc.copy()]))
+        if name == "gcd":
+            return _cast(gcd, out)
+        product = exp.Mul(this=exp.IntDiv(this=x.copy(), expression=exp.paren(gcd.copy())), expression=y.copy())
+        return exp.If(this=exp.or_(exp.EQ(this=x.copy(), expression=exp.Literal.number(0)),
+                                   exp.EQ(this=y.copy(), expression=exp.Literal.number(0))),
+                      true=_cast(exp.Literal.number(0), out), false=_cast(product, out))
 
     @staticmethod
     def _pg_typeof(arg: exp.Expression) -> exp.Expression:

@@ -47,7 +47,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tidegate.errors import SqlError
-from tidegate.pgvalues import (ARROW_ZONES_END_US, BOOL_FALSE, BOOL_TRUE, cast_number_texts, check_json,
+from tidegate.pgvalues import (ARROW_ZONES_END_US, BOOL_FALSE, BOOL_TRUE, cast_number_texts, check_json, jsonb_text,
                                datetime_input_error, infinity_refused, numeric_at_scale, numeric_exact, own_scale,
                                parse_bool, parse_bytea, parse_date, parse_flat_array, parse_float, parse_int,
                                parse_interval_fields, parse_numeric, parse_timestamp, spark_zone, zone_info,
@@ -1487,6 +1487,8 @@ def _parse_uuid(s: str) -> str:
 
 
 def _parse_json(name: str, s: str) -> str:
+    if name == "jsonb":
+        return jsonb_text(s)
     check_json(s)
     return s
 

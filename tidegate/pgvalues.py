@@ -22,6 +22,8 @@ that a value means the same whichever path reads it.
 
 from __future__ import annotations
 
+from typing import Any
+
 import contextlib
 import functools
 import json
@@ -980,10 +982,62 @@ def _reject_constant(name: str) -> None:
 
 def check_json(text: str) -> None:
     """json / jsonb input: 22P02 unless ``text`` is one JSON value."""
+    _json_document(text)
+
+
+class _JsonObject(list):
+    """A JSON object's (key, value) pairs, in the order written."""
+
+
+def _json_document(text: str) -> Any:
     try:
-        json.loads(text, parse_constant=_reject_constant)
-    except ValueError:
+        return json.loads(text, parse_constant=_reject_constant, parse_float=Decimal, parse_int=Decimal,
+                          object_pairs_hook=_JsonObject)
+    except (ValueError, RecursionError):
         raise SqlError("22P02", "invalid input syntax for type json", detail=f'Token "{text[:40]}" is invalid.') from None
+
+
+def jsonb_text(text: str) -> str:
+    """jsonb input as jsonb prints it (PostgreSQL's jsonb_out): an object's keys shorter first, then
+    by their bytes, a key written twice keeping its last value; ``", "`` and ``": "`` between
+    items; numbers as numeric prints them (``1.50``, ``1e2`` is 100); strings escaped as
+    escape_json escapes them, other characters as they are. 22P02 for text that is no JSON value."""
+    out: list[str] = []
+    _jsonb_write(_json_document(text), out)
+    return "".join(out)
+
+
+_JSON_ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def json_quote(value: str) -> str:
+    """A JSON string as PostgreSQL's escape_json writes it."""
+    return '"' + "".join(_JSON_ESCAPES.get(c) or (f"\\u{ord(c):04x}" if c < " " else c) for c in value) + '"'
+
+
+def _jsonb_write(value: Any, out: list[str]) -> None:
+    if isinstance(value, _JsonObject):
+        last = {key: item for key, item in value}  # a key written twice keeps its last value
+        keys = sorted(last, key=lambda k: (len(k.encode("utf-8")), k.encode("utf-8")))
+        out.append("{")
+        for k, key in enumerate(keys):
+            out.append(", " if k else "")
+            out.append(json_quote(key))
+            out.append(": ")
+            _jsonb_write(last[key], out)
+        out.append("}")
+    elif isinstance(value, list):
+        out.append("[")
+        for k, item in enumerate(value):
+            out.append(", " if k else "")
+            _jsonb_write(item, out)
+        out.append("]")
+    elif isinstance(value, str):
+        out.append(json_quote(value))
+    elif isinstance(value, Decimal):
+        out.append(format(value.copy_abs() if not value else value, "f"))
+    else:
+        out.append("null" if value is None else "true" if value is True else "false")
 
 
 # -- numeric results whose display scale PostgreSQL chooses per value ---------------------------
@@ -1167,3 +1221,59 @@ def numeric_exact(op: str, a: Decimal, b: Decimal | None, scale_a: int, scale_b:
     if op == "power":
         return numeric_power(a, b, scale_a, scale_b)
     raise ValueError(op)
+
+
+# -- interval arithmetic PostgreSQL names (justify_hours / justify_days / justify_interval)
+
+_DAY_US = 86_400_000_000
+_MONTH_DAYS = 30
+
+
+def _c_div(a: int, b: int) -> int:
+    """C's integer division, which truncates toward zero."""
+    q = abs(a) // abs(b)
+    return q if (a >= 0) == (b > 0) else -q
+
+
+def justify_hours(months: int, days: int, micros: int) -> tuple[int, int, int]:
+    """Whole 24-hour periods of the time part moved to days (PostgreSQL's interval_justify_hours)."""
+    whole = _c_div(micros, _DAY_US)
+    micros -= whole * _DAY_US
+    days += whole
+    if days > 0 and micros < 0:
+        micros, days = micros + _DAY_US, days - 1
+    elif days < 0 and micros > 0:
+        micros, days = micros - _DAY_US, days + 1
+    return months, days, micros
+
+
+def justify_days(months: int, days: int, micros: int) -> tuple[int, int, int]:
+    """Whole 30-day periods moved to months (PostgreSQL's interval_justify_days)."""
+    whole = _c_div(days, _MONTH_DAYS)
+    days -= whole * _MONTH_DAYS
+    months += whole
+    if months > 0 and days < 0:
+        days, months = days + _MONTH_DAYS, months - 1
+    elif months < 0 and days > 0:
+        days, months = days - _MONTH_DAYS, months + 1
+    return months, days, micros
+
+
+def justify_interval(months: int, days: int, micros: int) -> tuple[int, int, int]:
+    """Both, with the signs made to agree (PostgreSQL's interval_justify_interval)."""
+    if (days > 0 and micros > 0) or (days < 0 and micros < 0):
+        whole = _c_div(days, _MONTH_DAYS)
+        days, months = days - whole * _MONTH_DAYS, months + whole
+    whole = _c_div(micros, _DAY_US)
+    micros, days = micros - whole * _DAY_US, days + whole
+    whole = _c_div(days, _MONTH_DAYS)
+    days, months = days - whole * _MONTH_DAYS, months + whole
+    if months > 0 and (days < 0 or (days == 0 and micros < 0)):
+        days, months = days + _MONTH_DAYS, months - 1
+    elif months < 0 and (days > 0 or (days == 0 and micros > 0)):
+        days, months = days - _MONTH_DAYS, months + 1
+    if days > 0 and micros < 0:
+        micros, days = micros + _DAY_US, days - 1
+    elif days < 0 and micros > 0:
+        micros, days = micros - _DAY_US, days + 1
+    return months, days, micros
