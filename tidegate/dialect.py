@@ -1,10 +1,18 @@
-"""tidegate's SQL dialect: PostgreSQL as sqlglot reads it, lexed by the one lexer.
+"""tidegate's SQL dialect: the one way client SQL becomes a tree, in every layer.
 
-Every statement text is lexed by :mod:`tidegate.sqllex` (PostgreSQL's lexical rules: ``E''`` /
-``U&''`` / dollar quotes, nested comments, non-ASCII identifiers, operators cut as PostgreSQL cuts
-them) and nothing else: :class:`Tokenizer` turns those tokens into the token stream sqlglot's
-parser reads, so the tidegate statement readers and sqlglot's PostgreSQL grammar see the same
-tokens. sqlglot's own character scanner is never run on a client's text.
+- :class:`Tokenizer`: every text is lexed by :mod:`tidegate.sqllex` (PostgreSQL's lexical rules:
+  ``E''`` / ``U&''`` / dollar quotes, nested comments, non-ASCII identifiers, operators cut as
+  PostgreSQL cuts them) and nothing else; its tokens become the token stream sqlglot's parser
+  reads. sqlglot's own character scanner never runs on a client's text.
+- :class:`Parser`: sqlglot's PostgreSQL grammar, where it is more lenient than PostgreSQL made
+  strict (reserved keywords as names, ``UPDATE t SET``, ``INSERT INTO t``), with PostgreSQL's
+  select-list labels and literal binding, and tidegate's own statements parsed into typed trees
+  (:class:`TidegateStatement`: GreptimeDB's flows and ADMIN, RisingWave's REFRESH TABLE, jobs)
+  and GreptimeDB's CREATE TABLE clauses into parts of sqlglot's ``exp.Create``.
+- :class:`Generator`: writes every tree back (text in, text out; ``tests/test_dialect.py``).
+- :class:`Tidegate`: the dialect, with PostgreSQL's result types for the expressions sqlglot types
+  otherwise; :func:`parse` / :func:`parse_one`, with PostgreSQL's 42601 (and its position) and
+  54001 for a statement nested deeper than :data:`MAX_DEPTH`.
 """
 
 from __future__ import annotations
@@ -24,9 +32,6 @@ from sqlglot.tokens import TokenType
 
 from tidegate import pg_keywords, sqllex
 from tidegate.errors import SqlError
-
-__all__ = ["Tidegate", "Parser", "Tokenizer", "glot_tokens", "negated_literal", "parse", "parse_one"]
-
 
 def _operator_keys(keywords: dict[str, TokenType], single: dict[str, TokenType]) -> dict[str, TokenType]:
     ops = {k: v for k, v in single.items() if k not in ("'", '"', "`", "$")}
@@ -88,8 +93,8 @@ class _Out:
         col = last - (self._lines[line - 1] if line else -1)
         self.tokens.append(GlotToken(token_type, text, line + 1, col, start, last, []))
 
-    def last_type(self, back: int = 1) -> TokenType | None:
-        return self.tokens[-back].token_type if len(self.tokens) >= back else None
+    def last_type(self) -> TokenType | None:
+        return self.tokens[-1].token_type if self.tokens else None
 
 
 def glot_tokens(sql: str) -> list[GlotToken]:
@@ -166,8 +171,7 @@ def _string(t: sqllex.Token, out: _Out) -> None:
     elif head == "$":
         out.add(TokenType.HEREDOC_STRING, t.value, t.start, t.end)
     elif head in "uU":  # U&'...': the escapes are read by the parser (with its UESCAPE)
-        body = "".join(p.replace("''", "'") for p in sqllex._PIECE.findall(text[2:]))
-        out.add(TokenType.UNICODE_STRING, body, t.start, t.end)
+        out.add(TokenType.UNICODE_STRING, sqllex.unicode_body(text), t.start, t.end)
     elif head in "eE":
         out.add(TokenType.BYTE_STRING, t.value, t.start, t.end)
     else:

@@ -1235,27 +1235,27 @@ def _c_div(a: int, b: int) -> int:
     return q if (a >= 0) == (b > 0) else -q
 
 
+def _agree(whole: int, rest: int, unit: int) -> tuple[int, int]:
+    """A remainder of the other sign than its whole borrows one unit from it (1 day -3 hours is
+    21 hours), as PostgreSQL's justify functions make the fields' signs agree."""
+    if whole > 0 and rest < 0:
+        return whole - 1, rest + unit
+    if whole < 0 and rest > 0:
+        return whole + 1, rest - unit
+    return whole, rest
+
+
 def justify_hours(months: int, days: int, micros: int) -> tuple[int, int, int]:
     """Whole 24-hour periods of the time part moved to days (PostgreSQL's interval_justify_hours)."""
     whole = _c_div(micros, _DAY_US)
-    micros -= whole * _DAY_US
-    days += whole
-    if days > 0 and micros < 0:
-        micros, days = micros + _DAY_US, days - 1
-    elif days < 0 and micros > 0:
-        micros, days = micros - _DAY_US, days + 1
+    days, micros = _agree(days + whole, micros - whole * _DAY_US, _DAY_US)
     return months, days, micros
 
 
 def justify_days(months: int, days: int, micros: int) -> tuple[int, int, int]:
     """Whole 30-day periods moved to months (PostgreSQL's interval_justify_days)."""
     whole = _c_div(days, _MONTH_DAYS)
-    days -= whole * _MONTH_DAYS
-    months += whole
-    if months > 0 and days < 0:
-        days, months = days + _MONTH_DAYS, months - 1
-    elif months < 0 and days > 0:
-        days, months = days - _MONTH_DAYS, months + 1
+    months, days = _agree(months + whole, days - whole * _MONTH_DAYS, _MONTH_DAYS)
     return months, days, micros
 
 
@@ -1272,8 +1272,5 @@ def justify_interval(months: int, days: int, micros: int) -> tuple[int, int, int
         days, months = days + _MONTH_DAYS, months - 1
     elif months < 0 and (days > 0 or (days == 0 and micros > 0)):
         days, months = days - _MONTH_DAYS, months + 1
-    if days > 0 and micros < 0:
-        micros, days = micros + _DAY_US, days - 1
-    elif days < 0 and micros > 0:
-        micros, days = micros - _DAY_US, days + 1
+    days, micros = _agree(days, micros, _DAY_US)
     return months, days, micros

@@ -363,6 +363,11 @@ def string_value(text: str) -> str:
     return "".join(p.replace("''", "'") for p in _PIECE.findall(body))
 
 
+def unicode_body(text: str) -> str:
+    """The body of a ``U&'...'`` literal, its quotes undoubled and its escapes left for UESCAPE."""
+    return "".join(p.replace("''", "'") for p in _PIECE.findall(text[2:]))
+
+
 def identifier_value(text: str) -> str:
     """The name a quoted identifier token spells (``"a""b"``, ``U&"d\\0061t"``, `` `x` ``)."""
     if text[0] == "`":
