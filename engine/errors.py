@@ -316,6 +316,11 @@ def map_spark_error(exc: BaseException, sql: str | None = None,
             # a raised message spells its double quotes as RAISED_QUOTE (a quote would end it here)
             return SqlError(m.group(1), m.group(2).strip().replace(RAISED_QUOTE, '"'))
         return SqlError("P0001", params.get("errorMessage", _first_line(exc)))
+    if base == "AGGREGATE_FUNCTION_WITH_NONDETERMINISTIC_EXPRESSION":
+        return SqlError("0A000", "a volatile function (random(), clock_timestamp() ...) inside an aggregate's "
+                        "argument is not supported",
+                        hint="Compute the value in a subquery and aggregate its column: "
+                             "SELECT count(DISTINCT r) FROM (SELECT random() AS r FROM t) s.")
     if base.startswith("UNSUPPORTED") or base == "NOT_SUPPORTED_COMMAND_WITHOUT_HIVE_SUPPORT":
         return SqlError("0A000", _first_line(exc))
     if base.startswith("DELTA_CONCURRENT") or base in _DELTA_CONFLICTS:

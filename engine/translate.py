@@ -892,6 +892,37 @@ _RENAMES = {
 }
 
 
+# Calls whose value differs at each evaluation (Spark's names and PostgreSQL's).
+_VOLATILE_CALLS = frozenset({"random", "rand", "randn", "uuid", "shuffle", "nextval", "setval", "clock_timestamp",
+                             "timeofday", "gen_random_uuid", "uuid_generate_v4", "setseed"})
+_once_names = itertools.count(1)
+
+
+def _volatile(value: exp.Expression) -> bool:
+    """Whether ``value`` holds a call that answers differently each time it is evaluated."""
+    return any(isinstance(n, exp.Rand) or (isinstance(n, exp.Func) and n.name.lower() in _VOLATILE_CALLS)
+               for n in value.walk())
+
+
+def _evaluated_once(build: Callable[..., exp.Expression]) -> Callable[..., exp.Expression]:
+    """``build(value, ...)`` writes ``value`` more than once (a CASE over its text, ...). Spark
+    evaluates each copy on its own: ``random()::text`` drew a new number for each branch test and
+    for the branch taken (a CASE matching none of its branches, or the exponent of one number cut
+    from another). A volatile value is computed once and handed to ``build`` as a lambda variable:
+    ``element_at(transform(array(value), v -> ...), 1)``."""
+    @functools.wraps(build)
+    def once(value: exp.Expression, *args: Any, **kwargs: Any) -> exp.Expression:
+        if not _volatile(value):
+            return build(value, *args, **kwargs)
+        name = f"tg_once_{next(_once_names)}"
+        var = exp.column(name)
+        var.type = value.type
+        body = build(var, *args, **kwargs)
+        lam = exp.Lambda(this=body, expressions=[exp.to_identifier(name)])
+        return _func("element_at", _func("transform", _func("array", value), lam), exp.Literal.number(1))
+    return once
+
+
 def _is_infinite(x: exp.Expression) -> exp.Expression:
     return exp.EQ(this=_func("abs", x), expression=_cast(_string("Infinity"), "DOUBLE"))
 
@@ -900,6 +931,7 @@ def _regexp_replace(value: exp.Expression, pattern: str, replacement: str) -> ex
     return _func("regexp_replace", value, _string(pattern), _string(replacement))
 
 
+@_evaluated_once
 def _float_text(value: exp.Expression, plain_below: int) -> exp.Expression:
     """A float as PostgreSQL prints it (shortest digits; plain notation for decimal exponents
     -4 .. plain_below - 1, else ``1.5e+20`` / ``1e-05``), from Java's shortest digits, which
@@ -959,6 +991,7 @@ def _fraction_text(micros: exp.Expression) -> exp.Expression:
                   false=_func("concat", _string("."), digits))
 
 
+@_evaluated_once
 def _time_text(micros: exp.Expression) -> exp.Expression:
     """A time (microseconds since midnight) as ``HH:MM:SS[.ffffff]``."""
     def part(div: int, mod: int) -> exp.Expression:
@@ -969,6 +1002,7 @@ def _time_text(micros: exp.Expression) -> exp.Expression:
                  part(1_000_000, 60), _fraction_text(micros.copy()))
 
 
+@_evaluated_once
 def _timestamptz_text(value: exp.Expression) -> exp.Expression:
     """A timestamptz in the session zone (Spark's session zone is the client's) with its offset,
     as PostgreSQL prints it: ``2024-03-10 03:30:00-04``, ``... 23:59:59.5+05:30``."""
@@ -977,6 +1011,7 @@ def _timestamptz_text(value: exp.Expression) -> exp.Expression:
                  _fraction_text(_func("unix_micros", value.copy())), offset)
 
 
+@_evaluated_once
 def _bool_text(value: exp.Expression, true: str = "t", false: str = "f") -> exp.Expression:
     """A boolean as text, NULL kept: boolout's 't' / 'f', or a cast's 'true' / 'false'."""
     return exp.Case(ifs=[exp.If(this=exp.paren(value.copy()), true=_string(true)),
@@ -1029,6 +1064,7 @@ def _quote_ident(text: exp.Expression) -> exp.Expression:
 _ARRAY_VARS = itertools.count()
 
 
+@_evaluated_once
 def _array_text(value: exp.Expression) -> exp.Expression:
     """An array as array_out writes it (``{1,NULL,"a b"}``: elements in their type's output
     form, quoted when empty, ``NULL``-like, or holding a quote, backslash, brace, comma or white
@@ -1076,6 +1112,12 @@ _PG_TEXT_OF = {
 }
 
 
+def _text_operand(value: exp.Expression) -> exp.Expression:
+    """An operand of text || as its type's output form where Spark's text of it differs."""
+    to_text = _PG_TEXT_OF.get(_dtype(value))
+    return to_text(value) if to_text is not None else value
+
+
 
 # -- json (PostgreSQL's to_json, json_build_*, jsonb_build_*; json and jsonb are kept as their text)
 
@@ -1108,9 +1150,14 @@ def _json_value(x: exp.Expression, jsonb: bool = False) -> exp.Expression:
     elif t in _INTEGER_TYPES:
         value = _cast(x.copy(), "STRING")
     elif t == _T.DECIMAL:
-        value = _cast(x.copy(), "STRING")
-        if _type_params(x.type) == [38, 18]:  # an unconstrained numeric column: its digits, not 18 decimals
-            value = _regexp_replace(_regexp_replace(value, r"(\.\d*?)0+$", "$1"), r"\.$", "")
+        params = _type_params(x.type)
+        constant = isinstance(x.unnest() if isinstance(x, exp.Paren) else x, (exp.Literal, exp.Neg))
+        if params[:1] == [_DISPLAY_SCALE_ONLY] and len(params) == 2:  # a known display scale
+            value = _cast(_cast(x.copy(), f"DECIMAL(38,{params[1]})"), "STRING")
+        else:
+            value = _cast(x.copy(), "STRING")  # numeric(p, s) and constants print their scale
+            if not params and not constant:  # an unconstrained numeric's digits, not 18 decimals
+                value = _regexp_replace(_regexp_replace(value, r"(\.\d*?)0+$", "$1"), r"\.$", "")
     elif t in _FLOAT_TYPES:
         text = _float_text(x.copy(), 6 if t == _T.FLOAT else 15)
         special = exp.In(this=text.copy(), expressions=[_string("NaN"), _string("Infinity"), _string("-Infinity")])
@@ -2077,8 +2124,21 @@ class _Translator:
         if isinstance(node, exp.ArrayPosition) and node.expression is not None:
             # Spark says 0 for an element the array lacks; PostgreSQL says NULL
             return exp.Nullif(this=_func("array_position", node.this, node.expression), expression=exp.Literal.number(0))
-        if isinstance(node, exp.DPipe) and _T.ARRAY in (_dtype(node.this), _dtype(node.expression)):
-            return self._array_concat(node.this, node.expression)
+        if isinstance(node, exp.DPipe):
+            types = {_dtype(node.this), _dtype(node.expression)}
+            if _T.ARRAY in types:
+                return self._array_concat(node.this, node.expression)
+            binary = types & {_T.VARBINARY, _T.BINARY}
+            if binary and all(_dtype(o) in binary or (isinstance(o, exp.Literal) and o.is_string)
+                              for o in (node.this, node.expression)):
+                # bytea || 'literal': the literal is bytea input (PostgreSQL resolves bytea || bytea)
+                return _func("concat", *[_func("unhex", _string(pgvalues.parse_bytea(o.name).hex()))
+                                         if isinstance(o, exp.Literal) else o for o in (node.this, node.expression)])
+            if types & _PG_TEXT_OF.keys() and not types <= {_T.VARBINARY, _T.BINARY}:
+                # text || value appends the value's output form (0.0004123, 1e+20, 12:00:00, \x01),
+                # not Spark's text of it (4.123E-4, 1.0E20, microseconds, the raw bytes)
+                return exp.DPipe(this=_text_operand(node.this), expression=_text_operand(node.expression),
+                                 safe=node.args.get("safe"))
 
         if isinstance(node, exp.ArrayConcat) and len(node.expressions) == 1:
             return self._array_concat(node.this, node.expressions[0])
@@ -2756,6 +2816,17 @@ class _Translator:
             return self._guarded(_cast(_float_digits(x.copy(), 6 if src == _T.FLOAT else 15), self._spark_type(to)), [
                 (_func("isnan", x.copy()), "0A000", unsupported),
                 (infinite, "22003" if params else "0A000", "numeric field overflow" if params else unsupported)])
+        if t == _T.FLOAT and src == _T.DOUBLE:
+            # float8 -> float4 overflows (1e300) and underflows (1e-300) with 22003, as in PostgreSQL;
+            # Spark's cast gave Infinity and 0
+            x = exp.paren(arg.copy())
+            narrowed = _cast(x.copy(), "FLOAT")
+            return self._guarded(narrowed, [
+                (exp.and_(_is_infinite(narrowed.copy()), exp.Not(this=_is_infinite(x.copy()))), "22003",
+                 "value out of range: overflow"),
+                (exp.and_(exp.EQ(this=narrowed.copy(), expression=exp.Literal.number(0)),
+                          exp.NEQ(this=x.copy(), expression=exp.Literal.number(0))), "22003",
+                 "value out of range: underflow")])
         if t in _INTEGER_TYPES and src in (_T.DECIMAL, *_FLOAT_TYPES):
             rounded = _func("bround" if src in _FLOAT_TYPES else "round", arg)
             return _cast(rounded, self._spark_type(to))
@@ -4127,8 +4198,6 @@ def _numeric_power(node: exp.Pow) -> bool:
     PostgreSQL computes in double precision (power(1.5, 'Infinity'::float8) is Infinity)."""
     types = {_dtype(node.this), _dtype(node.expression)}
     return _T.DECIMAL in types and not types & _FLOAT_TYPES
-_VOLATILE_CALLS = frozenset({"random", "nextval", "setval", "clock_timestamp", "timeofday", "gen_random_uuid",
-                             "uuid_generate_v4", "setseed"})
 
 
 def _exact_plan(node: exp.Expression) -> tuple[str, list[exp.Expression]] | None:
@@ -4302,8 +4371,7 @@ def _exact_operands(tree: exp.Expression, types: list[ColumnType | None]) -> dic
         if plan is None:
             continue
         op, operands = plan
-        if any(isinstance(n, exp.Rand) or (isinstance(n, exp.Func) and n.name.lower() in _VOLATILE_CALLS)
-               for e in operands for n in e.walk()):
+        if any(_volatile(e) for e in operands):
             continue
         if aggregated and not (isinstance(value, (exp.Avg, exp.Window, exp.Filter))
                                or all(_valid_after_grouping(e, tree) for e in operands)):

@@ -353,12 +353,13 @@ def _date_bin_call(args: list) -> exp.Expression:
 # PostgreSQL's column labels (gram.y ColLabel / BareColLabel, pg_get_keywords().barelabel): any
 # keyword may follow AS; without AS these keywords are never a label ...
 _PG_AS_ONLY_LABELS = pg_keywords.REQUIRES_AS
-# ... and these reserved keywords are bare labels, which sqlglot would not take as an alias.
+# ... and these reserved keywords are bare labels, which sqlglot would not take as an alias (the
+# ones it has tokens of its own for, and every reserved word :meth:`Parser._parse_id_var` refuses).
 _PG_RESERVED_BARE_LABELS = frozenset(
     "alter cross distinct drop else inner insert join lateral only outer revoke rollback select "
-    "tablesample then using values variadic when".split())
+    "tablesample then using values variadic when".split()) | (_RESERVED_WORDS - _PG_AS_ONLY_LABELS)
 # What may follow a bare label in a select list.
-_AFTER_LABEL = frozenset({"COMMA", "FROM", "R_PAREN", "SEMICOLON", "INTO", "UNION", "EXCEPT", "INTERSECT",
+_AFTER_LABEL = frozenset({"SENTINEL", "COMMA", "FROM", "R_PAREN", "SEMICOLON", "INTO", "UNION", "EXCEPT", "INTERSECT",
                           "WHERE", "GROUP_BY", "ORDER_BY", "LIMIT", "HAVING", "WINDOW", "OFFSET", "FETCH"})
 
 
