@@ -1100,7 +1100,54 @@ def _bytea_text(v: exp.Expression) -> exp.Expression:
     return _func("concat", _string("\\x"), _func("lower", _func("hex", v)))
 
 
+def _ansi_interval_text(value: exp.Expression) -> exp.Expression:
+    """A Spark ANSI interval (``ts - ts``, ``interval '1 day' * 2``) as PostgreSQL prints an
+    interval (``1 day 03:00:00``, ``1 year 2 mons``); Spark's text is ``INTERVAL '1 03:00:00' DAY
+    TO SECOND``. Other interval values keep Spark's text (constants are PostgreSQL's own). Spark's
+    text is read once and its months, days and microseconds computed once (lambda variables):
+    written out in place, the nested copies made a statement Spark's parser took minutes over."""
+    s, q = exp.to_identifier(f"tg_iv_{next(_once_names)}"), exp.to_identifier(f"tg_iv_{next(_once_names)}")
+    day_time = r"^INTERVAL '(-?)(\d+) (\d+):(\d+):([0-9.]+)' DAY TO SECOND$"
+    year_month = r"^INTERVAL '(-?)(\d+)-(\d+)' YEAR TO MONTH$"
+
+    def text() -> exp.Expression:
+        return exp.Column(this=s.copy())
+
+    def number(pattern: str, n: int, kind: str = "BIGINT") -> exp.Expression:
+        return _cast(_func("regexp_extract", text(), _string(pattern), _num(n)), kind)
+
+    def signed(pattern: str, magnitude: exp.Expression) -> exp.Expression:
+        negative = exp.EQ(this=_func("regexp_extract", text(), _string(pattern), _num(1)), expression=_string("-"))
+        return exp.Mul(this=exp.paren(magnitude), expression=exp.If(this=negative, true=_num(-1), false=_num(1)))
+
+    micros = exp.Add(this=exp.Add(
+        this=exp.Mul(this=number(day_time, 3), expression=_num(3_600_000_000)),
+        expression=exp.Mul(this=number(day_time, 4), expression=_num(60_000_000))),
+        expression=_cast(exp.Mul(this=number(day_time, 5, "DECIMAL(18,6)"), expression=_num(1_000_000)), "BIGINT"))
+    months = exp.Add(this=exp.Mul(this=number(year_month, 2), expression=_num(12)), expression=number(year_month, 3))
+    zero = _cast(_num(0), "BIGINT")
+    parts = exp.Case(ifs=[
+        exp.If(this=exp.RegexpLike(this=text(), expression=_string(day_time)),
+               true=_func("named_struct", _string("m"), zero.copy(), _string("d"), signed(day_time, number(day_time, 2)),
+                          _string("t"), signed(day_time, micros))),
+        exp.If(this=exp.RegexpLike(this=text(), expression=_string(year_month)),
+               true=_func("named_struct", _string("m"), signed(year_month, months), _string("d"), zero.copy(),
+                          _string("t"), zero.copy())),
+    ])
+
+    def field(key: str) -> exp.Expression:
+        return exp.Dot(this=exp.Column(this=q.copy()), expression=exp.to_identifier(key))
+
+    printed = exp.If(this=exp.Is(this=exp.Column(this=q.copy()), expression=exp.Null()), true=text(),
+                     false=_interval_text_of(field("m"), field("d"), field("t")))
+    inner = _func("element_at", _func("transform", _func("array", parts),
+                                      exp.Lambda(this=printed, expressions=[q.copy()])), _num(1))
+    return _func("element_at", _func("transform", _func("array", _cast(value, "STRING")),
+                                     exp.Lambda(this=inner, expressions=[s.copy()])), _num(1))
+
+
 _PG_TEXT_OF = {
+    _T.INTERVAL: _ansi_interval_text,
     _T.ARRAY: _array_text,
     _T.VARBINARY: _bytea_text,
     _T.BINARY: _bytea_text,
@@ -1112,8 +1159,29 @@ _PG_TEXT_OF = {
 }
 
 
+def _interval_constant(value: exp.Expression) -> PgInterval | None:
+    """The PostgreSQL value of an interval constant (parenthesized or not), else None."""
+    while isinstance(value, exp.Paren):
+        value = value.this
+    return value.meta.get("pg_interval") if value.meta else None
+
+
+def _interval_valued(value: exp.Expression) -> bool:
+    """Whether ``value`` is an interval (its type, or PostgreSQL's for time arithmetic: ts - ts)."""
+    while isinstance(value, exp.Paren):
+        value = value.this
+    if isinstance(value, exp.Sub) and {_dtype(value.this), _dtype(value.expression)} <= _NTZ_TYPES | _TZ_TYPES:
+        return True  # timestamp - timestamp (sqlglot types it a timestamp)
+    return _dtype(value) == _T.INTERVAL or (value.meta or {}).get(_PG_TYPE_NAME) == pgoperators.INTERVAL
+
+
 def _text_operand(value: exp.Expression) -> exp.Expression:
     """An operand of text || as its type's output form where Spark's text of it differs."""
+    iv = _interval_constant(value)
+    if iv is not None:  # an interval constant: PostgreSQL's text ('1 day 02:00:00', not Spark's)
+        return _string(format_interval(iv.months, iv.days, iv.micros))
+    if _interval_valued(value):
+        return _ansi_interval_text(value)
     to_text = _PG_TEXT_OF.get(_dtype(value))
     return to_text(value) if to_text is not None else value
 
@@ -2134,7 +2202,8 @@ class _Translator:
                 # bytea || 'literal': the literal is bytea input (PostgreSQL resolves bytea || bytea)
                 return _func("concat", *[_func("unhex", _string(pgvalues.parse_bytea(o.name).hex()))
                                          if isinstance(o, exp.Literal) else o for o in (node.this, node.expression)])
-            if types & _PG_TEXT_OF.keys() and not types <= {_T.VARBINARY, _T.BINARY}:
+            if (types & _PG_TEXT_OF.keys() and not types <= {_T.VARBINARY, _T.BINARY}) or any(
+                    _interval_valued(o) for o in (node.this, node.expression)):
                 # text || value appends the value's output form (0.0004123, 1e+20, 12:00:00, \x01),
                 # not Spark's text of it (4.123E-4, 1.0E20, microseconds, the raw bytes)
                 return exp.DPipe(this=_text_operand(node.this), expression=_text_operand(node.expression),
@@ -2837,8 +2906,8 @@ class _Translator:
         if t in (_T.DOUBLE, _T.FLOAT) and isinstance(arg, exp.Literal) and arg.is_string \
                 and math.isfinite(value := pgvalues.parse_float(arg.name, real=t == _T.FLOAT)):
             return _cast(_string(repr(value)), self._spark_type(to))  # hex, '-0', spaces: read once here
-        if t in (_T.TEXT, _T.VARCHAR) and src in _PG_TEXT_OF:
-            return _PG_TEXT_OF[src](arg)
+        if t in (_T.TEXT, _T.VARCHAR) and (src in _PG_TEXT_OF or _interval_valued(arg)):
+            return _text_operand(arg)
         if t in (_T.TEXT, _T.VARCHAR) and src == _T.DECIMAL and isinstance(arg, exp.Column) \
                 and isinstance(arg.type, exp.DataType) and not _type_params(arg.type):
             # a column of unconstrained numeric (stored at 18 digits) as the wire prints it: no

@@ -102,6 +102,11 @@ def statements(seed: int) -> list[str]:
         # text || value appends the value's output form
         f"SELECT id, 'r' || f, f::real || 'r', 'r' || ts, tz || 'r', 'r' || ok, 'r' || d, 'r' || n FROM {TABLE} ORDER BY id",
         "SELECT 'r' || 0.0004123::float8, 'r' || 1e20::float8, 'r' || 1.5e-7::real, 'r' || '12:00'::time, 'r' || '\\x01'::bytea",
+        # intervals as text: constants, timestamp differences, interval arithmetic
+        "SELECT 'r' || interval '1 day 2 hours', (interval '27 hours')::text, interval '-1 mon 3 days' || 'x', "
+        "CAST(interval '-1 2:03:04' AS varchar), (interval '1 day' * 2)::text, (interval '1 year' * 3)::text",
+        f"SELECT id, (ts - timestamp '2024-01-01')::text, 'r' || (tz - timestamptz '2024-01-01 00:00+05'), "
+        f"(ts - timestamp '2024-01-01') || '' FROM {TABLE} ORDER BY id",
     ]
     return out
 
