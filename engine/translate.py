@@ -1161,15 +1161,13 @@ _PG_TEXT_OF = {
 
 def _interval_constant(value: exp.Expression) -> PgInterval | None:
     """The PostgreSQL value of an interval constant (parenthesized or not), else None."""
-    while isinstance(value, exp.Paren):
-        value = value.this
+    value = value.unnest()
     return value.meta.get("pg_interval") if value.meta else None
 
 
 def _interval_valued(value: exp.Expression) -> bool:
     """Whether ``value`` is an interval (its type, or PostgreSQL's for time arithmetic: ts - ts)."""
-    while isinstance(value, exp.Paren):
-        value = value.this
+    value = value.unnest()
     if isinstance(value, exp.Sub) and {_dtype(value.this), _dtype(value.expression)} <= _NTZ_TYPES | _TZ_TYPES:
         return True  # timestamp - timestamp (sqlglot types it a timestamp)
     return _dtype(value) == _T.INTERVAL or (value.meta or {}).get(_PG_TYPE_NAME) == pgoperators.INTERVAL
@@ -1219,7 +1217,7 @@ def _json_value(x: exp.Expression, jsonb: bool = False) -> exp.Expression:
         value = _cast(x.copy(), "STRING")
     elif t == _T.DECIMAL:
         params = _type_params(x.type)
-        constant = isinstance(x.unnest() if isinstance(x, exp.Paren) else x, (exp.Literal, exp.Neg))
+        constant = isinstance(x.unnest(), (exp.Literal, exp.Neg))
         if params[:1] == [_DISPLAY_SCALE_ONLY] and len(params) == 2:  # a known display scale
             value = _cast(_cast(x.copy(), f"DECIMAL(38,{params[1]})"), "STRING")
         else:
@@ -1254,25 +1252,24 @@ def _json_value(x: exp.Expression, jsonb: bool = False) -> exp.Expression:
         raise SqlError("0A000", f"JSON of a value of type {_pg_arg_type(x)} is not supported",
                        hint="Cast it to text first: its text becomes a JSON string.")
     else:  # text and the other types: their text, as a JSON string
-        to_text = _PG_TEXT_OF.get(t)
-        value = _json_string(to_text(x.copy()) if to_text is not None else _cast(x.copy(), "STRING"))
+        value = _json_string(_value_text(x))
     return exp.Case(ifs=[exp.If(this=exp.Is(this=exp.paren(x.copy()), expression=exp.Null()), true=_string("null"))],
                     default=value)
 
 
 def _json_key(key: exp.Expression, position: int) -> exp.Expression:
     """An object key (argument ``position``): its text; NULL is 22023, as in PostgreSQL."""
-    text = _json_key_text(key)
+    text = _value_text(key)
     return exp.Case(ifs=[exp.If(this=exp.Is(this=exp.paren(key.copy()), expression=exp.Null()),
                                 true=_func("raise_error", _string(
                                     f"{_RAISED_PREFIX}22023:argument {position} cannot be null")))],
                     default=text)
 
 
-def _json_key_text(key: exp.Expression) -> exp.Expression:
-    t = _dtype(key)
-    to_text = _PG_TEXT_OF.get(t)
-    return to_text(key.copy()) if to_text is not None else _cast(key.copy(), "STRING")
+def _value_text(value: exp.Expression) -> exp.Expression:
+    """``value``'s text as a cast to text writes it (a json key; a json string's content)."""
+    to_text = _PG_TEXT_OF.get(_dtype(value))
+    return to_text(value.copy()) if to_text is not None else _cast(value.copy(), "STRING")
 
 
 def _json_build(name: str, args: list[exp.Expression]) -> exp.Expression:
