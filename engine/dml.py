@@ -219,14 +219,14 @@ class DmlStatements:
                 raise self._unique_error(t, dict(zip(keys, taken[0])))
             # checked again when it commits, against what others committed meanwhile
             return WriteOp(t, "append", data, keys=keys, unique=True, unique_sets=uniques)
-        conflict_cols = _conflict_columns(on_conflict)
+        conflict_cols = conflict_columns(on_conflict)
         if conflict_cols and sorted(conflict_cols) != sorted(keys):
             raise SqlError("42P10", "there is no unique or exclusion constraint matching the ON CONFLICT specification")
         if on_conflict.args.get("constraint") is not None:
             cname = node_name(on_conflict.args["constraint"])
             if cname != f"{t.name}_pkey":
                 raise SqlError("42704", f'constraint "{cname}" for table "{t.name}" does not exist')
-        if _does_nothing(on_conflict):
+        if does_nothing(on_conflict):
             # Keep the first of in-batch duplicates, then drop rows whose key exists.
             positions = pa.array(range(data.num_rows), pa.int64())
             firsts = data.select(keys).append_column("__tg_i", positions).group_by(keys, use_threads=False).aggregate(
@@ -258,10 +258,8 @@ class DmlStatements:
 
     def _refuse_conflict_with_constraints(self, t: TableDef, on_conflict: exp.OnConflict, keys: list[str]) -> None:
         """ON CONFLICT on a table with UNIQUE constraints: only ``ON CONFLICT (primary key) DO NOTHING``."""
-        cols = [node_name(e.this.this if isinstance(e, exp.Ordered) else e.this if isinstance(e, exp.Column) else e)
-                for e in (on_conflict.args.get("conflict_keys") or [])]
-        action = on_conflict.args.get("action")
-        nothing = bool(on_conflict.args.get("nothing")) or (action is not None and "NOTHING" in action.name.upper())
+        cols = conflict_columns(on_conflict)
+        nothing = does_nothing(on_conflict)
         cname = node_name(on_conflict.args["constraint"]) if on_conflict.args.get("constraint") is not None else None
         for name, ucols in t.unique_sets():
             if (cols and sorted(cols) == sorted(ucols)) or cname == name:
@@ -372,9 +370,9 @@ class DmlStatements:
     def _does_nothing_on_key(self, t: TableDef, conflict: exp.OnConflict) -> bool:
         """Whether ``conflict`` is ``ON CONFLICT [(the primary key)] DO NOTHING`` (other forms, and
         their errors, are the collected path's: :meth:`_plan_insert`)."""
-        named = _conflict_columns(conflict)
+        named = conflict_columns(conflict)
         others = any(conflict.args.get(a) for a in ("constraint", "where", "index_predicate", "expressions", "duplicate"))
-        return _does_nothing(conflict) and not others and (not named or sorted(named) == sorted(self._keys(t)))
+        return does_nothing(conflict) and not others and (not named or sorted(named) == sorted(self._keys(t)))
 
     def _insert_source_via_spark(self, t: TableDef, target_cols: list[ColumnDef], source: exp.Expression,
                                  params: list[Any], info: SessionInfo, ctx: dict[str, Any],
@@ -1197,13 +1195,13 @@ def fast_array(values: list[Any], c: ColumnDef) -> pa.Array:
 _SEQ_FUNCTIONS = frozenset({"nextval", "currval", "setval", "lastval"})
 
 
-def _conflict_columns(on_conflict: exp.OnConflict) -> list[str]:
+def conflict_columns(on_conflict: exp.OnConflict) -> list[str]:
     """The columns named by ``ON CONFLICT (a, b)`` ([] without a list)."""
     return [node_name(e.this.this if isinstance(e, exp.Ordered) else e.this if isinstance(e, exp.Column) else e)
             for e in (on_conflict.args.get("conflict_keys") or [])]
 
 
-def _does_nothing(on_conflict: exp.OnConflict) -> bool:
+def does_nothing(on_conflict: exp.OnConflict) -> bool:
     action = on_conflict.args.get("action")
     return bool(on_conflict.args.get("nothing")) or (action is not None and "NOTHING" in action.name.upper())
 

@@ -108,7 +108,8 @@ class Engine:
 
         ensure_events_table(catalog, self.store, settings)
         self.events = EventRecorder(catalog, self.store, settings)
-        self.maintenance: Maintenance = Maintenance(self.store, catalog, settings)
+        self.maintenance: Maintenance = Maintenance(self.store, catalog, settings, spark=self._maintenance_spark)
+        self._maintenance_session: SparkSession | None = None
         from engine.flows import FlowRuntime
 
         self.flows = FlowRuntime(self)
@@ -131,6 +132,15 @@ class Engine:
 
     def ready(self) -> bool:
         return self.runtime.ready()
+
+    def _maintenance_spark(self) -> SparkSession | None:
+        """Background maintenance's own SparkSession (the confs its OPTIMIZE sets are no
+        statement's), or None while Spark is not up."""
+        if not self.runtime.ready():
+            return None
+        if self._maintenance_session is None:
+            self._maintenance_session = self.runtime.new_session()
+        return self._maintenance_session
 
     def open_session(self) -> EngineSession:
         return EngineSession(self)
@@ -738,6 +748,12 @@ class EngineSession(QueryStatements, SchemaStatements, DmlStatements, SequenceSt
         if isinstance(tree, (exp.Query, exp.Values)) or (isinstance(tree, exp.Subquery)):
             return self._query(tree, sql, params, info)
         if isinstance(tree, exp.Insert):
+            if tree.args.get("conflict") is not None:  # a large INSERT ... SELECT ... DO UPDATE: a MERGE on Spark
+                from engine.merge import insert_on_conflict
+
+                done = insert_on_conflict(self, tree, params, info)
+                if done is not None:
+                    return done
             return self._insert(tree, params, info)
         if isinstance(tree, exp.Update):
             return self._update(tree, params, info)

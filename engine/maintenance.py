@@ -10,7 +10,10 @@ so a pass over idle tables costs next to nothing. Every ``Settings.vacuum_interv
 also vacuums files no version newer than ``Settings.vacuum_retention_hours`` needs (that lists
 directories: not every pass).
 It takes each table's write lock only for the commit it makes, so statements never wait for a
-whole pass.
+whole pass. When the small files of a table hold more than ``Settings.spark_compact_bytes`` (bulk
+loads of mid-sized appends), Delta Lake's own OPTIMIZE compacts them on Spark instead
+(engine.sparkwrite.optimize): the executors read and write the rows, not the gateway's process
+(issue 22), under the table's lock as VACUUM's does.
 
 Tables with a ttl (engine/ttl.py) also lose their expired rows here: files wholly expired are
 dropped on every pass (a log-only commit); files that straddle the horizon are rewritten at most
@@ -24,10 +27,13 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from catalog.store import Catalog
-from engine import ttl
+from engine import sparkwrite, ttl
+from engine.spark import background_jobs
 from engine.storage import REWRITE_FILE_ROWS, WRITER_PROPERTIES, TableStore
 from tidegate.config import Settings
 
@@ -54,10 +60,14 @@ class PassResult:
 class Maintenance:
     """Runs :meth:`run_once` every ``Settings.maintenance_interval_s`` seconds in a daemon thread."""
 
-    def __init__(self, store: TableStore, catalog: Catalog, settings: Settings) -> None:
+    def __init__(self, store: TableStore, catalog: Catalog, settings: Settings,
+                 spark: Callable[[], Any | None] | None = None) -> None:
+        """``spark``: a SparkSession of maintenance's own, or None while Spark is not ready
+        (compaction then stays on delta-rs)."""
         self.store = store
         self.catalog = catalog
         self.settings = settings
+        self._spark = spark
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._last_rewrite: dict[str, float] = {}  # location -> monotonic time of its last ttl rewrite
@@ -122,21 +132,43 @@ class Maintenance:
     def small_files(self, location: str) -> tuple[int, int]:
         """(files of fewer than half TARGET_FILE_ROWS rows, the bytes TARGET_FILE_ROWS rows take in
         the table's files: delta-rs' compaction target, which is in bytes)."""
+        small, _, target = self._small_files(location)
+        return small, target
+
+    def _small_files(self, location: str) -> tuple[int, int, int]:
+        """:meth:`small_files`, with the bytes the small files hold in the middle."""
         actions = self.store.file_actions(location)
         sizes = actions.column("size_bytes").to_pylist()
         counts = actions.column("num_records").to_pylist()
         # bytes per row of the file with most rows (a tiny file is mostly its footer)
         rows, size = max(((n, b) for n, b in zip(counts, sizes) if n), default=(0, 0))
         target = int(size / rows * TARGET_FILE_ROWS) if rows else _NO_STATS_TARGET_BYTES
-        small = sum(1 for n, b in zip(counts, sizes) if (n < TARGET_FILE_ROWS // 2 if n is not None else b < target // 2))
-        return small, target
+        small = [b for n, b in zip(counts, sizes) if (n < TARGET_FILE_ROWS // 2 if n is not None else b < target // 2)]
+        return len(small), sum(small), target
 
     def compact_if_needed(self, location: str) -> int:
-        """Compact when there are more than compact_min_files small files; returns files removed."""
-        small, target = self.small_files(location)
+        """Compact when there are more than compact_min_files small files; returns files removed.
+        Small files holding more than ``spark_compact_bytes`` are compacted on Spark when it is up."""
+        small, small_bytes, target = self._small_files(location)
         if small <= self.settings.compact_min_files:
             return 0
+        spark = self._spark() if self._spark is not None and small_bytes > self.settings.spark_compact_bytes else None
+        if spark is not None:
+            return self.compact_on_spark(spark, location, target)
         return self.compact(location, target)
+
+    def compact_on_spark(self, spark: Any, location: str, target: int) -> int:
+        """Delta Lake's OPTIMIZE of the table's files under half ``target`` bytes into files of
+        about ``target`` (engine.sparkwrite.optimize), in Spark's background pool, under the
+        table's lock (this gateway's rewrites by key would otherwise lose the race to it and run
+        again); returns the files removed."""
+        with self.store.lock(location), background_jobs(spark):
+            try:
+                metrics = sparkwrite.optimize(spark, location, target, full=False)
+            finally:
+                self.store.forget(location)  # Spark committed (or may have): the cached log is behind
+        log.info("compacted %s on Spark: %s", location, metrics)
+        return int(metrics.get("numFilesRemoved", 0))
 
     def compact(self, location: str, target: int | None = None) -> int:
         """Compact the table's files under ``target`` bytes (by default: :data:`TARGET_FILE_ROWS`

@@ -23,7 +23,8 @@ import pyarrow.compute as pc
 from sqlglot import exp
 
 from engine import constraints, spark as sparkmod, sparkwrite
-from engine.dml import fast_array, is_default, name_target_columns, row_id_column, set_targets, target_columns
+from engine.dml import (conflict_columns, does_nothing, fast_array, is_default, name_target_columns,
+                        refuse_sequence_functions, row_id_column, set_targets, target_columns)
 from engine.resolver import node_name
 from engine.storage import (WriteOp, coerce_array, dedupe_last, duplicate_keys, storage_schema,
                             storage_to_result)
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
     from engine.executor import EngineSession
 
 _TWICE_HINT = "Ensure that not more than one source row matches any one target row."
+_PROPOSED_TWICE_HINT = "Ensure that no rows proposed for insertion within the same command have duplicate constrained values."
 
 
 @dataclass
@@ -267,14 +269,19 @@ def _merge_once(session: EngineSession, tree: exp.Merge, t: TableDef, alias: str
 
 
 def _merge_on_spark(session: EngineSession, tree: exp.Merge, t: TableDef, alias: str, clauses: list[_Clause],
-                    params: list[Any], info: SessionInfo) -> int | None:
+                    params: list[Any], info: SessionInfo, conflict_keys: list[str] | None = None) -> int | None:
     """The MERGE run by Delta Lake's own command on Spark (engine.sparkwrite.merge): its rows never
     pass through the gateway. None when the collected path must run it: what
     ``engine.dml._rewrite_on_spark`` keeps for UPDATE (a transaction block, TTL, constraints,
     keys set, subqueries, values needing PostgreSQL's conversions, non-deterministic values), DO
     NOTHING and DEFAULT, an INSERT into a table with keys or without a value for a column that
     has a default or NOT NULL; and ``auto`` with a source of fewer than a million rows or a
-    target under 8 MB (``tidegate.spark_writes``)."""
+    target under 8 MB (``tidegate.spark_writes``).
+
+    ``conflict_keys``: the MERGE is an ``INSERT ... ON CONFLICT (key) DO UPDATE``
+    (:func:`insert_on_conflict`): its INSERT may go into the PRIMARY KEY table, a key proposed
+    twice is PostgreSQL's 21000 (checked by one job first: the source has no key twice, so each
+    inserted key is new), and ``auto`` goes by the size of the rows proposed, as an append does."""
     guarded = session._spark_rewritable(t, info)
     if guarded is None:
         return None
@@ -287,7 +294,8 @@ def _merge_on_spark(session: EngineSession, tree: exp.Merge, t: TableDef, alias:
             return None
         if c.action == "insert":
             given = {col.name for col in c.columns}
-            if not sparkwrite.blind_append_target(t) or any(
+            into_keyed = conflict_keys is not None and sparkwrite.keyed_append_target(t)
+            if not (sparkwrite.blind_append_target(t) or into_keyed) or any(
                     col.name not in given and (col.default is not None or col.identity is not None or col.not_null)
                     for col in t.columns):
                 return None
@@ -304,7 +312,7 @@ def _merge_on_spark(session: EngineSession, tree: exp.Merge, t: TableDef, alias:
         resolver = StatementResolver(session, info)
         with session.store.gate.reading():
             view = session.table_view(t, resolver)
-            if not sparkwrite.worth_writing_on_spark(session.spark.table(view), info):
+            if conflict_keys is None and not sparkwrite.worth_writing_on_spark(session.spark.table(view), info):
                 return None  # off; or auto and a small table
             target = exp.Table(this=exp.to_identifier(t.name), db=exp.to_identifier(t.schema),
                                alias=exp.TableAlias(this=exp.to_identifier(alias)))
@@ -328,12 +336,83 @@ def _merge_on_spark(session: EngineSession, tree: exp.Merge, t: TableDef, alias:
                     return None
                 assignments.append(assigned)
             spark_clauses.append(sparkwrite.MergeClause(c.matched, c.action, condition, tuple(assignments)))
-        if info.settings.get(sparkwrite.SETTING, "auto") == "auto" and \
-                not sparkwrite.enough_rows_to_rewrite(session.spark.sql(f"SELECT * FROM {source_sql}"), None):
+        source_rows = session.spark.sql(f"SELECT * FROM {source_sql}")
+        if conflict_keys is not None:
+            if not sparkwrite.worth_writing_on_spark(source_rows, info):
+                return None  # off; or auto and a small result: the collected path's upsert
+            if sparkwrite.repeated_key(source_rows, conflict_keys):
+                raise SqlError("21000", "ON CONFLICT DO UPDATE command cannot affect row a second time",
+                               hint=_PROPOSED_TWICE_HINT)
+        elif info.settings.get(sparkwrite.SETTING, "auto") == "auto" and \
+                not sparkwrite.enough_rows_to_rewrite(source_rows, None):
             return None
         return sparkwrite.merge(session.spark, t, alias, source_sql, parts[0][0], spark_clauses)
 
     return session._run(work)
+
+
+def insert_on_conflict(session: EngineSession, tree: exp.Insert, params: list[Any],
+                       info: SessionInfo) -> CommandResult | None:
+    """``INSERT INTO t [AS a] [(cols)] SELECT ... ON CONFLICT (primary key) DO UPDATE SET ...`` with
+    a large result, run on Spark as the MERGE it is: ``MERGE INTO t [AS a] USING (SELECT ...) AS
+    excluded(cols) ON a.key = excluded.key WHEN MATCHED THEN UPDATE SET ... WHEN NOT MATCHED THEN
+    INSERT (cols) VALUES (excluded.cols)`` (:func:`_merge_on_spark`); the proposed rows never pass
+    through the gateway. None when the collected path runs it: VALUES, RETURNING, a WHERE or
+    constraint name in the ON CONFLICT clause, a conflict target other than the primary key, a
+    table with more rules than its primary key, a source with ``*`` or another column count than
+    the target list, and whatever :func:`_merge_on_spark` keeps there (a small result among
+    them); its errors are the collected path's."""
+    conflict = tree.args.get("conflict")
+    source = tree.expression
+    if conflict is None or does_nothing(conflict) or tree.args.get("returning") is not None \
+            or tree.args.get("with") is not None or not isinstance(source, exp.Select) \
+            or any(conflict.args.get(a) is not None for a in ("constraint", "where", "index_predicate")) \
+            or any(isinstance(e, exp.Star) or e.find(exp.Star) is not None for e in source.expressions):
+        return None
+    target = tree.this
+    names = [node_name(e) for e in target.expressions] if isinstance(target, exp.Schema) else None
+    table = target.this if isinstance(target, exp.Schema) else target
+    if not isinstance(table, exp.Table):
+        return None
+    t = session._resolve_target(table, info)
+    if not sparkwrite.keyed_append_target(t):
+        return None
+    keys = list(t.primary_key)
+    named = conflict_columns(conflict)
+    columns = target_columns(t, names)
+    if sorted(named) != sorted(keys) or len(source.expressions) != len(columns):
+        return None
+    session.catalog.roles.check_table(info, t, "INSERT", "UPDATE")
+    refuse_sequence_functions(source)
+    merge_tree = _on_conflict_merge(table, source, columns, keys, conflict.expressions or [])
+    merge_tree = name_target_columns(merge_tree, t)
+    alias = merge_tree.this.alias or t.name
+    clauses = _clauses(merge_tree, t)
+    with session._rewriting(t):
+        done = session._retrying(_merge_on_spark, session, merge_tree, t, alias, clauses, params, info, keys)
+    return CommandResult(f"INSERT 0 {done}") if done is not None else None
+
+
+def _on_conflict_merge(table: exp.Table, source: exp.Select, columns: list[ColumnDef], keys: list[str],
+                       sets: list[exp.Expression]) -> exp.Merge:
+    """The MERGE an ``INSERT ... ON CONFLICT (keys) DO UPDATE SET sets`` is (see :func:`insert_on_conflict`)."""
+    target_name = table.args["alias"].this if table.alias else table.this
+
+    def of(name: str, qualifier: exp.Identifier | str) -> exp.Column:
+        return exp.Column(this=exp.to_identifier(name, quoted=True),
+                          table=qualifier.copy() if isinstance(qualifier, exp.Identifier) else exp.to_identifier(qualifier))
+
+    excluded = exp.Subquery(this=source.copy(), alias=exp.TableAlias(
+        this=exp.to_identifier("excluded"), columns=[exp.to_identifier(c.name, quoted=True) for c in columns]))
+    on = exp.and_(*[exp.EQ(this=of(k, target_name), expression=of(k, "excluded")) for k in keys])
+    # a bare NULL proposed is inserted as NULL (its select-list type, text, is no column's type)
+    proposed = [e.unalias() for e in source.expressions]
+    insert = exp.Insert(this=exp.Tuple(expressions=[exp.column(c.name, quoted=True) for c in columns]),
+                        expression=exp.Tuple(expressions=[exp.Null() if isinstance(e, exp.Null) else of(c.name, "excluded")
+                                                          for c, e in zip(columns, proposed)]))
+    whens = exp.Whens(expressions=[exp.When(matched=True, then=exp.Update(expressions=[e.copy() for e in sets])),
+                                   exp.When(matched=False, then=insert)])
+    return exp.Merge(this=table.copy(), using=excluded, on=on, whens=whens)
 
 
 def _defaults(session: EngineSession, t: TableDef, c: ColumnDef, rows: int, ctx: dict[str, Any],

@@ -32,7 +32,9 @@ outside a transaction block (engine.dml ``_rewrite_on_spark``).
 
 from __future__ import annotations
 
+import contextlib
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import date, datetime
 from decimal import Decimal
@@ -64,8 +66,10 @@ SETTING = "tidegate.spark_writes"  # the session setting that chooses (gateway/g
 # look alike; a rewrite by key splits such a file (engine.storage.REWRITE_FILE_ROWS).
 FILE_ROWS = 128 * 1024
 # Casts Spark makes as PostgreSQL's assignment does: exact integer widening, integers and float4 to
-# the nearest float (IEEE round to nearest in both), a string literal (unknown) into text.
-_WIDENING = {("int2", "int4"), ("int2", "int8"), ("int4", "int8"), ("float4", "float8"), ("unknown", "text")} | {
+# the nearest float (IEEE round to nearest in both), a string literal (unknown) or a varchar of any
+# length into text (the same characters; char(n) is not: its padding goes).
+_WIDENING = {("int2", "int4"), ("int2", "int8"), ("int4", "int8"), ("float4", "float8"), ("unknown", "text"),
+             ("varchar", "text")} | {
     (i, f) for i in ("int2", "int4", "int8") for f in ("float4", "float8")}
 _LITERAL_TYPES = (bool, int, float, str, Decimal, bytes, date)  # no datetime: Spark reads it in a zone
 
@@ -247,6 +251,16 @@ def append_new_keys(spark: Any, frame: DataFrame, t: TableDef, keys: list[str]) 
     return append(frame, t.location or "")
 
 
+def repeated_key(rows: DataFrame, keys: list[str]) -> bool:
+    """Whether two of ``rows`` have one non-NULL key (one job; a NULL key is left to the write's
+    NOT NULL check, as PostgreSQL reports it)."""
+    from pyspark.sql import functions as F  # noqa: N812
+
+    columns = [F.col(quoted(k)) for k in keys]
+    present = rows.select(*columns).where(" AND ".join(f"{quoted(k)} IS NOT NULL" for k in keys))
+    return bool(present.groupBy(*columns).count().where(F.col("count") > 1).limit(1).count())
+
+
 def _one_row_per_key(frame: DataFrame, keys: list[str], last: bool) -> DataFrame:
     """``frame`` with one row per key: the first or the last in the order Spark's partitions give,
     which is the order the collected path's rows have."""
@@ -370,3 +384,54 @@ def merge(spark: Any, t: TableDef, alias: str, source_sql: str, on_sql: str, cla
             return int(spark.sql(statement).collect()[0][0])
     finally:
         spark.catalog.dropTempView(view)
+
+
+@contextlib.contextmanager
+def _confs(spark: Any, confs: dict[str, str]) -> Iterator[None]:
+    """``confs`` set on ``spark`` (a session of its own: its conf is no other statement's) inside
+    the block, the previous values back after it."""
+    saved = {k: spark.conf.get(k, None) for k in confs}
+    try:
+        for k, value in confs.items():
+            spark.conf.set(k, value)
+        yield
+    finally:
+        for k, value in saved.items():
+            if value is None:
+                spark.conf.unset(k)
+            else:
+                spark.conf.set(k, value)
+
+
+def _delta_table(spark: Any, location: str) -> Any:
+    """Delta's Scala ``DeltaTable`` of ``location``: SQL on a path (delta.`...`) is off for clients
+    (spark.sql.runSQLOnFiles, engine.spark), and OPTIMIZE / VACUUM take no temp view."""
+    return spark._jvm.io.delta.tables.DeltaTable.forPath(spark._jsparkSession, location)
+
+
+def optimize(spark: Any, location: str, target_bytes: int, *, full: bool) -> dict[str, int]:
+    """Delta Lake's OPTIMIZE of the table at ``location``: its files under ``target_bytes`` (half
+    of it unless ``full``) binned into files of about ``target_bytes``, written by the executors,
+    one commit that changes no row (readers of any version see the same rows; a concurrent
+    rewrite of the same files makes the later commit fail, Delta's optimistic concurrency).
+    Returns Delta's metrics (``numFilesRemoved``, ``numFilesAdded``, ...)."""
+    from pyspark.sql import DataFrame
+
+    confs = {"spark.databricks.delta.optimize.maxFileSize": str(target_bytes),
+             "spark.databricks.delta.optimize.minFileSize": str(target_bytes if full else target_bytes // 2)}
+    with _confs(spark, confs), durability.synced(location):
+        row = DataFrame(_delta_table(spark, location).optimize().executeCompaction(), spark).collect()[0]
+    return {k: int(v) for k, v in row["metrics"].asDict().items() if isinstance(v, int)}
+
+
+def vacuum(spark: Any, location: str, hours: float) -> None:
+    """Delta Lake's VACUUM of the table at ``location``: the files no version within ``hours``
+    needs are deleted (listed by the executors)."""
+    from pyspark.sql import DataFrame
+
+    confs = {"spark.databricks.delta.retentionDurationCheck.enabled": "false",
+             # Delta's VACUUM lists the table's directories in this many tasks: Spark's 10,000 took
+             # 18 s for one directory on 2 cores
+             "spark.sql.sources.parallelPartitionDiscovery.parallelism": "8"}
+    with _confs(spark, confs), durability.synced(location):
+        DataFrame(_delta_table(spark, location).vacuum(float(hours)), spark).collect()

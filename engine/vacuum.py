@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from catalog.store import DATABASE_NAME, TableDef, is_temp_schema
-from engine import durability, sparkwrite
+from engine import sparkwrite
 from engine.maintenance import TARGET_FILE_ROWS
 from tidegate import sqllex
 from tidegate.errors import SqlError
@@ -208,33 +208,9 @@ def _on_spark(sizes: list[int], info: SessionInfo) -> bool:
 def _on_spark_now(session: EngineSession, location: str, full: bool, hours: float) -> str:
     """Delta Lake's OPTIMIZE (bins of about TARGET_FILE_ROWS rows' bytes; FULL: every file under
     that, else those under half) and VACUUM with the gateway's retention, on Spark."""
-    from pyspark.sql import DataFrame
-
-    maintenance = session.engine.maintenance
-    _, target = maintenance.small_files(location)
-    spark = session.spark
-    # Delta's Scala API on the table's path: SQL on a path (delta.`...`) is off for clients
-    # (spark.sql.runSQLOnFiles, engine.spark), and OPTIMIZE / VACUUM take no temp view.
-    table = spark._jvm.io.delta.tables.DeltaTable.forPath(spark._jsparkSession, location)
-    confs = {"spark.databricks.delta.optimize.maxFileSize": str(target),
-             "spark.databricks.delta.optimize.minFileSize": str(target if full else target // 2),
-             "spark.databricks.delta.retentionDurationCheck.enabled": "false",
-             # Delta's VACUUM lists the table's directories in this many tasks: Spark's 10,000 took
-             # 18 s for one directory on 2 cores
-             "spark.sql.sources.parallelPartitionDiscovery.parallelism": "8"}
-    saved = {k: spark.conf.get(k, None) for k in confs}
-    try:
-        for k, value in confs.items():
-            spark.conf.set(k, value)
-        with durability.synced(location):
-            metrics = session._run(lambda: DataFrame(table.optimize().executeCompaction(), spark).collect()[0]["metrics"])
-            session._run(lambda: DataFrame(table.vacuum(float(hours)), spark).collect())
-    finally:
-        for k, value in saved.items():
-            if value is None:
-                spark.conf.unset(k)
-            else:
-                spark.conf.set(k, value)
+    _, target = session.engine.maintenance.small_files(location)
+    metrics = session._run(lambda: sparkwrite.optimize(session.spark, location, target, full=full))
+    session._run(lambda: sparkwrite.vacuum(session.spark, location, hours))
     session.store.forget(location)  # Spark committed: the cached log is behind
     return (f"{metrics['numFilesRemoved']} data files compacted into {metrics['numFilesAdded']}, "
             "files no version needs removed (Delta Lake's OPTIMIZE and VACUUM on Spark)")

@@ -224,6 +224,46 @@ def test_on_conflict_do_nothing_on_spark_keeps_what_the_collected_path_keeps(con
     assert conn.execute(ordered.format("swcn_spark")).fetchall() == expected
 
 
+def test_on_conflict_do_update_on_spark_upserts_as_the_collected_path_does(conn, gw) -> None:
+    """``INSERT ... SELECT ... ON CONFLICT (key) DO UPDATE`` on Spark is Delta's MERGE: a stored key
+    gets the SET values (which read the stored row and EXCLUDED), a new key is inserted, the count
+    is both, as PostgreSQL counts; a key proposed twice is 21000, a NULL into NOT NULL 23502, and
+    neither changes anything; RETURNING keeps the collected path."""
+    twin_tables(conn, "swcu", "id bigint PRIMARY KEY, v text NOT NULL, n integer, ts timestamp",
+                "SELECT g * 3, 'old ' || g, g, TIMESTAMP '2024-01-01' + g * INTERVAL '1 hour' "
+                "FROM generate_series(1, 1000) g")
+    assert on_both(conn, gw, "swcu", "INSERT INTO {t} SELECT g, 'new ' || g, g * 2, NULL FROM generate_series(500, 3500) g "
+                   "ON CONFLICT (id) DO UPDATE SET v = excluded.v || ' was ' || {t}.v, n = {t}.n + excluded.n"
+                   ) == "INSERT 0 3001"
+    assert on_both(conn, gw, "swcu", "INSERT INTO {t} AS a (n, id, v) SELECT -g, g * 7, 'seven' FROM generate_series(1, 600) g "
+                   "ON CONFLICT (id) DO UPDATE SET ts = a.ts + INTERVAL '1 day', n = EXCLUDED.n") == "INSERT 0 600"
+    assert on_both(conn, gw, "swcu", "INSERT INTO {t} SELECT id + 1, v, n, ts FROM {t} WHERE id % 10 = 0 "
+                   "ON CONFLICT (id) DO UPDATE SET v = 'next of ' || excluded.v RETURNING id", spark=False
+                   ).startswith("INSERT 0 ")
+    ordered = "SELECT * FROM {} ORDER BY id"
+    expected = conn.execute(ordered.format("swcu_rows")).fetchall()
+    assert conn.execute(ordered.format("swcu_spark")).fetchall() == expected
+    rows = {r[0]: r[1:] for r in expected}
+    assert rows[510][:2] == ("new 510 was old 170", 170 + 1020)  # stored, then updated by the first
+    assert rows[4200][:2] == ("seven", -600) and rows[7][1:] == (-1, None)  # inserted by the second
+    assert rows[21][1:] == (-3, rows[21][2]) and str(rows[21][2]).startswith("2024-01-02 07:00")
+    conn.execute("SET tidegate.spark_writes = on")
+    path = location(conn, "swcu_spark", gw)
+    commits = len(writers(path))
+    with pytest.raises(psycopg.errors.CardinalityViolation) as e:  # 21000: key 10 proposed twice
+        conn.execute("INSERT INTO swcu_spark SELECT g % 10 + 10, 'twice' , g, NULL FROM generate_series(1, 11) g "
+                     "ON CONFLICT (id) DO UPDATE SET v = excluded.v")
+    assert "cannot affect row a second time" in str(e.value)
+    with pytest.raises(psycopg.errors.NotNullViolation):  # a stored key set to NULL
+        conn.execute("INSERT INTO swcu_spark SELECT g, 'x', g, NULL FROM generate_series(1, 20) g "
+                     "ON CONFLICT (id) DO UPDATE SET v = NULLIF(excluded.v, 'x')")
+    with pytest.raises(psycopg.errors.NotNullViolation):  # a new key inserted with NULL
+        conn.execute("INSERT INTO swcu_spark SELECT g + 100000, NULL, g, NULL FROM generate_series(1, 20) g "
+                     "ON CONFLICT (id) DO UPDATE SET v = 'y'")
+    assert len(writers(path)) == commits
+    assert conn.execute(ordered.format("swcu_spark")).fetchall() == expected
+
+
 def test_create_table_as_on_spark(conn, gw) -> None:
     conn.execute("DROP TABLE IF EXISTS sw_ctas")
     conn.execute("DROP TABLE IF EXISTS sw_ctas_bad")

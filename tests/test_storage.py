@@ -541,6 +541,34 @@ def test_compaction_merges_small_files_and_leaves_full_ones(tmp_path, monkeypatc
     catalog.close()
 
 
+def test_compaction_of_small_files_holding_many_bytes_runs_on_spark(tmp_path):
+    """Small files holding more than spark_compact_bytes are compacted by Delta Lake's OPTIMIZE on
+    Spark (issue 22): one commit written by Spark, every row as it was, the table still readable
+    by delta-rs and written by this gateway after it."""
+    settings = _settings(tmp_path, compact_min_files=4, vacuum_retention_hours=0, spark_compact_bytes=1)
+    catalog = Catalog(settings.catalog_path)
+    engine = Engine(settings, catalog)
+    s = engine.open_session()
+    s.execute("CREATE TABLE bulk (id bigint, v text)")
+    for i in range(12):
+        s.execute(f"INSERT INTO bulk SELECT g, 'v' || g FROM generate_series({i * 100}, {i * 100 + 99}) g")
+    t = catalog.get_table("public", "bulk")
+    assert len(DeltaTable(t.location).file_uris()) == 12
+    expected = DeltaTable(t.location).to_pyarrow_table().sort_by("id")
+    result = engine.maintenance.run_once(vacuum=False)
+    assert result.compacted == 1 and result.files_removed == 12
+    after = DeltaTable(t.location)
+    last = after.history(1)[0]
+    assert last["operation"] == "OPTIMIZE" and str(last.get("engineInfo", "")).startswith("Apache-Spark"), last
+    assert len(after.file_uris()) == 1
+    assert after.to_pyarrow_table().sort_by("id").equals(expected)
+    s.execute("INSERT INTO bulk VALUES (5000, 'after')")
+    got = s.execute("SELECT count(*) AS n, max(id) AS top FROM bulk")
+    assert pa.Table.from_batches(list(got.batches)).to_pylist() == [{"n": 1201, "top": 5000}]
+    engine.shutdown()
+    catalog.close()
+
+
 def _kept_equals_log(engine: Engine, location: str) -> None:
     """The add actions the store keeps for lookups are exactly what a fresh reader lists."""
     snapshot, kept = engine.store.snapshot_with_stats(location)

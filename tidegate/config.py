@@ -41,6 +41,9 @@ class Settings:
     # Background maintenance of Delta tables: a compaction check every maintenance_interval_s
     # (cheap: the cached log's file list), a vacuum every vacuum_interval_s.
     compact_min_files: int = 16
+    # A compaction whose small files hold more bytes than this runs on Spark (Delta Lake's OPTIMIZE,
+    # the files written by the executors) instead of delta-rs in the gateway's process.
+    spark_compact_bytes: int = 8 * 1024 * 1024
     vacuum_retention_hours: float = 168.0
     maintenance_interval_s: float = 5.0
     vacuum_interval_s: float = 600.0
@@ -102,7 +105,7 @@ def _coerce(name: str, value: Any) -> Any:
         return None
     if name in _PATH_FIELDS:
         return Path(value)
-    if name in ("port", "max_message_bytes", "max_connections", "compact_min_files", "flow_workers",
+    if name in ("port", "max_message_bytes", "max_connections", "compact_min_files", "spark_compact_bytes", "flow_workers",
                 "events_batch_size", "events_queue_size", "events_commit_retries", "max_running_jobs"):
         return int(value)
     if name in ("vacuum_retention_hours", "maintenance_interval_s", "vacuum_interval_s", "flow_default_interval_s",
