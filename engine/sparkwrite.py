@@ -171,9 +171,11 @@ def same_storage(source: ColumnType, target: ColumnType) -> bool:
 
 @dataclass(frozen=True)
 class Filled:
-    """A target column the query does not give: its one default value (None: NULL)."""
+    """A target column the query does not give: its one default value (None: NULL), or the Spark
+    SQL of a constant (``sql``: a time literal, which a Python value would put in Spark's zone)."""
 
     value: Any
+    sql: str | None = None
 
 
 def literal_default(value: Any) -> Filled | None:
@@ -194,6 +196,8 @@ def storage_frame(df: DataFrame, t: TableDef, given: dict[str, int], filled: dic
     for c in t.columns:
         if c.name in given:
             value = F.col(quoted(source[given[c.name]]))
+        elif filled[c.name].sql is not None:
+            value = F.expr(filled[c.name].sql)
         else:
             value = F.lit(filled[c.name].value)
         value = value.cast(spark_type_sql(c.type))
@@ -348,12 +352,14 @@ def _stored_value(t: TableDef, a: Assignment) -> str:
 @dataclass(frozen=True)
 class MergeClause:
     """One WHEN clause of a MERGE on Spark: ``action`` "update", "delete" or "insert", its
-    condition's Spark SQL (None: always) and, for update and insert, the columns it sets."""
+    condition's Spark SQL (None: always) and, for update and insert, the columns it sets;
+    ``by_source``: ``WHEN NOT MATCHED BY SOURCE`` (target rows no source row matches)."""
 
     matched: bool
     action: str
     condition_sql: str | None
     assignments: tuple[Assignment, ...] = ()
+    by_source: bool = False
 
 
 def merge(spark: Any, t: TableDef, alias: str, source_sql: str, on_sql: str, clauses: list[MergeClause]) -> int:
@@ -361,12 +367,19 @@ def merge(spark: Any, t: TableDef, alias: str, source_sql: str, on_sql: str, cla
     Lake's own command; returns the rows inserted, updated and deleted. Delta applies the first
     clause whose condition holds, as PostgreSQL does; a target row two source rows change fails
     (21000, engine.errors) and changes nothing. Files, change feed and conflicts as :func:`rewrite`."""
+    return _merge_metrics(spark, t, alias, source_sql, on_sql, clauses)["num_affected_rows"]
+
+
+def _merge_metrics(spark: Any, t: TableDef, alias: str, source_sql: str, on_sql: str,
+                   clauses: list[MergeClause]) -> dict[str, int]:
+    """:func:`merge`, returning Delta's counts (``num_affected_rows``, ``num_updated_rows``,
+    ``num_deleted_rows``, ``num_inserted_rows``)."""
     view = f"tg_merge_{uuid.uuid4().hex}"
     spark.read.format("delta").load(t.location).createOrReplaceTempView(view)
     try:
         whens = []
         for c in clauses:
-            head = "WHEN MATCHED" if c.matched else "WHEN NOT MATCHED"
+            head = "WHEN NOT MATCHED BY SOURCE" if c.by_source else "WHEN MATCHED" if c.matched else "WHEN NOT MATCHED"
             if c.condition_sql is not None:
                 head += f" AND ({c.condition_sql})"
             if c.action == "delete":
@@ -381,9 +394,35 @@ def merge(spark: Any, t: TableDef, alias: str, source_sql: str, on_sql: str, cla
         statement = (f"MERGE INTO {quoted(view)} AS {quoted(alias)} USING {source_sql} ON {on_sql} "
                      + " ".join(whens))
         with durability.synced(t.location or ""):
-            return int(spark.sql(statement).collect()[0][0])
+            row = spark.sql(statement).collect()[0].asDict()
+        return {k: int(v or 0) for k, v in row.items()}
     finally:
         spark.catalog.dropTempView(view)
+
+
+def sink_merge(spark: Any, frame: DataFrame, t: TableDef, keys: list[str], delete_sql: str | None,
+               keep_unmatched: bool, app_id: str, version: int) -> tuple[int, int]:
+    """A batching flow's sink commit on Spark (engine.flows.batch), the collected one's twin: the
+    rows of ``frame`` (see :func:`storage_frame`; the last of a key wins) replace the sink rows of
+    their key (``keys``, NULLs alike) or are added, and unless ``keep_unmatched`` the sink rows no
+    new row matches are deleted (those where ``delete_sql`` holds, over alias ``t``, when given:
+    the re-evaluated windows). One Delta MERGE carrying the app transaction (``app_id``,
+    ``version``): Delta skips it when that version of the app already committed, and records it
+    for the next replay check. Returns (rows written, rows deleted)."""
+    source = f"tg_sink_rows_{uuid.uuid4().hex}"
+    _one_row_per_key(frame, keys, last=True).createOrReplaceTempView(source)
+    try:
+        on = " AND ".join(f"t.{quoted(k)} <=> s.{quoted(k)}" for k in keys)
+        every = tuple(Assignment(c, f"s.{quoted(c.name)}") for c in t.columns)
+        clauses = [MergeClause(True, "update", None, every), MergeClause(False, "insert", None, every)]
+        if not keep_unmatched:
+            clauses.append(MergeClause(False, "delete", delete_sql, by_source=True))
+        txn = {"spark.databricks.delta.write.txnAppId": app_id, "spark.databricks.delta.write.txnVersion": str(version)}
+        with _confs(spark, txn):
+            counts = _merge_metrics(spark, t, "t", f"{quoted(source)} AS s", on, clauses)
+        return counts.get("num_updated_rows", 0) + counts.get("num_inserted_rows", 0), counts.get("num_deleted_rows", 0)
+    finally:
+        spark.catalog.dropTempView(source)
 
 
 @contextlib.contextmanager

@@ -144,6 +144,58 @@ def test_non_aggregating_flow_sink(conn: psycopg.Connection) -> None:
     assert rows(conn, "SELECT host, v2 FROM n_sink ORDER BY ts") == [("c", 14.0)]
 
 
+def test_sinks_written_on_spark_hold_what_collected_sinks_hold(conn: psycopg.Connection, gw: TidegateServer) -> None:
+    """WITH (spark_writes = 'on'): each run's sink commit is Delta Lake's MERGE on Spark carrying the
+    flow's app transaction (issue 22); windows re-evaluated, groups that vanish deleted, and row for
+    row what the same flow with 'off' (collected, merged by delta-rs) keeps, flush counts alike."""
+    from deltalake import DeltaTable
+
+    make_source(conn, "sw_src")
+    conn.execute("INSERT INTO sw_src SELECT 'h' || (g % 7), TIMESTAMP '2024-01-01' + g * INTERVAL '7 seconds', g "
+                 "FROM generate_series(1, 3000) g")
+    queries = {"agg": f"SELECT host, {BIN} AS w, count(*) AS c, sum(v) AS s FROM sw_src GROUP BY host, w",
+               "all": "SELECT host, count(*) AS n, max(v) AS top FROM sw_src GROUP BY host",
+               "rows": "SELECT host, ts, v * 2 AS v2 FROM sw_src WHERE v > 100"}
+    for name, query in queries.items():
+        for mode in ("on", "off"):
+            conn.execute(f"CREATE FLOW sw_{name}_{mode} SINK TO sw_{name}_{mode}_sink {HOURLY} "
+                         f"WITH (spark_writes = '{mode}') AS {query}")
+
+    def same_sinks(step: str) -> None:
+        for name in queries:
+            counts = {mode: flush(conn, f"sw_{name}_{mode}") for mode in ("on", "off")}
+            assert counts["on"] == counts["off"], (step, name, counts)
+            got = {mode: rows(conn, f"SELECT * FROM sw_{name}_{mode}_sink ORDER BY 1, 2") for mode in ("on", "off")}
+            strip = [i for i, c in enumerate(rows(conn, f"SELECT column_name FROM information_schema.columns "
+                                                        f"WHERE table_name = 'sw_{name}_on_sink' ORDER BY ordinal_position"))
+                     if c[0] == "update_at"]
+            on, off = ([tuple(v for i, v in enumerate(r) if i not in strip) for r in got[m]] for m in ("on", "off"))
+            assert on == off and on, (step, name)
+            (path,) = conn.execute("SELECT pg_relation_filepath(%s)", (f"sw_{name}_on_sink",)).fetchone()
+            last = DeltaTable(str(gw.data_dir / path)).history(1)[0]
+            assert last["operation"] == "MERGE" and str(last.get("engineInfo", "")).startswith("Apache-Spark"), last
+            log = sorted((gw.data_dir / path / "_delta_log").glob("*.json"))[-1].read_text()
+            assert '"txn"' in log and "tidegate-flow-" in log, (step, name)
+
+    same_sinks("first run")
+    conn.execute("INSERT INTO sw_src VALUES ('new', '2024-01-01 00:03:30', 5000), ('h1', '2024-01-01 00:00:07', -1)")
+    conn.execute("DELETE FROM sw_src WHERE host = 'h3' AND ts < '2024-01-01 01:00'")
+    conn.execute("UPDATE sw_src SET v = v + 1000 WHERE ts BETWEEN '2024-01-01 02:00' AND '2024-01-01 02:10'")
+    same_sinks("after inserts, deletes and updates")
+    agg = rows(conn, "SELECT host, w, c, s FROM sw_agg_on_sink ORDER BY host, w")
+    assert agg == rows(conn, f"SELECT host, {BIN} AS w, count(*), sum(v) FROM sw_src GROUP BY 1, 2 ORDER BY 1, 2")
+    assert not any(h == "h3" and w < datetime(2024, 1, 1, 1) for h, w, *_ in agg)
+    err = error_of(conn, f"CREATE FLOW sw_bad SINK TO sw_bad_sink WITH (spark_writes = 'sometimes') AS {queries['all']}")
+    assert err.sqlstate == "22023"
+    err = error_of(conn, "CREATE FLOW sw_bad SINK TO sw_bad_sink WITH (spark_writes = 'on', flow_type = 'streaming') "
+                         "AS SELECT host, ts, v FROM sw_src")
+    assert err.sqlstate == "0A000"
+    for name in queries:
+        for mode in ("on", "off"):
+            conn.execute(f"DROP FLOW sw_{name}_{mode}")
+            conn.execute(f"DROP TABLE sw_{name}_{mode}_sink")
+
+
 def test_null_group_key_updates_its_sink_row(conn: psycopg.Connection) -> None:
     """A NULL group key is one key (as in GROUP BY): a later run replaces its row, never adds one."""
     conn.execute("CREATE TABLE nk_src (host text, ts timestamp NOT NULL, v double precision)")
@@ -246,7 +298,7 @@ def test_statement_errors(conn: psycopg.Connection) -> None:
          "CREATE OR REPLACE FLOW cannot be combined with IF NOT EXISTS"),
         (f"CREATE FLOW x2 SINK TO x2s WITH (colour = 'red') AS {good}", "22023",
          'unrecognized flow option "colour"; supported options: defer_on_missing_source, '
-         'experimental_enable_incremental_read, flow_type'),
+         'experimental_enable_incremental_read, flow_type, spark_writes'),
         (f"CREATE FLOW x2 SINK TO x2s WITH (experimental_enable_incremental_read = 'sometimes') AS {good}", "22023",
          'invalid value for flow option "experimental_enable_incremental_read": "sometimes" (expected true or false)'),
         (f"CREATE FLOW x2 SINK TO x2s WITH (defer_on_missing_source = 'maybe') AS {good}", "22023",

@@ -42,7 +42,7 @@ def test_interval_and_option_errors() -> None:
     with pytest.raises(SqlError) as e:
         syntax.parse("CREATE FLOW f SINK TO s WITH (a = 1) AS SELECT 1")
     assert e.value.message == ('unrecognized flow option "a"; supported options: defer_on_missing_source, '
-                               'experimental_enable_incremental_read, flow_type')
+                               'experimental_enable_incremental_read, flow_type, spark_writes')
     stmt = syntax.parse("CREATE FLOW f SINK TO s WITH (Experimental_Enable_Incremental_Read = ON) AS SELECT 1")
     assert stmt.options == {"experimental_enable_incremental_read": "true"}
     with pytest.raises(SqlError) as e:

@@ -13,16 +13,23 @@ A run (see :meth:`BatchExecutor.run`):
 4. writes the sink in ONE Delta merge: the windows' new rows are upserted on the sink's (primary
    key, time index), and the sink rows of those windows that the new result lacks are deleted.
    The commit carries the app transaction (``tidegate-flow-<id>``, run sequence), recorded before
-   and checked after a crash, so a replay neither loses nor duplicates rows.
+   and checked after a crash, so a replay neither loses nor duplicates rows. A result the
+   optimizer expects over 8 MB (the flow option ``spark_writes``: ``auto``, ``on``, ``off``) is
+   merged by Delta Lake's own MERGE on Spark with the same app transaction
+   (engine.sparkwrite.sink_merge): its rows never pass through the gateway; smaller ones, and
+   results needing one of PostgreSQL's conversions into the sink's types, are collected and
+   merged by delta-rs.
 
 EXPIRE AFTER narrows the re-evaluated windows to those ending after ``now - expire``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import logging
 import time
+from collections.abc import Iterator
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
@@ -30,16 +37,19 @@ import pyarrow as pa
 from deltalake import CommitProperties, Transaction
 
 from catalog.store import TableDef
-from engine import ttl
+from engine import sparkwrite, ttl
 from engine.flows.plan import (TS_PLACEHOLDER, UPDATE_AT, FlowPlan, sink_column_of, sink_columns, table_refs,
                                upsert_keys)
 from engine.flows.seam import ActiveFlow, FlowExecutor, RunResult
-from engine.flows.windows import US, Range, delta_predicate, merge_ranges, spark_predicate, times_to_micros
+from engine.flows.windows import (US, Range, delta_predicate, merge_ranges, spark_predicate, spark_time_literal,
+                                  times_to_micros)
 from engine.storage import (WRITER_PROPERTIES, Snapshot, TableStore, action_path, coerce_array, dedupe_last,
                             key_match, storage_schema, storage_to_result)
 from tidegate.errors import SqlError
 
 if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
     from engine.executor import EngineSession
 
 log = logging.getLogger(__name__)
@@ -126,7 +136,7 @@ class BatchExecutor(FlowExecutor):
         # upserts what its rows still give and deletes nothing.
         keep_unmatched = window is None and any(not ttl.of(t).forever for t in plan.sources)
         written, deleted = self._commit(sink, plan, data, ranges, window.output if window else None,
-                                        window.column_type if window else None, aid, seq,
+                                        window.column_type if window else None, aid, seq, af=af,
                                         keep_unmatched=keep_unmatched)
         progress.seq, progress.versions = seq, new_versions
         progress.planned_seq = progress.planned_versions = None
@@ -147,8 +157,25 @@ class BatchExecutor(FlowExecutor):
 
     # -- evaluation -------------------------------------------------------------------------------
 
+    @contextlib.contextmanager
+    def _tagged(self, af: ActiveFlow, spark: SparkSession) -> Iterator[None]:
+        """The Spark jobs run inside carry the run's tag: DROP FLOW and shutdown cancel them."""
+        tag = f"tidegate-flow-{af.flow.flow_id}-r{next(_view_seq)}"
+        af.running_job = (spark, tag)
+        spark.addTag(tag)
+        spark.sparkContext.addJobTag(tag)
+        try:
+            yield
+        finally:
+            af.running_job = None
+            spark.removeTag(tag)
+            spark.sparkContext.removeJobTag(tag)
+
     def _evaluate(self, session: EngineSession, af: ActiveFlow, plan: FlowPlan, sink: TableDef,
-                  snaps: dict[str, Snapshot], ranges: list[Range] | None) -> pa.Table:
+                  snaps: dict[str, Snapshot], ranges: list[Range] | None) -> pa.Table | DataFrame:
+        """The flow's result over ``ranges`` in the sink's storage form: collected rows, or (a
+        large result needing no conversion, see :meth:`_sink_frame`) the Spark frame that
+        computes them, which the commit merges on Spark."""
         from engine import spark as sparkmod
         from engine.resolver import StatementResolver
         from engine.translate import ResolvedRelation, translate_query
@@ -158,10 +185,6 @@ class BatchExecutor(FlowExecutor):
         overrides: dict[str, Any] = {}
         view_name: str | None = None
         spark = session.spark
-        tag = f"tidegate-flow-{af.flow.flow_id}-r{next(_view_seq)}"
-        af.running_job = (spark, tag)
-        spark.addTag(tag)
-        spark.sparkContext.addJobTag(tag)
         try:
             window = plan.window
             if window is not None and ranges is not None:
@@ -181,7 +204,13 @@ class BatchExecutor(FlowExecutor):
             resolver = StatementResolver(session, info, overrides, stored_rows=True)
             assert plan.query_tree is not None
             tq = translate_query(plan.query_tree, resolver, [])
-            result = sparkmod.collect_arrow(spark.sql(tq.spark_sql))
+            df = spark.sql(tq.spark_sql)  # analysed now: the view may go once it is built
+            if sparkwrite.worth_writing_on_spark(df, info):
+                frame = _sink_frame(df, plan, sink)
+                if frame is not None:
+                    return frame
+            with self._tagged(af, spark):
+                result = sparkmod.collect_arrow(df)
         except SqlError:
             raise
         except Exception as exc:  # noqa: BLE001 - Spark failures become SqlErrors
@@ -190,9 +219,6 @@ class BatchExecutor(FlowExecutor):
 
             raise map_spark_error(exc, None) from None
         finally:
-            af.running_job = None
-            spark.removeTag(tag)
-            spark.sparkContext.removeJobTag(tag)
             if view_name is not None:
                 try:
                     spark.catalog.dropTempView(view_name)
@@ -202,23 +228,29 @@ class BatchExecutor(FlowExecutor):
 
     # -- the sink commit --------------------------------------------------------------------------
 
-    def _commit(self, sink: TableDef, plan: FlowPlan, data: pa.Table, ranges: list[Range] | None,
+    def _commit(self, sink: TableDef, plan: FlowPlan, data: pa.Table | DataFrame, ranges: list[Range] | None,
                 window_output: str | None, window_type: str | None, aid: str, seq: int, *,
-                keep_unmatched: bool = False) -> tuple[int, int]:
+                af: ActiveFlow | None = None, keep_unmatched: bool = False) -> tuple[int, int]:
         rt = self.runtime
         location = sink.location
         assert location
         keys = upsert_keys(sink, plan)
+        held = _window_column(sink, plan, window_output) if ranges is not None else None
+        if not isinstance(data, pa.Table):
+            delete_sql = spark_predicate(held[0], held[1], ranges, qualifier="t") if held and ranges is not None else None
+            with rt.store.lock(location), self._tagged(af, data.sparkSession) if af else contextlib.nullcontext():
+                try:
+                    landed = rt.store.app_version(location, aid)
+                    if landed is not None and landed >= seq:
+                        return 0, 0
+                    return sparkwrite.sink_merge(data.sparkSession, data, sink, keys, delete_sql, keep_unmatched,
+                                                 aid, seq)
+                finally:
+                    rt.store.forget(location)  # Spark committed (or may have): the cached log is behind
         data = dedupe_last(data, keys)
         delete_pred: str | None = None
-        if ranges is not None:
-            held = sink_column_of(plan, sink, window_output) if window_output in plan.output_names else None
-            column = sink.time_index if sink.time_index == held else None
-            ctype = sink.column(column).type.pg.name if column else None
-            if column is None or ctype not in ("timestamp", "timestamptz", "date"):
-                raise SqlError("42P16", f'sink table "{sink.qualified_name}" has no time index holding the '
-                                        f'flow\'s window column "{window_output}"')
-            delete_pred = "(" + delta_predicate(column, ctype, ranges) + ")"
+        if held is not None and ranges is not None:
+            delete_pred = "(" + delta_predicate(held[0], held[1], ranges) + ")"
         with rt.store.writing(location) as dt:
             landed = dt.transaction_version(aid)
             if landed is not None and landed >= seq:
@@ -235,6 +267,43 @@ class BatchExecutor(FlowExecutor):
                 merger = merger.when_not_matched_by_source_delete(predicate=delete_pred)
             metrics = merger.execute()
         return data.num_rows, int(metrics.get("num_target_rows_deleted", 0))
+
+
+def _window_column(sink: TableDef, plan: FlowPlan, window_output: str | None) -> tuple[str, str]:
+    """The sink's time index holding the flow's window column, with its type's name; 42P16 when
+    the sink has none (its rows of a re-evaluated window could not be found)."""
+    held = sink_column_of(plan, sink, window_output) if window_output in plan.output_names else None
+    column = sink.time_index if sink.time_index == held else None
+    ctype = sink.column(column).type.pg.name if column else None
+    if column is None or ctype not in ("timestamp", "timestamptz", "date"):
+        raise SqlError("42P16", f'sink table "{sink.qualified_name}" has no time index holding the '
+                                f'flow\'s window column "{window_output}"')
+    return column, ctype
+
+
+def _sink_frame(df: DataFrame, plan: FlowPlan, sink: TableDef) -> DataFrame | None:
+    """The flow's result ``df`` as the sink stores it, computed on Spark (:func:`_to_sink_rows`'
+    twin: update_at stamped, the placeholder time index, NULL in the columns the flow does not
+    give, NOT NULL checked on the executors with 23502); None when a column needs one of
+    PostgreSQL's conversions into the sink's type (the collected path makes it)."""
+    by_name = {name: i for i, name in enumerate(sink_columns(plan, sink))}
+    types = sparkwrite.result_types(df, list(plan.output_types))
+    now_us = int(time.time() * 1000) * 1000  # milliseconds, as the collected path stamps
+    given: dict[str, int] = {}
+    filled: dict[str, sparkwrite.Filled] = {}
+    for c in sink.columns:
+        if c.name in by_name:
+            if not sparkwrite.same_storage(types[by_name[c.name]], c.type):
+                return None
+            given[c.name] = by_name[c.name]
+        elif c.name in (UPDATE_AT, TS_PLACEHOLDER) and c.type.pg.name in ("timestamp", "timestamptz", "date"):
+            filled[c.name] = sparkwrite.Filled(None, spark_time_literal(now_us if c.name == UPDATE_AT else 0,
+                                                                         c.type.pg.name))
+        elif c.name in (UPDATE_AT, TS_PLACEHOLDER):
+            return None
+        else:
+            filled[c.name] = sparkwrite.Filled(None)
+    return sparkwrite.storage_frame(df, sink, given, filled)
 
 
 def _prune_files(store: TableStore, snap: Snapshot, column: str, ranges: list[Range]) -> list[str]:

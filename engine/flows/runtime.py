@@ -150,7 +150,9 @@ class FlowRuntime:
 
     def session_info(self, f: FlowDef) -> SessionInfo:
         # A flow runs on its own behalf: its owner's privileges were checked at CREATE FLOW.
-        return SessionInfo(settings={"search_path": f.search_path}, internal=True)
+        # WITH (spark_writes = ...) chooses the sink's writer as tidegate.spark_writes does a statement's
+        return SessionInfo(settings={"search_path": f.search_path,
+                                     "tidegate.spark_writes": f.options.get("spark_writes", "auto")}, internal=True)
 
     # -- planning --------------------------------------------------------------------------------
 

@@ -160,7 +160,8 @@ def _mode_rule(plan, stmt: syntax.CreateFlow) -> str:
     """Part 2 (streaming): the flow's mode, see :func:`engine.flows.streaming.decide_flow_type`."""
     from engine.flows.streaming import decide_flow_type
 
-    return decide_flow_type(plan, stmt.options.get("flow_type"), stmt.eval_interval)
+    explicit = stmt.options.get("flow_type") or ("batching" if "spark_writes" in stmt.options else None)
+    return decide_flow_type(plan, explicit, stmt.eval_interval)
 
 
 def _show_flows(session: EngineSession, rt: FlowRuntime, stmt: syntax.ShowFlows, info: SessionInfo) -> RowStream:

@@ -26,7 +26,11 @@ FLOW_TYPES = ("batching", "streaming")
 # GreptimeDB falls back to full-snapshot queries), so it is accepted, stored and shown, and changes
 # nothing.
 BOOLEAN_OPTIONS = ("defer_on_missing_source", "experimental_enable_incremental_read")
-SUPPORTED_OPTIONS = ("defer_on_missing_source", "experimental_enable_incremental_read", "flow_type")
+# tidegate's own: which writer commits a batching flow's sink (engine.flows.batch), as the session
+# setting tidegate.spark_writes chooses for statements: 'auto' (Spark for a result the optimizer
+# expects over 8 MB, delta-rs in the gateway otherwise), 'on', 'off'. It makes the flow batching.
+SPARK_WRITES = ("auto", "on", "off")
+SUPPORTED_OPTIONS = ("defer_on_missing_source", "experimental_enable_incremental_read", "flow_type", "spark_writes")
 _TRUE = {"true", "t", "on", "yes", "1"}
 _FALSE = {"false", "f", "off", "no", "0"}
 
@@ -172,6 +176,10 @@ def _create(node: dialect.CreateFlow) -> CreateFlow:
     stmt.comment = comment.name if comment is not None else None
     stmt.options = {p.this.name.lower(): _option_value(p.this.name.lower(), p.args["value"].name)
                     for p in node.args.get("options") or []}
+    if "spark_writes" in stmt.options and stmt.options.get("flow_type") == "streaming":
+        raise SqlError("0A000", "flow option spark_writes is for batching flows: a streaming flow writes each "
+                                "micro-batch's rows from the gateway",
+                       hint="Drop spark_writes, or use WITH (flow_type = 'batching').")
     return stmt
 
 
@@ -216,6 +224,11 @@ def _option_value(key: str, value: str) -> str:
             return "false"
         raise SqlError("22023", f'invalid value for flow option "{key}": "{value}" (expected true or false)')
     low = value.strip().lower()
+    if key == "spark_writes":
+        if low not in SPARK_WRITES:
+            raise SqlError("22023", f'invalid value for flow option "spark_writes": "{value}" (expected \'auto\', '
+                                    "'on' or 'off')")
+        return low
     if low not in FLOW_TYPES:
         raise SqlError("22023", f'invalid value for flow option "flow_type": "{value}" (expected \'batching\' or \'streaming\')')
     return low

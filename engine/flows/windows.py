@@ -164,16 +164,26 @@ def micros_to_date(us: int, ceil: bool) -> date:
     return date(1970, 1, 1) + timedelta(days=days)
 
 
-def spark_predicate(column: str, pg_type: str, ranges: list[Range]) -> str:
-    """A Spark SQL predicate selecting ``column`` values inside ``ranges``."""
+def spark_time_literal(us: int, pg_type: str, ceil: bool = False) -> str:
+    """The Spark SQL literal of the instant ``us`` (microseconds since the epoch, UTC) as a value of
+    the PostgreSQL type ``pg_type`` in storage form (a date: the day holding it, or the next with
+    ``ceil`` when it is not midnight)."""
+    if pg_type == "date":
+        return f"DATE'{micros_to_date(us, ceil).isoformat()}'"
+    if pg_type == "timestamptz":
+        return f"TIMESTAMP'{micros_text(us)}+00:00'"
+    return f"TIMESTAMP_NTZ'{micros_text(us)}'"
+
+
+def spark_predicate(column: str, pg_type: str, ranges: list[Range], qualifier: str | None = None) -> str:
+    """A Spark SQL predicate selecting ``column`` (of ``qualifier``'s relation, when given) values
+    inside ``ranges``."""
     col = "`" + column.replace("`", "``") + "`"
+    if qualifier is not None:
+        col = "`" + qualifier.replace("`", "``") + "`." + col
 
     def lit(us: int, ceil: bool = False) -> str:
-        if pg_type == "date":
-            return f"DATE'{micros_to_date(us, ceil).isoformat()}'"
-        if pg_type == "timestamptz":
-            return f"TIMESTAMP'{micros_text(us)}+00:00'"
-        return f"TIMESTAMP_NTZ'{micros_text(us)}'"
+        return spark_time_literal(us, pg_type, ceil)
 
     terms = []
     for lo, hi in ranges:
