@@ -185,6 +185,15 @@ def test_sinks_written_on_spark_hold_what_collected_sinks_hold(conn: psycopg.Con
     agg = rows(conn, "SELECT host, w, c, s FROM sw_agg_on_sink ORDER BY host, w")
     assert agg == rows(conn, f"SELECT host, {BIN} AS w, count(*), sum(v) FROM sw_src GROUP BY 1, 2 ORDER BY 1, 2")
     assert not any(h == "h3" and w < datetime(2024, 1, 1, 1) for h, w, *_ in agg)
+    for mode in ("on", "off"):  # a NULL for a NOT NULL sink column: 23502 either way, nothing written
+        conn.execute(f"CREATE TABLE sw_nn_{mode} (host text, w timestamp TIME INDEX, s double precision NOT NULL, "
+                     "PRIMARY KEY (host))")
+        conn.execute(f"CREATE FLOW sw_nn_{mode}_flow SINK TO sw_nn_{mode} {HOURLY} WITH (spark_writes = '{mode}') AS "
+                     f"SELECT host, {BIN} AS w, sum(v) FILTER (WHERE v > 1e9) AS s FROM sw_src GROUP BY host, w")
+        assert error_of(conn, f"ADMIN FLUSH_FLOW('sw_nn_{mode}_flow')").sqlstate == "23502", mode
+        assert rows(conn, f"SELECT count(*) FROM sw_nn_{mode}") == [(0,)]
+        conn.execute(f"DROP FLOW sw_nn_{mode}_flow")
+        conn.execute(f"DROP TABLE sw_nn_{mode}")
     err = error_of(conn, f"CREATE FLOW sw_bad SINK TO sw_bad_sink WITH (spark_writes = 'sometimes') AS {queries['all']}")
     assert err.sqlstate == "22023"
     err = error_of(conn, "CREATE FLOW sw_bad SINK TO sw_bad_sink WITH (spark_writes = 'on', flow_type = 'streaming') "

@@ -245,6 +245,14 @@ class BatchExecutor(FlowExecutor):
                         return 0, 0
                     return sparkwrite.sink_merge(data.sparkSession, data, sink, keys, delete_sql, keep_unmatched,
                                                  aid, seq)
+                except SqlError:
+                    raise
+                except Exception as exc:  # noqa: BLE001 - Spark failures (a NOT NULL's 23502...) become SqlErrors
+                    if af is not None:
+                        af.check_cancelled()
+                    from engine.errors import map_spark_error
+
+                    raise map_spark_error(exc, None) from None
                 finally:
                     rt.store.forget(location)  # Spark committed (or may have): the cached log is behind
         data = dedupe_last(data, keys)
