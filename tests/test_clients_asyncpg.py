@@ -282,9 +282,9 @@ def test_cancel_slow_query(server: Target) -> None:
             with pytest.raises(asyncio.TimeoutError):
                 await asyncio.wait_for(conn.fetchval(slow), timeout=1.0)
             # asyncpg sent a CancelRequest; the next statement waits until the server has stopped
-            # the slow one, so an answer within seconds proves the statement was cancelled.
-            assert await asyncio.wait_for(conn.fetchval("SELECT 7"), timeout=15) == 7
-            assert time.monotonic() - started < 5
+            # the slow one (hours of work), so an answer within a minute proves the statement was cancelled.
+            assert await asyncio.wait_for(conn.fetchval("SELECT 7"), timeout=60) == 7
+            assert time.monotonic() - started < 60  # the statement takes hours: it was cancelled (not a timing target)
         finally:
             await conn.close()
     run(body())
@@ -306,7 +306,7 @@ def test_query_canceled_error(server: Target) -> None:
             finally:
                 canceller.cancel()
             assert info.value.sqlstate == "57014"
-            assert time.monotonic() - started < 5
+            assert time.monotonic() - started < 60  # the statement takes hours: it was cancelled (not a timing target)
             assert await conn.fetchval("SELECT 9") == 9
         finally:
             await conn.close()

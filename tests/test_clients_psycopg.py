@@ -459,5 +459,5 @@ def test_cancel_running_query(server: Target, protocol: str) -> None:
         finally:
             timer.cancel()
         assert info.value.sqlstate == "57014"
-        assert time.monotonic() - started < 5
+        assert time.monotonic() - started < 60  # the statement takes hours: it was cancelled (not a timing target)
         assert conn.execute("SELECT 42").fetchone() == (42,)
