@@ -367,7 +367,7 @@ def insert_on_conflict(session: EngineSession, tree: exp.Insert, params: list[An
     if conflict is None or does_nothing(conflict) or tree.args.get("returning") is not None \
             or tree.args.get("with") is not None or not isinstance(source, exp.Select) \
             or any(conflict.args.get(a) is not None for a in ("constraint", "where", "index_predicate")) \
-            or any(isinstance(e, exp.Star) or e.find(exp.Star) is not None for e in source.expressions):
+            or any(e.find(exp.Star) is not None for e in source.expressions):
         return None
     target = tree.this
     names = [node_name(e) for e in target.expressions] if isinstance(target, exp.Schema) else None

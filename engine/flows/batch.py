@@ -211,13 +211,8 @@ class BatchExecutor(FlowExecutor):
                     return frame
             with self._tagged(af, spark):
                 result = sparkmod.collect_arrow(df)
-        except SqlError:
-            raise
         except Exception as exc:  # noqa: BLE001 - Spark failures become SqlErrors
-            af.check_cancelled()
-            from engine.errors import map_spark_error
-
-            raise map_spark_error(exc, None) from None
+            raise _as_sql_error(exc, af) from None
         finally:
             if view_name is not None:
                 try:
@@ -237,28 +232,10 @@ class BatchExecutor(FlowExecutor):
         keys = upsert_keys(sink, plan)
         held = _window_column(sink, plan, window_output) if ranges is not None else None
         if not isinstance(data, pa.Table):
-            delete_sql = spark_predicate(held[0], held[1], ranges, qualifier="t") if held and ranges is not None else None
-            with rt.store.lock(location), self._tagged(af, data.sparkSession) if af else contextlib.nullcontext():
-                try:
-                    landed = rt.store.app_version(location, aid)
-                    if landed is not None and landed >= seq:
-                        return 0, 0
-                    return sparkwrite.sink_merge(data.sparkSession, data, sink, keys, delete_sql, keep_unmatched,
-                                                 aid, seq)
-                except SqlError:
-                    raise
-                except Exception as exc:  # noqa: BLE001 - Spark failures (a NOT NULL's 23502...) become SqlErrors
-                    if af is not None:
-                        af.check_cancelled()
-                    from engine.errors import map_spark_error
-
-                    raise map_spark_error(exc, None) from None
-                finally:
-                    rt.store.forget(location)  # Spark committed (or may have): the cached log is behind
+            delete_sql = spark_predicate(*held, ranges, qualifier="t") if held and ranges else None
+            return self._commit_on_spark(sink, data, keys, delete_sql, aid, seq, af, keep_unmatched)
         data = dedupe_last(data, keys)
-        delete_pred: str | None = None
-        if held is not None and ranges is not None:
-            delete_pred = "(" + delta_predicate(held[0], held[1], ranges) + ")"
+        delete_pred = "(" + delta_predicate(*held, ranges) + ")" if held and ranges is not None else None
         with rt.store.writing(location) as dt:
             landed = dt.transaction_version(aid)
             if landed is not None and landed >= seq:
@@ -275,6 +252,35 @@ class BatchExecutor(FlowExecutor):
                 merger = merger.when_not_matched_by_source_delete(predicate=delete_pred)
             metrics = merger.execute()
         return data.num_rows, int(metrics.get("num_target_rows_deleted", 0))
+
+    def _commit_on_spark(self, sink: TableDef, frame: DataFrame, keys: list[str], delete_sql: str | None,
+                         aid: str, seq: int, af: ActiveFlow | None, keep_unmatched: bool) -> tuple[int, int]:
+        """:meth:`_commit` of a result left on Spark (:func:`_sink_frame`): Delta Lake's MERGE
+        (engine.sparkwrite.sink_merge) under the sink's lock, skipped when this run already landed."""
+        store = self.runtime.store
+        location = sink.location or ""
+        with store.lock(location), self._tagged(af, frame.sparkSession) if af else contextlib.nullcontext():
+            try:
+                landed = store.app_version(location, aid)
+                if landed is not None and landed >= seq:
+                    return 0, 0
+                return sparkwrite.sink_merge(frame.sparkSession, frame, sink, keys, delete_sql, keep_unmatched, aid, seq)
+            except Exception as exc:  # noqa: BLE001 - Spark failures (a NOT NULL's 23502...) become SqlErrors
+                raise _as_sql_error(exc, af) from None
+            finally:
+                store.forget(location)  # Spark committed (or may have): the cached log is behind
+
+
+def _as_sql_error(exc: Exception, af: ActiveFlow | None) -> SqlError:
+    """A failure of a flow run's Spark work as the SqlError the flow reports (a cancelled run's as
+    the cancel: :meth:`ActiveFlow.check_cancelled` raises it)."""
+    if isinstance(exc, SqlError):
+        return exc
+    if af is not None:
+        af.check_cancelled()
+    from engine.errors import map_spark_error
+
+    return map_spark_error(exc, None)
 
 
 def _window_column(sink: TableDef, plan: FlowPlan, window_output: str | None) -> tuple[str, str]:
