@@ -32,6 +32,13 @@ def env(spark_free_engine):
     return spark_free_engine
 
 
+def _started(settings: Settings) -> tuple[Catalog, Engine, object]:
+    """A catalog, an engine on it and a session of that engine (the caller shuts them down)."""
+    catalog = Catalog(settings.catalog_path)
+    engine = Engine(settings, catalog)
+    return catalog, engine, engine.open_session()
+
+
 def _delta(engine: Engine, name: str, schema: str = "public") -> DeltaTable:
     return DeltaTable(engine.catalog.get_table(schema, name).location)
 
@@ -425,9 +432,7 @@ def test_drop_table_and_schema(env):
 
 def test_restart_sees_data(tmp_path):
     settings = _settings(tmp_path)
-    catalog = Catalog(settings.catalog_path)
-    engine = Engine(settings, catalog)
-    s = engine.open_session()
+    catalog, engine, s = _started(settings)
     s.execute("CREATE TABLE keep (id int PRIMARY KEY, v text)")
     s.execute("INSERT INTO keep VALUES (1, 'a'), (2, 'b')")
     engine.shutdown()
@@ -453,9 +458,7 @@ def test_app_transactions_record_versions(env):
 
 def test_compaction_of_many_small_inserts(tmp_path):
     settings = _settings(tmp_path, compact_min_files=16, vacuum_retention_hours=0)
-    catalog = Catalog(settings.catalog_path)
-    engine = Engine(settings, catalog)
-    s = engine.open_session()
+    catalog, engine, s = _started(settings)
     s.execute("CREATE TABLE small (id int, v text)")
     for i in range(400):
         s.execute(f"INSERT INTO small VALUES ({i}, 'v{i}')")
@@ -518,9 +521,7 @@ def test_compaction_merges_small_files_and_leaves_full_ones(tmp_path, monkeypatc
 
     monkeypatch.setattr(maintenance_module, "TARGET_FILE_ROWS", 1000)
     settings = _settings(tmp_path, compact_min_files=4, vacuum_retention_hours=0)
-    catalog = Catalog(settings.catalog_path)
-    engine = Engine(settings, catalog)
-    s = engine.open_session()
+    catalog, engine, s = _started(settings)
     s.execute("CREATE TABLE mixed (id bigint, v text)")
     t = catalog.get_table("public", "mixed")
     for start in range(0, 8000, 800):  # ten full files
@@ -546,9 +547,7 @@ def test_compaction_of_small_files_holding_many_bytes_runs_on_spark(tmp_path):
     Spark (issue 22): one commit written by Spark, every row as it was, the table still readable
     by delta-rs and written by this gateway after it."""
     settings = _settings(tmp_path, compact_min_files=4, vacuum_retention_hours=0, spark_compact_bytes=1)
-    catalog = Catalog(settings.catalog_path)
-    engine = Engine(settings, catalog)
-    s = engine.open_session()
+    catalog, engine, s = _started(settings)
     s.execute("CREATE TABLE bulk (id bigint, v text)")
     for i in range(12):
         s.execute(f"INSERT INTO bulk SELECT g, 'v' || g FROM generate_series({i * 100}, {i * 100 + 99}) g")
