@@ -32,20 +32,20 @@ from __future__ import annotations
 import datetime as dt
 import os
 from dataclasses import dataclass, field
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.dataset as pads
 from sqlglot import exp
 
 from catalog.store import ColumnDef, TableDef
 from engine import ttl
 from engine.resolver import node_name, param_index
 from engine.storage import (KeyIndex, Snapshot, action_path, columns_kept, convert_batches, file_columns, key_index,
-                            kept_columns, kept_key_index, prefetch, python_value, storage_schema)
+                            kept_columns, kept_key_index, prefetch, python_value, read_file_columns,
+                            storage_schema)
 from tidegate.errors import SqlError
 from tidegate.results import ResultField, RowStream
 from tidegate.session import SessionInfo
@@ -424,26 +424,85 @@ def _shown(v: Any) -> str:
     return str(v)
 
 
-def _excluded(term: _Term, values: list[Any], lo: Any, hi: Any) -> bool:
-    """Whether a file whose ``term`` column lies in [lo, hi] (statistics) can hold no match."""
-    if lo is None or hi is None or any(v is None for v in values):
-        return False
-    op = term.op
+def _excluded(op: str, keys: list[int], lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """Which files, whose column lies in [lo, hi] by their statistics, can hold no value for which
+    ``op`` holds against ``keys`` (every value and bound as its :func:`_stat_key`)."""
     if op == "=":
-        return values[0] < lo or values[0] > hi
+        return (lo > keys[0]) | (hi < keys[0])
     if op == "<":
-        return lo >= values[0]
+        return lo >= keys[0]
     if op == "<=":
-        return lo > values[0]
+        return lo > keys[0]
     if op == ">":
-        return hi <= values[0]
+        return hi <= keys[0]
     if op == ">=":
-        return hi < values[0]
+        return hi < keys[0]
     if op == "between":
-        return values[0] > hi or values[1] < lo
+        return (lo > keys[1]) | (hi < keys[0])
     if op == "in":
-        return all(v < lo or v > hi for v in values)
-    return False
+        out = np.ones(len(lo), dtype=bool)
+        for k in keys:
+            out &= (lo > k) | (hi < k)
+        return out
+    return np.zeros(len(lo), dtype=bool)
+
+
+_EPOCH = dt.datetime(1970, 1, 1)
+_MICRO = dt.timedelta(microseconds=1)
+
+
+def _stat_key(family: str, v: Any) -> int:
+    """A value or statistics bound of a pruned column as an integer that orders alike: integers as
+    they are, dates as ordinals, timestamps as microseconds of their UTC wall clock."""
+    if family in _PRUNED_BY_MS_STATS:
+        return (_utc_wall(v) - _EPOCH) // _MICRO
+    if family == "date":
+        return v.toordinal()
+    return v
+
+
+class _Bounds:
+    """One column's statistics of a version's files, as arrays :func:`_excluded` compares at once:
+    a lookup's pruning was a Python loop over every file (40% of a lookup on a table of 100
+    files). Bounds a file lacks (or a timestamp's widened bound out of range) are not ``known``:
+    such a file is never excluded."""
+
+    __slots__ = ("lo", "hi", "known")
+
+    def __init__(self, family: str, lows: list[Any], highs: list[Any]) -> None:
+        n = len(lows)
+        lo, hi, known = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64), np.zeros(n, dtype=bool)
+        for i, (a, b) in enumerate(zip(lows, highs)):
+            if a is None or b is None:
+                continue
+            try:
+                if family in _PRUNED_BY_MS_STATS:
+                    a, b = _utc_wall(a) - _STATS_SLACK, _utc_wall(b) + _STATS_SLACK
+                lo[i], hi[i], known[i] = _stat_key(family, a), _stat_key(family, b), True
+            except (TypeError, OverflowError, AttributeError):  # years 1 / 9999 widened: not excluded
+                continue
+        self.lo, self.hi, self.known = lo, hi, known
+
+
+# The bounds of the versions' statistics lookups read lately, by the identity of their actions
+# (kept with them, so an identity is not reused while its entry lives).
+_BOUNDS: dict[tuple[int, str], tuple[Mapping[str, list[Any]], _Bounds]] = {}
+_BOUNDS_KEPT = 256
+
+
+def _bounds(actions: Mapping[str, list[Any]], column: str, family: str) -> _Bounds | None:
+    lo_name, hi_name = f"min.{column}", f"max.{column}"
+    if lo_name not in actions or hi_name not in actions:
+        return None
+    key = (id(actions), column)
+    kept = _BOUNDS.get(key)
+    if kept is not None and kept[0] is actions:
+        return kept[1]
+    bounds = _Bounds(family, actions[lo_name], actions[hi_name])
+    if len(_BOUNDS) >= _BOUNDS_KEPT:
+        _BOUNDS.pop(next(iter(_BOUNDS)), None)
+    _BOUNDS[key] = (actions, bounds)
+    return bounds
 
 
 @dataclass
@@ -491,32 +550,28 @@ def _bound(lookup: Lookup, params: list[Any]) -> list[tuple[_Term, list[Any]]] |
 
 
 def _plan(lookup: Lookup, bound: list[tuple[_Term, list[Any]]], snap: Snapshot,
-          actions: dict[str, list[Any]]) -> Plan | None:
+          actions: Mapping[str, list[Any]]) -> Plan | None:
     paths, counts = actions["path"], actions["num_records"]
-    keep = [True] * len(paths)
+    keep: np.ndarray | None = None
     for term, values in bound:
         family = term.column.type.pg.name
         if family not in _PRUNED_BY_STATS and family not in _PRUNED_BY_MS_STATS:
             continue
-        lo_name, hi_name = f"min.{term.column.name}", f"max.{term.column.name}"
-        if lo_name not in actions or hi_name not in actions:
+        if any(v is None for v in values):
+            continue  # a comparison with NULL excludes by its mask, not by statistics
+        if family in _PRUNED_BY_MS_STATS and not all(isinstance(v, dt.datetime) for v in values):
             continue
-        if family in _PRUNED_BY_MS_STATS:
-            values = [_utc_wall(v) for v in values]
-            if any(not isinstance(v, dt.datetime) for v in values if v is not None):
-                continue
-        for i, (lo, hi) in enumerate(zip(actions[lo_name], actions[hi_name])):
-            if family in _PRUNED_BY_MS_STATS:
-                try:
-                    lo, hi = _utc_wall(lo) - _STATS_SLACK, _utc_wall(hi) + _STATS_SLACK
-                except (TypeError, OverflowError):  # no statistics, or years 1 / 9999: not excluded
-                    continue
-            if keep[i] and _excluded(term, values, lo, hi):
-                keep[i] = False
-    files = [action_path(lookup.table.location, p) for p, k in zip(paths, keep) if k]
-    rows = sum(n or 0 for n, k in zip(counts, keep) if k)
-    if any(n is None for n, k in zip(counts, keep) if k):
+        bounds = _bounds(actions, term.column.name, family)
+        if bounds is None:
+            continue
+        excluded = bounds.known & _excluded(term.op, [_stat_key(family, v) for v in values], bounds.lo, bounds.hi)
+        keep = ~excluded if keep is None else keep & ~excluded
+    kept = range(len(paths)) if keep is None else np.flatnonzero(keep).tolist()
+    files = [action_path(lookup.table.location, paths[i]) for i in kept]
+    kept_counts = [counts[i] for i in kept]
+    if any(n is None for n in kept_counts):
         return None
+    rows = sum(kept_counts)
     streaming = rows > MAX_ROWS
     if streaming and (lookup.terms or lookup.order):
         return None  # a filter or sort of that many rows: Spark's (its cores, its pushdown)
@@ -615,9 +670,9 @@ def _key_term(lk: Lookup) -> _Term | None:
 
 def _read(plan: Plan, wanted: list[str]) -> pa.Table:
     lk = plan.lookup
-    schema = storage_schema(lk.table.columns)
     needed = _needed(lk, wanted)
     narrowing = _key_term(lk)
+    schema = None if plan.at_once else storage_schema(lk.table.columns)
     parts = []
     for path in plan.files:
         if plan.at_once:
@@ -629,7 +684,8 @@ def _read(plan: Plan, wanted: list[str]) -> pa.Table:
                 prefetch([action_path(lk.table.location, p) for p in plan.listed], schema, needed,
                          narrowing.column.name if narrowing is not None else None)
             part = file_columns(path, schema, needed)
-        if narrowing is not None:  # the rows the key index names; every term is checked on them below
+        terms = plan.terms
+        if narrowing is not None:  # exactly the rows where the narrowing term holds: the others are checked below
             values = next(v for term, v in plan.terms if term is narrowing)
             if plan.at_once:
                 index = kept_key_index(path, narrowing.column.name)
@@ -637,9 +693,17 @@ def _read(plan: Plan, wanted: list[str]) -> pa.Table:
                     raise _NotHere
             else:
                 index = key_index(path, narrowing.column.name, part.column(narrowing.column.name))
-            part = part.take(pa.array(_indexed_rows(narrowing, values, index)))
+            found = _indexed_rows(narrowing, values, index)
+            if not len(found):
+                continue
+            first, last = int(found[0]), int(found[-1])
+            if last - first + 1 == len(found):  # one row, or a run of them: a zero-copy slice (a take is ~60 us)
+                part = part.slice(first, len(found))
+            else:
+                part = part.take(found)
+            terms = [(term, v) for term, v in terms if term is not narrowing]
         keep = None
-        for term, values in plan.terms:
+        for term, values in terms:
             mask = _mask(term, values, part.column(term.column.name))
             if mask is None:
                 keep = None
@@ -649,7 +713,12 @@ def _read(plan: Plan, wanted: list[str]) -> pa.Table:
         if keep is not None:
             part = part.filter(keep)  # NULL: not kept
         parts.append(part.select(wanted))
-    table = pa.concat_tables(parts) if parts else schema.empty_table().select(wanted)
+    if len(parts) == 1:
+        table = parts[0]
+    elif parts:
+        table = pa.concat_tables(parts)
+    else:
+        table = storage_schema(lk.table.columns).empty_table().select(wanted)
     if lk.order:
         placement = "at_start" if lk.nulls_first else "at_end"
         table = table.sort_by([(k, "descending" if d else "ascending", placement) for k, d in lk.order])
@@ -671,7 +740,7 @@ def _stream(plan: Plan) -> Iterator[pa.RecordBatch]:
             return
         part = kept_columns(path, wanted)
         if part is None:
-            part = pads.dataset(path, schema=schema, format="parquet").to_table(columns=wanted)
+            part = read_file_columns(path, schema, wanted)
         if skip:
             cut = min(skip, part.num_rows)
             part, skip = part.slice(cut), skip - cut

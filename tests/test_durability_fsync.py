@@ -95,13 +95,20 @@ def test_every_commit_is_on_disk_before_the_statement_returns(spark_free_engine,
         assert ("fsync", os.path.realpath(location)) in calls[:linked]
         assert ("fsync", os.path.dirname(entry)) in calls[linked:]
 
+    n = REWRITE_FILE_ROWS + 1  # more than a small insert
+    rows = pa.record_batch([pa.array(range(10, 10 + n), pa.int64()), pa.array(["x"] * n)], names=["id", "v"])
     calls.clear()
-    n = REWRITE_FILE_ROWS + 1  # more than a small insert: written by delta-rs
-    target = s.copy_target("COPY kv FROM STDIN")
-    s.copy_from(target, iter([pa.record_batch([pa.array(range(10, 10 + n), pa.int64()), pa.array(["x"] * n)],
-                                              names=["id", "v"])]))
-    assert DeltaTable(location).history(1)[0]["engineInfo"] != "tidegate"
-    _assert_durable(calls, location, 4)
+    s.copy_from(s.copy_target("COPY kv FROM STDIN"), iter([rows]))  # a PRIMARY KEY table: tidegate's writer
+    assert DeltaTable(location).history(1)[0]["engineInfo"] == "tidegate"
+    _assert_durable(calls, location, 4, own=True)
+    assert len(_files(location, 4)) == 2  # files a rewrite by key writes again
+
+    s.execute("CREATE TABLE bulk (id bigint, v text)")
+    other = engine.catalog.get_table("public", "bulk").location
+    calls.clear()
+    s.copy_from(s.copy_target("COPY bulk FROM STDIN"), iter([rows]))  # key-less: written by delta-rs
+    assert DeltaTable(other).history(1)[0]["engineInfo"] != "tidegate"
+    _assert_durable(calls, other, 1)
 
     calls.clear()
     s.execute("INSERT INTO kv VALUES (4, 'd')")

@@ -287,6 +287,58 @@ def test_lookups_run_without_spark_and_see_commits_made_behind_the_store(spark_f
     assert not engine.ready()  # Spark was never started: none of these needed it
 
 
+def test_lookups_across_the_row_groups_of_a_file(spark_free_engine) -> None:
+    """A data file of many row groups (another writer's, 1,000 rows a group; keys shuffled within
+    runs): lookups by key, IN lists and ranges that cross group boundaries give the rows the
+    Spark-free reference computes from the file, answered at once too, and a table pruned by
+    statistics over many files keeps only the file that can hold the key."""
+    import random
+
+    import pyarrow as pa
+    from deltalake import WriterProperties, write_deltalake
+
+    from tidegate.session import SessionInfo
+
+    engine, s = spark_free_engine
+    info = SessionInfo()
+    s.execute("CREATE TABLE rg (id bigint PRIMARY KEY, v text, d date)", (), info)
+    location = engine.catalog.get_table("public", "rg").location
+    rnd = random.Random(5)
+    ids = list(range(10_000))
+    for start in range(0, len(ids), 700):  # runs of keys out of order: takes of scattered rows
+        run = ids[start:start + 700]
+        rnd.shuffle(run)
+        ids[start:start + 700] = run
+    rows = {i: f"v{i}" for i in ids}
+    write_deltalake(location, pa.table({"id": pa.array(ids, pa.int64()), "v": [rows[i] for i in ids],
+                                        "d": pa.array([None] * len(ids), pa.date32())}),
+                    mode="append", writer_properties=WriterProperties(max_row_group_size=1_000))
+    for k in range(10_000, 10_400, 20):  # small files of their own for the statistics to exclude
+        s.execute("INSERT INTO rg VALUES ($1, $2, NULL)", [k, f"v{k}"], info)
+        rows[k] = f"v{k}"
+
+    def check(sql: str, params: list, expected: list[tuple]) -> None:
+        assert _values(s.execute(sql, params, info)) == expected, sql
+        at_once = s.answer_now(sql, params, info)
+        assert at_once is not None and _values(at_once) == expected, sql
+
+    point = "SELECT v FROM rg WHERE id = $1"
+    for k in (0, 999, 1_000, 4_321, 9_999, 10_000, 10_380, 10_381, 20_000, -1):
+        check(point, [k], [(rows[k],)] if k in rows else [])
+    in_list = "SELECT id, v FROM rg WHERE id IN ($1, $2, $3) ORDER BY id"
+    for keys in ([5, 1_500, 9_998], [999, 1_000, 1_001], [10_020, 3, 10_400]):
+        check(in_list, keys, [(k, rows[k]) for k in sorted(keys) if k in rows])
+    span = "SELECT id FROM rg WHERE id BETWEEN $1 AND $2 AND v <> $3 ORDER BY id"
+    for lo, hi in ((990, 1_010), (0, 2_500), (9_990, 10_045), (5, 4)):
+        check(span, [lo, hi, "v1000"], [(k,) for k in sorted(rows) if lo <= k <= hi and k != 1_000])
+    plan = "\n".join(r[0] for r in _values(s.execute("EXPLAIN SELECT v FROM rg WHERE id = 10040", (), info)))
+    assert "Files: 1 of 21 after statistics" in plan, plan
+    # a column the files predate reads as NULLs, in a file read for the first time too
+    s.execute("ALTER TABLE rg ADD COLUMN w int", (), info)
+    check("SELECT id, w, v FROM rg WHERE id = $1", [4_321], [(4_321, None, "v4321")])
+    check("SELECT id, w FROM rg WHERE id IN ($1, $2) ORDER BY id", [7, 10_100], [(7, None), (10_100, None)])
+
+
 def test_a_kept_lookup_is_answered_at_once_only_when_nothing_waits(spark_free_engine, monkeypatch) -> None:
     """answer_now (what the gateway computes on its event loop) answers a lookup the session ran
     before, with the files it needs in memory; a newer commit, a commit in progress or an open

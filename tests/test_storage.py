@@ -574,7 +574,7 @@ def _kept_equals_log(engine: Engine, location: str) -> None:
     fresh = DeltaTable(location)
     assert snapshot.version == fresh.version()
     log = pa.table(fresh.get_add_actions(flatten=True)).sort_by("path")
-    assert pa.table(kept).sort_by("path").to_pylist() == log.to_pylist()
+    assert pa.table(dict(kept)).sort_by("path").to_pylist() == log.to_pylist()
     assert sorted(snapshot.files) == sorted(f"{location}/{p}" for p in log.column("path").to_pylist())
 
 
@@ -629,11 +629,14 @@ def test_time_series_inserts_of_new_keys_append_on_the_kept_log(env):
 
 
 def test_rewrites_by_key_split_their_file_and_keep_the_logs_statistics(env):
-    """A one-row UPDATE / DELETE by key writes the file holding its key again as files of at most
-    REWRITE_FILE_ROWS rows (later rewrites there write that much, not the whole load's file), and
-    the file statistics lookups then use are exactly what a fresh reader of the log lists, version
-    for version, though the rewrites commit without reading the log back (timestamps, dates,
-    floats, NULLs and text without bounds)."""
+    """A bulk load of a PRIMARY KEY table is written as files of at most REWRITE_FILE_ROWS rows; a
+    larger file holding a key (another writer's) is written again by a one-row UPDATE / DELETE as
+    such files (later rewrites there write that much, not the whole file), and the file
+    statistics lookups then use are exactly what a fresh reader of the log lists, version for
+    version, though the rewrites commit without reading the log back (timestamps, dates, floats,
+    NULLs and text without bounds)."""
+    from deltalake import write_deltalake
+
     from engine.storage import REWRITE_FILE_ROWS
 
     engine, s = env
@@ -641,16 +644,27 @@ def test_rewrites_by_key_split_their_file_and_keep_the_logs_statistics(env):
     location = engine.catalog.get_table("public", "big").location
     target = s.copy_target("COPY big FROM STDIN", None)
     rows = 3 * REWRITE_FILE_ROWS + 100
-    ids = pa.array(range(rows), pa.int64())
-    batch = pa.record_batch([ids, pa.array([f"value {i}" if i % 5 else None for i in range(rows)]),
-                             pa.array([datetime(2024, 1, 1, tzinfo=timezone.utc) + timedelta(microseconds=7 * i)
-                                       for i in range(rows)], pa.timestamp("us", tz="UTC")),
-                             pa.array([date(2020, 1, 1) + timedelta(days=i % 900) for i in range(rows)]),
-                             pa.array([i / 3 for i in range(rows)], pa.float64()),
-                             pa.array([Decimal(i % 1000) / 4 for i in range(rows)], pa.decimal128(8, 2))],
-                            names=["id", "v", "ts", "d", "f", "n"])
-    assert s.copy_from(target, iter([batch]), None) == rows
-    assert _delta(engine, "big").get_add_actions(flatten=True).num_rows == 1
+
+    def batch(first: int) -> pa.RecordBatch:
+        return pa.record_batch(
+            [pa.array(range(first, first + rows), pa.int64()),
+             pa.array([f"value {i}" if i % 5 else None for i in range(first, first + rows)]),
+             pa.array([datetime(2024, 1, 1, tzinfo=timezone.utc) + timedelta(microseconds=7 * i)
+                       for i in range(first, first + rows)], pa.timestamp("us", tz="UTC")),
+             pa.array([date(2020, 1, 1) + timedelta(days=i % 900) for i in range(first, first + rows)]),
+             pa.array([i / 3 for i in range(first, first + rows)], pa.float64()),
+             pa.array([Decimal(i % 1000) / 4 for i in range(first, first + rows)], pa.decimal128(8, 2))],
+            names=["id", "v", "ts", "d", "f", "n"])
+
+    def file_rows() -> list[int]:
+        return sorted(pa.table(_delta(engine, "big").get_add_actions(flatten=True)).column("num_records").to_pylist())
+
+    assert s.copy_from(target, iter([batch(0)]), None) == rows
+    assert len(file_rows()) == 4 and max(file_rows()) <= REWRITE_FILE_ROWS and sum(file_rows()) == rows
+    # another writer's load of the next keys: one file of them all
+    write_deltalake(location, pa.Table.from_batches([batch(rows)]).cast(pa.schema(_delta(engine, "big").schema().to_arrow())),
+                    mode="append")
+    assert len(file_rows()) == 5 and max(file_rows()) == rows
 
     def kept_equals_log() -> None:
         _kept_equals_log(engine, location)
@@ -658,8 +672,9 @@ def test_rewrites_by_key_split_their_file_and_keep_the_logs_statistics(env):
     s.execute("SELECT v FROM big WHERE id = 5")  # the lookups keep the log's statistics
     kept_equals_log()
     assert s.execute("UPDATE big SET v = 'changed', f = NULL WHERE id = $1", [REWRITE_FILE_ROWS + 7]).tag == "UPDATE 1"
-    counts = sorted(pa.table(_delta(engine, "big").get_add_actions(flatten=True)).column("num_records").to_pylist())
-    assert len(counts) == 4 and max(counts) <= REWRITE_FILE_ROWS and sum(counts) == rows, counts
+    assert s.execute("UPDATE big SET v = 'split' WHERE id = $1", [rows + 11]).tag == "UPDATE 1"
+    counts = file_rows()
+    assert len(counts) == 8 and max(counts) <= REWRITE_FILE_ROWS and sum(counts) == 2 * rows, counts
     kept_equals_log()
     for k in (3, rows - 1, 2 * REWRITE_FILE_ROWS):
         assert s.execute("DELETE FROM big WHERE id = $1", [k]).tag == "DELETE 1"
@@ -673,4 +688,4 @@ def test_rewrites_by_key_split_their_file_and_keep_the_logs_statistics(env):
         {"id": REWRITE_FILE_ROWS + 7, "v": "changed", "ts": datetime(2024, 1, 1, tzinfo=timezone.utc)
          + timedelta(microseconds=7 * (REWRITE_FILE_ROWS + 7)), "d": date(2020, 1, 1) + timedelta(days=(REWRITE_FILE_ROWS + 7) % 900)}]
     table = _delta(engine, "big").to_pyarrow_table()
-    assert table.num_rows == rows - 3
+    assert table.num_rows == 2 * rows - 3
