@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import threading
 from dataclasses import dataclass, field
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
@@ -488,6 +489,7 @@ class _Bounds:
 # (kept with them, so an identity is not reused while its entry lives).
 _BOUNDS: dict[tuple[int, str], tuple[Mapping[str, list[Any]], _Bounds]] = {}
 _BOUNDS_KEPT = 256
+_BOUNDS_LOCK = threading.Lock()  # the loop and worker threads add entries; eviction iterates
 
 
 def _bounds(actions: Mapping[str, list[Any]], column: str, family: str) -> _Bounds | None:
@@ -499,9 +501,10 @@ def _bounds(actions: Mapping[str, list[Any]], column: str, family: str) -> _Boun
     if kept is not None and kept[0] is actions:
         return kept[1]
     bounds = _Bounds(family, actions[lo_name], actions[hi_name])
-    if len(_BOUNDS) >= _BOUNDS_KEPT:
-        _BOUNDS.pop(next(iter(_BOUNDS)), None)
-    _BOUNDS[key] = (actions, bounds)
+    with _BOUNDS_LOCK:
+        if len(_BOUNDS) >= _BOUNDS_KEPT:
+            _BOUNDS.pop(next(iter(_BOUNDS)), None)
+        _BOUNDS[key] = (actions, bounds)
     return bounds
 
 
