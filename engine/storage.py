@@ -1495,7 +1495,6 @@ def rewrite_by_keys(dt: DeltaTable, location: str, op: WriteOp, data: pa.Table,
             pieces.extend(_pieces(kept))
     if not removes:
         return read_version
-    writes = [_REWRITE_POOL.submit(deltalog.add_data_file, location, piece) for piece in pieces]
     cdc_write = None
     if dt.metadata().configuration.get("delta.enableChangeDataFeed") == "true":
         images = [(t, "delete" if op.kind == "delete" else "update_preimage") for t in before] + \
@@ -1503,8 +1502,7 @@ def rewrite_by_keys(dt: DeltaTable, location: str, op: WriteOp, data: pa.Table,
         feed = pa.concat_tables([t.append_column(deltalog.CHANGE_TYPE, pa.array([kind] * t.num_rows, pa.string()))
                                  for t, kind in images])
         cdc_write = _REWRITE_POOL.submit(deltalog.add_cdc_file, location, feed)
-    for piece, written in zip(pieces, writes):
-        added = written.result()
+    for piece, added in zip(pieces, _written(location, pieces)):
         remember_file(action_path(location, added.path), piece)
         adds.append(added)
     cdc = [cdc_write.result()] if cdc_write is not None else []
