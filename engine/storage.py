@@ -1272,40 +1272,58 @@ def configure_file_cache(limit: int) -> None:
 
 
 _PREFETCH = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tg-prefetch")
-_prefetching: set[tuple[str, ...]] = set()
+# Files waiting to be read, per (columns, key): one work item drains each queue. (One item per cold
+# lookup, each walking its own list, left hundreds of items checking the cache file by file after a
+# cold table's first lookups: 0.6 s of the GIL taken from the lookups that followed.)
+_prefetch_queues: dict[tuple[tuple[str, ...], str | None], dict[str, pa.Schema]] = {}
 _prefetch_lock = threading.Lock()
+
+
+def _prefetch_missing(path: str, names: list[str], key: str | None) -> bool:
+    return not columns_kept(path, names) or (key is not None and not key_index_kept(path, key))
 
 
 def prefetch(paths: Sequence[str], schema: pa.Schema, names: list[str], key: str | None = None) -> None:
     """Decode ``names`` (and build ``key``'s index) of the data files at ``paths`` in the
     background, one file after another, while the cache has room for them: a table's first
-    lookups pay one file's read, not one each. A set of files already being read is not asked
-    again."""
-    todo = [p for p in paths if not columns_kept(p, names) or (key is not None and not key_index_kept(p, key))]
+    lookups pay one file's read, not one each. A file already queued is not queued again."""
+    todo = [p for p in paths if _prefetch_missing(p, names, key)]
     if not todo:
         return
-    ticket = (*names, str(key), *todo)
+    queue_key = (tuple(names), key)
     with _prefetch_lock:
-        if ticket in _prefetching:
+        queue = _prefetch_queues.get(queue_key)
+        if queue is not None:  # a work item is draining this queue: it takes these files too
+            for path in todo:
+                queue.setdefault(path, schema)
             return
-        _prefetching.add(ticket)
+        queue = _prefetch_queues[queue_key] = dict.fromkeys(todo, schema)
+
+    def next_file() -> tuple[str, pa.Schema] | None:
+        with _prefetch_lock:
+            if queue and _CACHE.size < _CACHE.limit * 0.9:  # else no room: what is kept is what lookups use
+                path = next(iter(queue))  # in the order the files were listed
+                return path, queue.pop(path)
+            del _prefetch_queues[queue_key]
+            return None
 
     def work() -> None:
-        try:
-            for path in todo:
-                if _CACHE.size >= _CACHE.limit * 0.9:
-                    return  # no room: what is kept is what lookups use
-                try:
-                    part = file_columns(path, schema, names)
-                    if key is not None:
-                        key_index(path, key, part.column(key))
-                except Exception:  # noqa: BLE001 - gone since (vacuum) or unreadable: the lookup reports it
-                    log.debug("prefetch of %s failed", path, exc_info=True)
-        finally:
-            with _prefetch_lock:
-                _prefetching.discard(ticket)
+        while (item := next_file()) is not None:
+            path, file_schema = item
+            if not _prefetch_missing(path, names, key):  # read by a lookup meanwhile
+                continue
+            try:
+                part = file_columns(path, file_schema, names)
+                if key is not None:
+                    key_index(path, key, part.column(key))
+            except Exception:  # noqa: BLE001 - gone since (vacuum) or unreadable: the lookup reports it
+                log.debug("prefetch of %s failed", path, exc_info=True)
 
-    _PREFETCH.submit(work)
+    try:
+        _PREFETCH.submit(work)
+    except RuntimeError:  # the interpreter is shutting down
+        with _prefetch_lock:
+            _prefetch_queues.pop(queue_key, None)
 
 
 def key_index(path: str, name: str, column: pa.ChunkedArray) -> KeyIndex:

@@ -460,6 +460,9 @@ def test_a_cold_table_is_read_into_memory_behind_its_first_lookup(spark_free_eng
         assert time.monotonic() < deadline, "the other files were not read"
         time.sleep(0.05)
     assert _values(s.execute("SELECT v FROM cold WHERE id = $1", [399])) == [("v399",)]
+    while storage._prefetch_queues:  # the background read is done, not queued again by later lookups
+        assert time.monotonic() < deadline, "the background read did not end"
+        time.sleep(0.05)
 
 
 def test_a_scan_of_more_rows_than_the_limit_streams_file_by_file(spark_free_engine, monkeypatch) -> None:
