@@ -302,7 +302,9 @@ def add_constraints(s: EngineSession, t: TableDef, action: Any, info: SessionInf
             if con.get("ref_oid") == 0:
                 con["ref_oid"] = t.oid
             check_references(s, replace(new, constraints=[con]), _table_values(s, t, [c.name for c in t.columns], info), info)
-    return s.catalog.replace_table(new)
+    stored = s.catalog.replace_table(new)
+    s.store.keep_stats_columns(stored)
+    return stored
 
 
 def drop_constraints(s: EngineSession, t: TableDef, action: Any) -> TableDef:
@@ -459,7 +461,7 @@ def index_statement(s: EngineSession, sql: str, info: SessionInfo) -> Any:
         check_existing_unique(s, t, name, names, info)
     entry = {"name": name, "columns": names, "unique": unique, "n": t.next_serial(),
              "options": [o for _, o in cols]}
-    s.catalog.replace_table(replace(t, indexes=list(t.indexes) + [entry]))
+    s.store.keep_stats_columns(s.catalog.replace_table(replace(t, indexes=list(t.indexes) + [entry])))
     return CommandResult("CREATE INDEX")
 
 

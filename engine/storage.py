@@ -76,6 +76,39 @@ log = logging.getLogger("tidegate.storage")
 
 CDF_CONFIG = {"delta.enableChangeDataFeed": "true"}
 
+# Which columns' file statistics the table's writers (Spark's Delta connector, delta-rs) collect.
+STATS_COLUMNS = "delta.dataSkippingStatsColumns"
+NUM_INDEXED_COLS = "delta.dataSkippingNumIndexedCols"
+MAX_STATS_COLUMNS = 32  # Delta's default number of columns with statistics
+
+
+def _costly_stats(t: pa.DataType) -> bool:
+    return pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t) \
+        or pa.types.is_large_binary(t) or pa.types.is_string_view(t)
+
+
+def stats_properties(table: TableDef) -> dict[str, str]:
+    """The table properties naming the columns whose statistics (min / max / null count per file)
+    are collected: every column a key, constraint or index names, and the others unless they hold
+    text or bytes, up to MAX_STATS_COLUMNS. Text statistics are the costly ones for Spark's writer
+    (a 5M-row append: 5.9 s with them, 3.9 s without) and prune only where the text is a lookup
+    key; the interactive path prunes by integer, date and time statistics."""
+    keyed = set(table.primary_key) | ({table.time_index} if table.time_index else set())
+    for con in table.constraints:  # UNIQUE and FOREIGN KEY
+        keyed.update(con.get("columns") or ())
+    for index in table.indexes:
+        keyed.update(index.get("columns") or ())
+    chosen = {c.name for c in table.columns if c.name in keyed}
+    for c in table.columns:
+        if len(chosen) >= MAX_STATS_COLUMNS:
+            break
+        if c.name not in keyed and not _costly_stats(storage_type(c.type)):
+            chosen.add(c.name)
+    names = [c.name for c in table.columns if c.name in chosen]
+    if not names:  # an empty list is not a valid value: no column has statistics then
+        return {NUM_INDEXED_COLS: "0"}
+    return {STATS_COLUMNS: ",".join("`" + n.replace("`", "``") + "`" for n in names)}
+
 # Spark splits a Parquet file only at row-group boundaries. delta-rs's default of 1Mi-row groups
 # made a 1M-row table a single Spark task: one core, and no row handed on before all were read.
 # 128Ki rows (a few MB for a narrow table) lets a scan use both cores and stream in pieces.
@@ -573,7 +606,7 @@ class TableStore:
         os.makedirs(os.path.dirname(location), exist_ok=True)
         description = table.comment
         DeltaTable.create(location, storage_schema(table.columns), name=table.name,
-                          description=description, configuration=dict(CDF_CONFIG))
+                          description=description, configuration={**CDF_CONFIG, **stats_properties(table)})
         durability.sync_versions(location, 0, 0)
         durability.fsync_dirs([os.path.dirname(location)])
         self.forget(location)
@@ -771,6 +804,7 @@ class TableStore:
                 before = dt.version()
                 if missing:
                     self.add_columns(location, missing)
+                    self.keep_stats_columns(replace(op.table, location=location))
                 after = self._table(location).version()
                 durability.sync_versions(location, before + 1, after)
                 return after, op
@@ -825,6 +859,7 @@ class TableStore:
                 raise SqlError("XX000", f"unknown write kind {op.kind}")
             if op.schema_change:
                 self.forget(location)
+                self.keep_stats_columns(replace(op.table, location=location))
                 after = self._table(location).version()
             else:
                 # write_deltalake/merge leave ``dt`` at the commit they made; reloading the table
@@ -1068,6 +1103,23 @@ class TableStore:
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
             return True
         return theirs.join(mine, keys=op.keys, join_type="inner").num_rows > 0
+
+    def keep_stats_columns(self, table: TableDef) -> None:
+        """Bring the table's statistics properties (:func:`stats_properties`) up to date after its
+        columns, keys or indexes changed; one commit, only when they differ."""
+        location = table.location
+        if not location or table.kind != "table":
+            return
+        wanted = stats_properties(table)
+        with self.lock(location):
+            dt = self._table(location)
+            config = dt.metadata().configuration
+            if all(config.get(k) == v for k, v in wanted.items()):
+                return
+            before = dt.version()
+            dt.alter.set_table_properties(wanted)
+            self.forget(location)
+            durability.sync_versions(location, before + 1, self._table(location).version())
 
     def add_columns(self, location: str, columns: Sequence[ColumnDef]) -> None:
         from deltalake.schema import Field as DField

@@ -602,3 +602,51 @@ def test_names_with_backticks_stay_names_on_spark(conn, gw) -> None:
     assert all(w.startswith(SPARK) for w in writers(location(conn, "swq_plain", gw))[-3:])
     assert conn.execute("SELECT count(*), count(*) FILTER (WHERE v = 'v!'), count(*) FILTER (WHERE v = 'm') "
                         "FROM swq_plain").fetchone() == (40, 8, 1)
+
+
+def _stats_columns(path: str) -> set[str]:
+    """The columns whose min / max statistics the newest data file carries."""
+    import pyarrow as pa
+
+    actions = pa.table(DeltaTable(path).get_add_actions(flatten=True))
+    newest = max(range(actions.num_rows), key=lambda i: actions.column("modification_time")[i].as_py())
+    return {name[4:] for name in actions.column_names
+            if name.startswith("min.") and actions.column(name)[newest].as_py() is not None}
+
+
+def test_file_statistics_are_kept_for_keys_indexes_and_values_not_for_plain_text(conn, gw) -> None:
+    """Text statistics cost Spark's writer most and prune only where text is looked up: a table
+    keeps them for its key, UNIQUE, FOREIGN KEY and indexed columns, and for every non-text column;
+    both writers follow the table's properties, and queries on text still find every row."""
+    conn.execute("DROP TABLE IF EXISTS st_t")
+    conn.execute('CREATE TABLE st_t (id bigint PRIMARY KEY, name text, "a`b" text, v double precision, '
+                 'd date, note varchar(20))')
+    path = location(conn, "st_t", gw)
+    config = DeltaTable(path).metadata().configuration
+    assert config["delta.dataSkippingStatsColumns"] == "`id`,`v`,`d`"
+    conn.execute("SET tidegate.spark_writes = off")
+    conn.execute("INSERT INTO st_t VALUES (1, 'x', 'y', 1.5, '2024-01-01', 'n1')")
+    assert _stats_columns(path) == {"id", "v", "d"}
+    conn.execute("SET tidegate.spark_writes = on")
+    conn.execute("INSERT INTO st_t SELECT id + 10, name, \"a`b\" || '1', v, d, note FROM st_t")
+    assert writers(path)[-1].startswith(SPARK)
+    assert _stats_columns(path) == {"id", "v", "d"}
+    # an index, a new column and a UNIQUE constraint change which columns have statistics
+    conn.execute('CREATE INDEX ON st_t (name)')
+    conn.execute("ALTER TABLE st_t ADD COLUMN k integer")
+    assert DeltaTable(path).metadata().configuration["delta.dataSkippingStatsColumns"] == "`id`,`name`,`v`,`d`,`k`"
+    conn.execute("INSERT INTO st_t SELECT id + 100, name || '2', \"a`b\" || '2', v, d, note, 7 FROM st_t")
+    assert writers(path)[-1].startswith(SPARK)
+    assert _stats_columns(path) == {"id", "name", "v", "d", "k"}
+    conn.execute('ALTER TABLE st_t ADD CONSTRAINT st_u UNIQUE ("a`b")')
+    assert DeltaTable(path).metadata().configuration["delta.dataSkippingStatsColumns"] == \
+        "`id`,`name`,`a``b`,`v`,`d`,`k`"
+    conn.execute("SET tidegate.spark_writes = off")
+    conn.execute("INSERT INTO st_t VALUES (500, 'z', 'zz', 2.5, '2024-01-02', 'n5', 8)")
+    assert _stats_columns(path) == {"id", "name", "a`b", "v", "d", "k"}
+    for setting in ("on", "off"):  # both paths find rows by columns with and without statistics
+        conn.execute(f"SET tidegate.interactive = {setting}")
+        assert conn.execute("SELECT id FROM st_t WHERE note = 'n1' ORDER BY id").fetchall() == [(1,), (11,), (101,), (111,)]
+        assert conn.execute("SELECT id FROM st_t WHERE name = 'x2' ORDER BY id").fetchall() == [(101,), (111,)]
+    conn.execute("RESET tidegate.interactive")
+    assert sorted(DeltaTable(path).to_pyarrow_table(filters=[("note", "=", "n1")]).column("id").to_pylist()) == [1, 11, 101, 111]
