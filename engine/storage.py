@@ -1356,20 +1356,25 @@ def prefetch(paths: Sequence[str], schema: pa.Schema, names: list[str], key: str
             if queue and _CACHE.size < _CACHE.limit * 0.9:  # else no room: what is kept is what lookups use
                 path = next(iter(queue))  # in the order the files were listed
                 return path, queue.pop(path)
-            del _prefetch_queues[queue_key]
+            del _prefetch_queues[queue_key]  # with the lock held: a later lookup starts a new queue
             return None
 
     def work() -> None:
-        while (item := next_file()) is not None:
-            path, file_schema = item
-            if not _prefetch_missing(path, names, key):  # read by a lookup meanwhile
-                continue
-            try:
-                part = file_columns(path, file_schema, names)
-                if key is not None:
-                    key_index(path, key, part.column(key))
-            except Exception:  # noqa: BLE001 - gone since (vacuum) or unreadable: the lookup reports it
-                log.debug("prefetch of %s failed", path, exc_info=True)
+        try:
+            while (item := next_file()) is not None:
+                path, file_schema = item
+                if not _prefetch_missing(path, names, key):  # read by a lookup meanwhile
+                    continue
+                try:
+                    part = file_columns(path, file_schema, names)
+                    if key is not None:
+                        key_index(path, key, part.column(key))
+                except Exception:  # noqa: BLE001 - gone since (vacuum) or unreadable: the lookup reports it
+                    log.debug("prefetch of %s failed", path, exc_info=True)
+        finally:  # after an unexpected error too
+            with _prefetch_lock:
+                if _prefetch_queues.get(queue_key) is queue:
+                    del _prefetch_queues[queue_key]
 
     try:
         _PREFETCH.submit(work)
