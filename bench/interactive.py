@@ -285,7 +285,6 @@ def main() -> None:
             sides.append(("PostgreSQL 15", pg, None, n))
 
         rnd = random.Random(11)
-        lookup = LOOKUP
         # A table just loaded is cold in tidegate's memory (its files not decoded yet): the first
         # lookups read files. Shown apart: a key every COLD_STRIDE rows, one after another, which
         # reads every file (a key every 50,000 rows left most of a 32Ki-row-file table to the
@@ -295,7 +294,7 @@ def main() -> None:
                    "the lookups after it are the steady state measured below")
         p50, p99 = {}, {}
         for label, conn, setting, count in sides:
-            p50[label], p99[label] = psycopg_ms(conn, lookup, lambda: (rnd.randrange(rows),), count, setting)
+            p50[label], p99[label] = psycopg_ms(conn, LOOKUP, lambda: (rnd.randrange(rows),), count, setting)
         report.add("PK lookup p50 ms (psycopg)", p50, f"<= {TARGET_LOOKUP_P50_MS}",
                    None if "tidegate" not in p50 else p50["tidegate"] <= TARGET_LOOKUP_P50_MS)
         report.add("PK lookup p99 ms (psycopg)", p99, f"<= {TARGET_LOOKUP_P99_MS}",
@@ -320,13 +319,11 @@ def main() -> None:
         report.add("1,000-row key range p50 ms", vals, f"<= {TARGET_RANGE_P50_MS}",
                    None if "tidegate" not in vals else vals["tidegate"] <= TARGET_RANGE_P50_MS)
 
-        window = WINDOW
-
         def window_params() -> tuple[dt.datetime, dt.datetime]:
             start = SERIES_START + dt.timedelta(seconds=rnd.randrange(max(1, rows - 1000)))
             return start, start + dt.timedelta(seconds=999)
 
-        vals = {label: psycopg_ms(conn, window, window_params, max(10, count // 3), setting)[0]
+        vals = {label: psycopg_ms(conn, WINDOW, window_params, max(10, count // 3), setting)[0]
                 for label, conn, setting, count in sides}
         report.add("1,000-row time range p50 ms (time-series table)", vals, f"<= {TARGET_RANGE_P50_MS}",
                    None if "tidegate" not in vals else vals["tidegate"] <= TARGET_RANGE_P50_MS)

@@ -804,7 +804,7 @@ class TableStore:
                 before = dt.version()
                 if missing:
                     self.add_columns(location, missing)
-                    self.keep_stats_columns(replace(op.table, location=location))
+                    self._set_stats_properties(location, op.table)
                 after = self._table(location).version()
                 durability.sync_versions(location, before + 1, after)
                 return after, op
@@ -859,8 +859,7 @@ class TableStore:
                 raise SqlError("XX000", f"unknown write kind {op.kind}")
             if op.schema_change:
                 self.forget(location)
-                self.keep_stats_columns(replace(op.table, location=location))
-                after = self._table(location).version()
+                after = self._set_stats_properties(location, op.table) or self._table(location).version()
             else:
                 # write_deltalake/merge leave ``dt`` at the commit they made; reloading the table
                 # from its log here cost ~50 ms per INSERT.
@@ -1106,20 +1105,25 @@ class TableStore:
 
     def keep_stats_columns(self, table: TableDef) -> None:
         """Bring the table's statistics properties (:func:`stats_properties`) up to date after its
-        columns, keys or indexes changed; one commit, only when they differ."""
-        location = table.location
-        if not location or table.kind != "table":
-            return
+        keys or indexes changed; one commit (on disk when this returns), only when they differ."""
+        if table.location and table.kind == "table":
+            with self.lock(table.location):
+                committed = self._set_stats_properties(table.location, table)
+                if committed is not None:
+                    durability.sync_versions(table.location, committed, committed)
+
+    def _set_stats_properties(self, location: str, table: TableDef) -> int | None:
+        """The commit of :meth:`keep_stats_columns` without its fsync (a write op syncs every
+        version it made); returns the version committed, or None when nothing changed. The
+        table's lock is held."""
         wanted = stats_properties(table)
-        with self.lock(location):
-            dt = self._table(location)
-            config = dt.metadata().configuration
-            if all(config.get(k) == v for k, v in wanted.items()):
-                return
-            before = dt.version()
-            dt.alter.set_table_properties(wanted)
-            self.forget(location)
-            durability.sync_versions(location, before + 1, self._table(location).version())
+        dt = self._table(location)
+        config = dt.metadata().configuration
+        if all(config.get(k) == v for k, v in wanted.items()):
+            return None
+        dt.alter.set_table_properties(wanted)
+        self.forget(location)
+        return self._table(location).version()
 
     def add_columns(self, location: str, columns: Sequence[ColumnDef]) -> None:
         from deltalake.schema import Field as DField
