@@ -850,6 +850,15 @@ def validate_options(options: dict[str, str], primary_key: list[str]) -> None:
             raise SqlError("22023", f"invalid refresh_interval_sec '{interval}': must be a positive integer")
         options["refresh_interval_sec"] = str(int(interval))
     connector = options.get("connector")
+    writer = options.get("spark_writes")
+    if writer is not None:
+        if writer.lower() not in ("auto", "on", "off"):
+            raise SqlError("22023", f"invalid spark_writes '{writer}': accepted values are 'auto', 'on' and 'off'")
+        if connector is None:
+            raise SqlError("22023", "spark_writes is an option of refreshable tables (WITH (connector = ...)): it "
+                                    "chooses whether REFRESH TABLE loads on Spark",
+                           hint="For statements, use SET tidegate.spark_writes.")
+        options["spark_writes"] = writer.lower()
     if mode == "FULL_RELOAD":
         if not primary_key:
             raise SqlError("42P16", "Refreshable tables must have a PRIMARY KEY")

@@ -20,6 +20,11 @@ an external source. A refresh runs in three durable steps (state in :mod:`catalo
    reading it) holds only the diff. A crash after the load redoes diff + commit unless the app
    transaction shows the commit landed, so the commit happens exactly once.
 
+Large sources load on Spark instead (the table option ``spark_writes``; ``auto`` above
+:data:`SPARK_RELOAD_BYTES` of files or :data:`SPARK_RELOAD_ROWS` source rows): the executors stage
+the snapshot as Parquet and check it, and one Delta MERGE of the difference (an append into an
+empty table) is the commit, with the same app transaction; no row passes through the gateway.
+
 A failure (unreachable source, unreadable file, rows that break the schema, duplicate keys) leaves
 the table unchanged; the status goes back to IDLE with ``last_error`` naming the file and line or
 the source query. ``WITH (on_source_error = 'ignore')`` tolerates bad rows (skipped) and duplicate
@@ -55,6 +60,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlparse
 
 import duckdb
+from deltalake import DeltaTable
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -62,8 +68,9 @@ from sqlglot import exp
 
 from catalog import refresh as rmeta
 from catalog.store import DATABASE_NAME, TableDef
-from engine import deltalog, events
+from engine import deltalog, durability, events, sparkwrite
 from engine.ddl import check_match_pattern
+from engine.errors import map_spark_error
 from engine.storage import WRITER_PROPERTIES, CurrentRows
 from tidegate.errors import SqlError
 from tidegate.pgtypes import INT8, TEXT, TIMESTAMPTZ, ColumnType
@@ -72,7 +79,6 @@ from tidegate.session import SessionInfo
 from tidegate import dialect
 
 if TYPE_CHECKING:
-    from deltalake import DeltaTable
     from pyspark.sql import DataFrame, SparkSession
 
     from engine.executor import Engine
@@ -404,6 +410,37 @@ class Source:
               .option("enforceSchema", "true").csv(list(paths)))
         return df.selectExpr(*[f"`{c.name}`" for c in cols], _CORRUPT, *origin), True
 
+    def frame(self, spark: SparkSession, chunks: Sequence[ChunkSpec]) -> tuple[DataFrame, bool]:
+        """The whole snapshot as one frame for a load on Spark: the table's columns as read, then
+        _CORRUPT for text formats (whether it is there: the bool), then _PATH: the file (a URI) or
+        the source query each row came from, which bad-row messages name."""
+        from pyspark.sql import functions as F  # noqa: N812
+
+        frames = []
+        has_corrupt = False
+        for spec in chunks:
+            if self.connector == "file":
+                df, has_corrupt = self._file_frame(spark, spec.files, ordered=True)
+                df = df.drop(_BLOCK)
+            else:
+                try:
+                    df = self._jdbc_frame(spark, spec.query or "").withColumn(_PATH, F.lit(spec.query))
+                except Exception as exc:  # noqa: BLE001 - the database refused or is unreachable
+                    raise SourceError("08001", f"could not read source query: {spec.query}: {_first_line(exc)}") from None
+            frames.append(df)
+        out = frames[0]
+        for df in frames[1:]:
+            out = out.unionAll(df)
+        return out, has_corrupt
+
+    def row_count(self, spark: SparkSession) -> int:
+        """The PostgreSQL source table's rows (one query): what ``spark_writes = 'auto'`` goes by."""
+        probe = f"SELECT count(*) AS n FROM {self._source_name()}"
+        try:
+            return int(self._jdbc_frame(spark, probe).collect()[0]["n"] or 0)
+        except Exception as exc:  # noqa: BLE001
+            raise SourceError("08001", f"could not read source query: {probe}: {_first_line(exc)}") from None
+
     # -- PostgreSQL ------------------------------------------------------------------------------
 
     def _jdbc(self) -> tuple[str, dict[str, str]]:
@@ -635,6 +672,89 @@ def _q(name: str) -> str:
 
 # -- the manager --------------------------------------------------------------------------------------
 
+# A refresh loads on Spark (``spark_writes = 'auto'``) when its files exceed this many bytes or its
+# PostgreSQL table this many rows: below, the collected path's in-memory diff and own commit are
+# faster; above, its memory grows with the source, Spark's does not.
+SPARK_RELOAD_BYTES = 64 * 1024 * 1024
+SPARK_RELOAD_ROWS = 1_000_000
+# Types whose value Spark reads as the table stores it (engine.storage.coerce_array passes them
+# through): anything else needs one of PostgreSQL's conversions, which the collected path makes.
+_AS_READ = frozenset({"int2", "int4", "int8", "float4", "float8", "bool", "date", "numeric", "text", "name"})
+
+
+@dataclass
+class _SparkLoad:
+    """A refresh on Spark: its session and source frame (None: merge what an interrupted refresh
+    staged)."""
+
+    spark: SparkSession
+    frame: DataFrame | None
+    has_corrupt: bool = False
+    connector: str = "file"
+
+
+def _read_as_stored(frame: DataFrame, t: TableDef) -> bool:
+    """Whether every column of ``t`` comes out of ``frame`` in its storage form (the same Arrow
+    type, and no PostgreSQL rule to apply: a varchar length, a timestamp precision)."""
+    from engine.spark import arrow_schema_of
+    from engine.storage import storage_type
+
+    schema = arrow_schema_of(frame)
+    for c in t.columns:
+        ty = c.type
+        if ty.is_array or schema.field(c.name).type != storage_type(ty):
+            return False
+        name = ty.pg.name
+        if not (name in _AS_READ or (name == "varchar" and ty.length is None)
+                or (name in ("timestamp", "timestamptz") and (ty.precision is None or ty.precision >= 6))):
+            return False
+    return True
+
+
+def _row_checks(t: TableDef, has_corrupt: bool) -> list[tuple[str, Any]]:
+    """What makes a source row unfit, in the collected path's order: (what the message says,
+    condition); each row is counted once, by the first that holds. A malformed line comes first
+    (its columns are NULL), then a NULL key, then a NULL in a NOT NULL column."""
+    from pyspark.sql import functions as F  # noqa: N812
+
+    keys = set(t.primary_key)
+    checks: list[tuple[str, Any]] = []
+    fine = F.lit(True)
+    if has_corrupt:
+        corrupt = F.col(_CORRUPT).isNotNull()
+        checks.append(("", corrupt))
+        fine = ~corrupt
+    for c in t.columns:
+        if c.name in keys or c.not_null:
+            null = F.col(sparkwrite.quoted(c.name)).isNull()
+            checks.append((f"NULL in {'key column' if c.name in keys else 'NOT NULL column'} {c.name}", fine & null))
+            fine = fine & ~null
+    return checks
+
+
+def _origin_path(uri: str) -> str:
+    """A file Spark names by URI (``_metadata.file_path``) as a path."""
+    return unquote(urlparse(uri).path)
+
+
+def _source_failure(exc: BaseException, connector: str) -> SqlError | SourceError:
+    err = map_spark_error(exc)
+    if err.sqlstate == "57014":
+        return err
+    if connector == "file":
+        return SourceError("58030", f"could not read the source files: {_first_line(exc)}")
+    return SourceError("08001", f"could not read the source table: {_first_line(exc)}")
+
+
+def _fsync_tree(folder: Path) -> None:
+    """Every file under ``folder`` and the folder itself on disk (a staged snapshot a recovery
+    merges must be whole)."""
+    for root, _, files in os.walk(folder):
+        for f in files:
+            durability.fsync_file(os.path.join(root, f))
+    durability.fsync_dirs([str(folder), str(folder.parent)])
+
+
 class RefreshManager:
     """Runs refreshes (inline for WAIT, in a thread otherwise), recovers them after a crash and
     starts scheduled ones. One refresh per table at a time; different tables refresh at once."""
@@ -780,23 +900,11 @@ class RefreshManager:
         try:
             st = self.state.get(t.oid)
             warnings: list[str] = []
-            tables: dict[int, tuple[str, pa.Table]] = {}
-            # Reading the table's current rows and writing the staged chunks overlap the load
-            # and the diff: the commit waits for both, the FINISHING record for the writes.
-            with ThreadPoolExecutor(max_workers=2, thread_name_prefix="tidegate-refresh-io") as io:
-                current = io.submit(self._current_rows, t)
-                if st.status == rmeta.FINISHING:
-                    loaded = st.staged_rows or 0
-                    staged: Callable[[], None] = lambda: None  # noqa: E731
-                else:
-                    rid, loaded, warnings, tables, writes = self._load(t, rid, notify, resume, io)
-
-                    def staged() -> None:
-                        for fut in writes:
-                            fut.result()
-                        self.state.finishing(t.oid, loaded)
-
-                diff = self._commit(t, rid, notify, warnings, tables, current, staged)
+            on_spark = self._spark_load(t, st, rid, resume)
+            if on_spark is not None:
+                loaded, diff = self._run_on_spark(t, rid, on_spark, st, notify)
+            else:
+                rid, loaded, diff, warnings = self._run_collected(t, rid, st, notify, resume)
             warning = "; ".join(warnings) if warnings else None
             self.state.succeed(t.oid, loaded, diff[0], diff[1], diff[2], warning)
             self._event(events.REFRESH_FINISHED, t, rid, user, trigger=trigger, rows_loaded=loaded,
@@ -823,6 +931,187 @@ class RefreshManager:
             if raise_errors:
                 raise err from None
             log.warning("%s", err.message)
+
+    def _run_collected(self, t: TableDef, rid: int, st: rmeta.RefreshState, notify: Notify, resume: bool
+                       ) -> tuple[int, int, tuple[int, int, int], list[str]]:
+        """A refresh through the gateway: chunks loaded into memory and staged, the diff computed
+        here, one commit of tidegate's own; returns (refresh id: a changed source restarts under
+        a new one, rows loaded, counts, warnings)."""
+        warnings: list[str] = []
+        tables: dict[int, tuple[str, pa.Table]] = {}
+        # Reading the table's current rows and writing the staged chunks overlap the load
+        # and the diff: the commit waits for both, the FINISHING record for the writes.
+        with ThreadPoolExecutor(max_workers=2, thread_name_prefix="tidegate-refresh-io") as io:
+            current = io.submit(self._current_rows, t)
+            if st.status == rmeta.FINISHING:
+                loaded = st.staged_rows or 0
+                staged: Callable[[], None] = lambda: None  # noqa: E731
+            else:
+                rid, loaded, warnings, tables, writes = self._load(t, rid, notify, resume, io)
+
+                def staged() -> None:
+                    for fut in writes:
+                        fut.result()
+                    self.state.finishing(t.oid, loaded)
+
+            diff = self._commit(t, rid, notify, warnings, tables, current, staged)
+        return rid, loaded, diff, warnings
+
+    # -- loads on Spark ------------------------------------------------------------------------
+
+    def _spark_load(self, t: TableDef, st: rmeta.RefreshState, rid: int, resume: bool) -> _SparkLoad | None:
+        """The load of this refresh on Spark, or None for the collected path: the table option
+        ``spark_writes`` (``off``; ``on``: whenever the table qualifies; ``auto``, the default:
+        also when its source exceeds :data:`SPARK_RELOAD_BYTES` of files or
+        :data:`SPARK_RELOAD_ROWS` rows). A table qualifies when a bad row fails the refresh
+        (``on_source_error = 'fail'``) and every column is read in its storage form (no PostgreSQL
+        conversion, :func:`_read_as_stored`). An interrupted refresh goes on the way it began."""
+        stage = self._spark_stage(t, rid)
+        if resume and st.status == rmeta.FINISHING and (stage / "_SUCCESS").exists():
+            return _SparkLoad(self.engine.runtime.new_session(), None)
+        mode = t.options.get("spark_writes", "auto").lower()
+        if mode == "off" or self.options_tolerant(t) or not sparkwrite.spark_safe_names(t):
+            return None
+        if resume and self.state.chunks(t.oid, rid):
+            return None  # collected chunks staged before the crash: the collected path resumes them
+        spark = self.engine.runtime.new_session()
+        source = Source(t, FileAccess.from_settings(self.engine.settings))
+        chunks = source.chunks(spark)
+        if not chunks:
+            return None
+        frame, has_corrupt = source.frame(spark, chunks)
+        if not _read_as_stored(frame, t):
+            return None
+        if mode == "auto":
+            if source.connector == "file":
+                if sum(os.path.getsize(f) for spec in chunks for f in spec.files) <= SPARK_RELOAD_BYTES:
+                    return None
+            elif source.row_count(spark) < SPARK_RELOAD_ROWS:
+                return None
+        return _SparkLoad(spark, frame, has_corrupt, source.connector)
+
+    def _spark_stage(self, t: TableDef, rid: int) -> Path:
+        return self._staging(t, rid) / "spark"
+
+    def _run_on_spark(self, t: TableDef, rid: int, load: _SparkLoad, st: rmeta.RefreshState, notify: Notify
+                      ) -> tuple[int, tuple[int, int, int]]:
+        """A refresh on Spark: the snapshot staged as Parquet by the executors and checked there
+        (bad rows, duplicate keys), then one Delta MERGE applies the difference; no row passes
+        through the gateway. Returns (rows loaded, counts)."""
+        from pyspark.sql import Observation
+        from pyspark.sql import functions as F  # noqa: N812
+
+        name = t.qualified_name
+        stage = self._spark_stage(t, rid)
+        if load.frame is None:
+            loaded = st.staged_rows or 0
+        else:
+            shutil.rmtree(stage, ignore_errors=True)
+            self.state.set_fingerprint(t.oid, "")  # a load on Spark restarts rather than resumes
+            notify(f"refresh {rid} of table '{name}': loading the source on Spark")
+            checks = _row_checks(t, load.has_corrupt)
+            observed = Observation(f"tidegate_refresh_{t.oid}_{rid}")
+            # Staged without the rows' origin (reading each file's name costs a third more): only a
+            # failed check reads it, from the source again.
+            frame = load.frame.drop(_PATH).observe(observed, F.count(F.lit(1)).alias("n"), *[
+                F.count(F.when(cond, 1)).alias(f"bad{i}") for i, (_, cond) in enumerate(checks)])
+            try:
+                frame.write.mode("overwrite").parquet(str(stage))
+            except Exception as exc:  # noqa: BLE001 - every Spark/JDBC failure names the source
+                raise _source_failure(exc, load.connector) from None
+            _fsync_tree(stage)
+            found = observed.get
+            loaded = found["n"]
+            nbad = sum(found[f"bad{i}"] for i in range(len(checks)))
+            if nbad:
+                raise self._bad_rows(load.frame, load, checks, nbad)
+            self._check_keys(t, load.spark, stage)
+            self._pause("chunk")
+            self.state.finishing(t.oid, loaded)
+            notify(f"refresh {rid} of table '{name}': loaded {loaded} rows")
+        return loaded, self._merge_on_spark(t, rid, load.spark, stage, notify)
+
+    @staticmethod
+    def _bad_rows(source: DataFrame, load: _SparkLoad, checks: list[tuple[str, Any]], nbad: int) -> SourceError:
+        """22P02 for a snapshot holding ``nbad`` rows that do not fit, with the first examples as
+        the collected path gives them: a malformed line by file and line, NULLs counted per file
+        (or source query). ``source`` (the load's frame) is read again, with each row's origin,
+        and kept on disk while it is queried: Spark fills the malformed-line column in only when a
+        scan reads every column (a filter or an aggregate over a few of them finds no malformed
+        line; its documented way round is to cache the parsed rows)."""
+        from pyspark import StorageLevel
+        from pyspark.sql import functions as F  # noqa: N812
+
+        parsed = source.persist(StorageLevel.DISK_ONLY)
+        try:
+            counts = parsed.groupBy(_PATH).agg(*[
+                F.count(F.when(cond, 1)).alias(f"bad{i}") for i, (_, cond) in enumerate(checks)]).collect()
+            messages: list[str] = []
+            if load.has_corrupt and any(r["bad0"] for r in counts):
+                for r in parsed.where(F.col(_CORRUPT).isNotNull()).limit(_EXAMPLES).collect():
+                    rec = r[_CORRUPT]
+                    messages.append(f"{_locate([_origin_path(r[_PATH])], rec)}: {rec.strip()[:200]!r} does not "
+                                    "fit the table's columns")
+        finally:
+            parsed.unpersist()
+        for r in sorted(counts, key=lambda r: r[_PATH]):
+            where = f"file {_origin_path(r[_PATH])}" if load.connector == "file" else f"source query: {r[_PATH]}"
+            for i, (what, _) in enumerate(checks):
+                n = r[f"bad{i}"]
+                if what and n:
+                    messages.append(f"{where}: {n} row{'s' if n > 1 else ''} with {what}")
+        return SourceError("22P02", f"{nbad} source row{'s do' if nbad > 1 else ' does'} not fit the "
+                                    f"table's schema; first: {'; '.join(messages[:_EXAMPLES])}")
+
+    @staticmethod
+    def _check_keys(t: TableDef, spark: SparkSession, stage: Path) -> None:
+        """23505 when the staged snapshot holds a key twice (one job over the key columns)."""
+        from pyspark.sql import functions as F  # noqa: N812
+
+        from engine.storage import key_text
+
+        key_columns = [F.col(sparkwrite.quoted(k)) for k in t.primary_key]
+        repeated = (spark.read.parquet(str(stage)).select(*key_columns).groupBy(*key_columns).count()
+                    .where(F.col("count") > 1).select(*key_columns))
+        first = repeated.limit(_EXAMPLES).collect()
+        if first:
+            n = repeated.count()
+            examples = ", ".join(key_text({k: r[k] for k in t.primary_key}) for r in first)
+            raise SourceError("23505", f"{n} duplicate key{'s' if n > 1 else ''} in the source; first: {examples}")
+
+    def _merge_on_spark(self, t: TableDef, rid: int, spark: SparkSession, stage: Path, notify: Notify
+                        ) -> tuple[int, int, int]:
+        """Apply the staged snapshot with Delta Lake's MERGE (:func:`engine.sparkwrite.reload_merge`),
+        once: a commit of this refresh id already in the table (a crash after it) is not redone,
+        its counts are read back from the table's history."""
+        store = self.engine.store
+        location = t.location or ""
+        app_id = f"tidegate-refresh-{t.oid}"
+        token = f"{app_id}/{rid}"
+        if (store.app_version(location, app_id) or 0) >= rid:
+            notify(f"refresh {rid} of table '{t.qualified_name}' was already committed")
+            m = sparkwrite.commit_metrics(location, token) or {}
+            inserted = m.get("numTargetRowsInserted", m.get("numOutputRows", 0))
+            return inserted, m.get("numTargetRowsUpdated", 0), m.get("numTargetRowsDeleted", 0)
+        staged = spark.read.parquet(str(stage))
+        frame = sparkwrite.storage_frame(staged, t, {c.name: staged.columns.index(c.name) for c in t.columns}, {})
+        self._pause("commit")
+        try:
+            with store.lock(location):
+                if not DeltaTable(location).file_uris():
+                    # An empty table (the first load): every row is new, and an append is what a
+                    # MERGE would commit, without its join; the feed reads added files as inserts.
+                    notify(f"refresh {rid} of table '{t.qualified_name}': appending the rows on Spark")
+                    counts = sparkwrite.append(frame, location, app=(app_id, rid), token=token), 0, 0
+                else:
+                    notify(f"refresh {rid} of table '{t.qualified_name}': applying the difference with Delta "
+                           "Lake's MERGE")
+                    m = sparkwrite.reload_merge(spark, frame, t, app_id, rid, token)
+                    counts = m.get("num_inserted_rows", 0), m.get("num_updated_rows", 0), m.get("num_deleted_rows", 0)
+        except Exception as exc:  # noqa: BLE001 - a conflict is 40001, a cancel 57014
+            raise map_spark_error(exc) from None
+        self._pause("committed")
+        return counts
 
     def _load(self, t: TableDef, rid: int, notify: Notify, resume: bool, io: ThreadPoolExecutor
               ) -> tuple[int, int, list[str], dict[int, tuple[str, pa.Table]], list[Future[None]]]:

@@ -70,6 +70,7 @@ FILE_ROWS = 128 * 1024
 # 20M rows (bigint, text, double, timestamp) appended in one local session: 13.1-13.2 s at 128 MB,
 # 14.6-15.2 s at 16 MB.
 WRITE_SPLITS = {"spark.sql.files.maxPartitionBytes": "128m"}
+_OP = "__tg_op"  # a refresh's difference: what each row is (reload_merge)
 # Casts Spark makes as PostgreSQL's assignment does: exact integer widening, integers and float4 to
 # the nearest float (IEEE round to nearest in both), a string literal (unknown) or a varchar of any
 # length into text (the same characters; char(n) is not: its padding goes).
@@ -223,24 +224,25 @@ def quoted(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
-def append(frame: DataFrame, location: str) -> int:
+def append(frame: DataFrame, location: str, *, app: tuple[str, int] | None = None, token: str | None = None) -> int:
     """Append ``frame`` (see :func:`storage_frame`) to the Delta table at ``location`` as one
     commit; returns the rows written. Nothing is visible unless the commit succeeds: a failed or
-    cancelled job leaves only unreferenced files (VACUUM removes them)."""
-    from deltalake import DeltaTable
-
-    token = f"tidegate-append-{uuid.uuid4()}"
-    with durability.synced(location), _confs(frame.sparkSession, WRITE_SPLITS):
+    cancelled job leaves only unreferenced files (VACUUM removes them). ``app``: the commit's app
+    transaction (id, version), as an idempotent writer records it; ``token``: its user metadata."""
+    token = token or f"tidegate-append-{uuid.uuid4()}"
+    confs = dict(WRITE_SPLITS)
+    if app is not None:
+        confs.update({"spark.databricks.delta.write.txnAppId": app[0], "spark.databricks.delta.write.txnVersion": str(app[1])})
+    with durability.synced(location), _confs(frame.sparkSession, confs):
         (frame.write.format("delta").mode("append")
          .option("maxRecordsPerFile", FILE_ROWS)
          .option("userMetadata", token)
          .save(location))
     # The commit's own metrics, found by the token (other writers may have committed since).
-    for entry in DeltaTable(location).history(50):
-        if entry.get("userMetadata") == token:
-            metrics = entry.get("operationMetrics") or {}
-            return int(metrics.get("numOutputRows", 0))
-    raise RuntimeError(f"the append to {location} committed but its log entry was not found")
+    metrics = commit_metrics(location, token)
+    if metrics is None:
+        raise RuntimeError(f"the append to {location} committed but its log entry was not found")
+    return metrics.get("numOutputRows", 0)
 
 
 def append_new_keys(spark: Any, frame: DataFrame, t: TableDef, keys: list[str]) -> int | dict[str, Any]:
@@ -428,6 +430,61 @@ def sink_merge(spark: Any, frame: DataFrame, t: TableDef, keys: list[str], delet
         return counts.get("num_updated_rows", 0) + counts.get("num_inserted_rows", 0), counts.get("num_deleted_rows", 0)
     finally:
         spark.catalog.dropTempView(source)
+
+
+def reload_merge(spark: Any, frame: DataFrame, t: TableDef, app_id: str, version: int, token: str) -> dict[str, int]:
+    """A refresh's commit on Spark (engine.refresh): the table ``t`` made equal to ``frame`` (its
+    storage form; one row per key, no NULL key) with one Delta MERGE of the difference. Its source
+    is a full outer join of ``frame`` with the table on the PRIMARY KEY keeping new keys ('I'),
+    stored keys the snapshot lacks ('D') and rows whose other columns differ, null-safe ('U'), so
+    Delta rewrites only the files holding changed rows and its change feed holds exactly the
+    difference. (A MERGE of the whole snapshot with ``WHEN NOT MATCHED BY SOURCE THEN DELETE``
+    rewrote every file even when nothing changed, with no change files: a feed reader saw every
+    row deleted and inserted again.) The commit carries the app transaction (``app_id``,
+    ``version``) and ``token`` as its user metadata (how a recovery finds its counts,
+    :func:`commit_metrics`). Returns Delta's counts (``num_inserted_rows``, ``num_updated_rows``,
+    ``num_deleted_rows``)."""
+    keys = t.primary_key
+    others = [c for c in t.columns if c.name not in set(keys)]
+    snapshot, stored = f"tg_reload_rows_{uuid.uuid4().hex}", f"tg_reload_table_{uuid.uuid4().hex}"
+    frame.createOrReplaceTempView(snapshot)
+    spark.read.format("delta").load(t.location).createOrReplaceTempView(stored)
+    try:
+        first = quoted(keys[0])
+        joined = " AND ".join(f"n.{quoted(k)} = o.{quoted(k)}" for k in keys)
+        changed = " AND ".join(f"n.{quoted(c.name)} <=> o.{quoted(c.name)}" for c in others) or "true"
+        columns = ", ".join([f"coalesce(n.{quoted(k)}, o.{quoted(k)}) AS {quoted(k)}" for k in keys]
+                            + [f"n.{quoted(c.name)} AS {quoted(c.name)}" for c in others])
+        source = (f"(SELECT {columns}, CASE WHEN o.{first} IS NULL THEN 'I' WHEN n.{first} IS NULL THEN 'D' "
+                  f"ELSE 'U' END AS {_OP} FROM {quoted(snapshot)} AS n FULL OUTER JOIN {quoted(stored)} AS o "
+                  f"ON {joined} WHERE o.{first} IS NULL OR n.{first} IS NULL OR NOT ({changed})) AS s")
+        on = " AND ".join(f"t.{quoted(k)} = s.{quoted(k)}" for k in keys)
+        clauses = []
+        if others:
+            clauses.append(MergeClause(True, "update", f"s.{_OP} = 'U'",
+                                       tuple(Assignment(c, f"s.{quoted(c.name)}") for c in others)))
+        clauses += [MergeClause(True, "delete", f"s.{_OP} = 'D'"),
+                    MergeClause(False, "insert", f"s.{_OP} = 'I'",
+                                tuple(Assignment(c, f"s.{quoted(c.name)}") for c in t.columns))]
+        confs = {"spark.databricks.delta.write.txnAppId": app_id, "spark.databricks.delta.write.txnVersion": str(version),
+                 "spark.databricks.delta.commitInfo.userMetadata": token}
+        with _confs(spark, confs):
+            return _merge_metrics(spark, t, "t", source, on, clauses)
+    finally:
+        spark.catalog.dropTempView(snapshot)
+        spark.catalog.dropTempView(stored)
+
+
+def commit_metrics(location: str, token: str) -> dict[str, int] | None:
+    """The operation metrics of the commit whose user metadata is ``token`` among the table's last
+    100 commits, or None."""
+    from deltalake import DeltaTable
+
+    for entry in DeltaTable(location).history(100):
+        if entry.get("userMetadata") == token:
+            return {k: int(v) for k, v in (entry.get("operationMetrics") or {}).items()
+                    if isinstance(v, int) or (isinstance(v, str) and v.isdigit())}
+    return None
 
 
 @contextlib.contextmanager

@@ -89,6 +89,31 @@ def test_batch_flow_and_job_on_the_cluster(conn) -> None:
     conn.execute("DROP FLOW cl_flow")
 
 
+def test_refresh_loads_on_the_executor(spark_cluster: SparkCluster, conn, gw) -> None:
+    """A refresh on Spark: the executor reads the source files, stages and merges the snapshot."""
+    src = gw.data_dir.parent / "cl_refresh_src"
+    src.mkdir()
+    (src / "a.csv").write_text("".join(f"{i},n{i},{i * 0.5}\n" for i in range(1, 2001)))
+    conn.execute(f"CREATE TABLE cl_refresh (id bigint PRIMARY KEY, name text, v double precision) WITH ("
+                 f"connector = 'file', path = '{src}', refresh_mode = 'FULL_RELOAD', spark_writes = 'on') "
+                 "FORMAT PLAIN ENCODE CSV (without_header = 'true')")
+    before = executor_tasks(spark_cluster)
+    conn.execute("REFRESH TABLE cl_refresh WAIT")
+    (src / "a.csv").write_text("".join(f"{i},n{i},{i * (2 if i == 5 else 0.5)}\n" for i in range(2, 2002)))
+    conn.execute("REFRESH TABLE cl_refresh WAIT")
+    assert conn.execute("SELECT rows_loaded, rows_inserted, rows_updated, rows_deleted FROM "
+                        "information_schema.refresh_tables WHERE table_name = 'cl_refresh'").fetchone() == (2000, 1, 1, 1)
+    assert conn.execute("SELECT count(*), min(id), max(id), sum(v) FROM cl_refresh").fetchone() == \
+        (2000, 2, 2001, sum(i * 0.5 for i in range(2, 2002)) + 7.5)
+    history = DeltaTable(str(gw.data_dir / conn.execute(
+        "SELECT pg_relation_filepath('cl_refresh')").fetchone()[0])).history()
+    # newest first: the difference merged, then the first load appended, both by Spark
+    assert [(e["operation"], e["engineInfo"].split("/")[0]) for e in history
+            if str(e.get("userMetadata")).startswith("tidegate-refresh-")] == [("MERGE", "Apache-Spark"),
+                                                                            ("WRITE", "Apache-Spark")]
+    assert executor_tasks(spark_cluster) > before
+
+
 def test_cancel_frees_the_executor_of_tasks_that_ignore_it(spark_cluster: SparkCluster, conn) -> None:
     """The cancelled statement's tasks loop without looking at their kill flag (engine.reaper):
     the client has its 57014 at once, and the executor that cannot stop them exits after the
