@@ -1110,6 +1110,8 @@ class RefreshManager:
                     counts = m.get("num_inserted_rows", 0), m.get("num_updated_rows", 0), m.get("num_deleted_rows", 0)
         except Exception as exc:  # noqa: BLE001 - a conflict is 40001, a cancel 57014
             raise map_spark_error(exc) from None
+        finally:
+            store.forget(location)  # Spark committed (or may have): the cached log is behind
         self._pause("committed")
         return counts
 

@@ -9,9 +9,11 @@ and right after the Delta commit.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import psycopg
@@ -429,6 +431,18 @@ def test_flow_over_refreshable_table_sees_only_the_diff(conn, tmp_path: Path) ->
 
 # -- crash recovery and schedule (own gateway) ---------------------------------------------------------------
 
+@contextlib.contextmanager
+def booted(data: Path, pauses: str | None = None) -> Iterator[TidegateServer]:
+    """A gateway on ``data`` (``TIDEGATE_REFRESH_TEST_PAUSE`` = ``pauses``) with its Spark up;
+    stopped at the end (a test kills it with kill -9 first)."""
+    gw = start_tidegate(data, env={"TIDEGATE_REFRESH_TEST_PAUSE": pauses} if pauses else None)
+    try:
+        gw.wait_for_spark()
+        yield gw
+    finally:
+        gw.stop()
+
+
 def _history_refresh_commits(location: Path) -> int:
     return sum(1 for h in DeltaTable(str(location)).history() if h.get("operation") == "REFRESH")
 
@@ -446,9 +460,7 @@ def test_kill9_during_load_and_commit_then_schedule(tmp_path: Path) -> None:
     write(src_b / "b.csv", "".join(f"{j},b{j},{j}\n" for j in range(10)))
     # boot 1: every staged chunk pauses 2 s and every commit waits 60 s before it starts.
     # kill -9 with k_t in its load (chunk 1 of 4 staged) and k_b loaded, its commit not yet made.
-    gw = start_tidegate(data, env={"TIDEGATE_REFRESH_TEST_PAUSE": "chunk:2,commit:60"})
-    try:
-        gw.wait_for_spark()
+    with booted(data, "chunk:2,commit:60") as gw:
         with psycopg.connect(gw.dsn, autocommit=True) as c:
             file_table(c, "k_b", src_b, enc_opts="without_header = 'true'")
             # chunk_bytes = 1: each file is a chunk of its own, so the load has four steps.
@@ -463,13 +475,9 @@ def test_kill9_during_load_and_commit_then_schedule(tmp_path: Path) -> None:
             assert status(c, "k_b")["current_status"] == "FINISHING"
             assert rows(c, "SELECT count(*) FROM k_b") == [(0,)]
         gw.kill9()
-    finally:
-        gw.stop()
     # boot 2: k_t's load resumes after its staged chunk, k_b's commit is redone; kill -9 right
     # after both Delta commits, before the refresh state records them.
-    gw = start_tidegate(data, env={"TIDEGATE_REFRESH_TEST_PAUSE": "committed:60"})
-    try:
-        gw.wait_for_spark()
+    with booted(data, "committed:60") as gw:
         wait_until(lambda: _logged(gw, "public.k_t' resumes after "), timeout=90)
         with psycopg.connect(gw.dsn, autocommit=True) as c:
             wait_until(lambda: rows(c, "SELECT count(*) FROM k_t") == [(100,)]
@@ -478,13 +486,9 @@ def test_kill9_during_load_and_commit_then_schedule(tmp_path: Path) -> None:
             assert status(c, "k_b")["current_status"] == "FINISHING"
             assert not _logged(gw, "public.k_t': loaded chunk 1/4")  # chunk 1 was not read again
         gw.kill9()
-    finally:
-        gw.stop()
     assert _history_refresh_commits(loc_t) == 1 and _history_refresh_commits(loc_b) == 1
     # boot 3: both commits are found (Delta app transaction) and not repeated; status back to IDLE.
-    gw = start_tidegate(data, env={"TIDEGATE_REFRESH_TEST_PAUSE": "chunk:0.6"})
-    try:
-        gw.wait_for_spark()
+    with booted(data, "chunk:0.6") as gw:
         with psycopg.connect(gw.dsn, autocommit=True) as c:
             for name, n in (("k_t", 100), ("k_b", 10)):
                 st = wait_until(lambda: (s := status(c, name))["current_status"] == "IDLE" and s, timeout=60)
@@ -498,8 +502,6 @@ def test_kill9_during_load_and_commit_then_schedule(tmp_path: Path) -> None:
                             timeout=60)
             assert st["trigger_interval_secs"] == 1 and st["rows_loaded"] == 100
             assert rows(c, "SELECT count(*) FROM s_t") == [(100,)]
-    finally:
-        gw.stop()
 
 
 def test_diff_is_the_same_whichever_join_finds_it() -> None:

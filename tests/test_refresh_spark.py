@@ -16,8 +16,8 @@ import psycopg
 import pytest
 from deltalake import DeltaTable
 
-from tests.test_refresh import error_of, rows, status, table_location, wait_until, write
-from tests.tidegate_server import TidegateServer, start_tidegate
+from tests.test_refresh import booted, error_of, rows, status, table_location, wait_until, write
+from tests.tidegate_server import TidegateServer
 
 COLUMNS = ("id bigint PRIMARY KEY, name text, v double precision, n int, ts timestamp, ok boolean, "
            "amt numeric(10,2), day date")
@@ -203,38 +203,26 @@ def test_kill9_before_and_after_the_merge_commits_once(tmp_path: Path) -> None:
     data, src = tmp_path / "data", tmp_path / "src"
     write(src / "a.csv", HEADER + "".join(line(i) for i in range(1, 201)))
     # boot 1: the load is staged and checked (FINISHING), the MERGE waits 60 s: kill -9.
-    gw = start_tidegate(data, env={"TIDEGATE_REFRESH_TEST_PAUSE": "commit:60"})
-    try:
-        gw.wait_for_spark()
+    with booted(data, "commit:60") as gw:
         with psycopg.connect(gw.dsn, autocommit=True) as c:
             twin_tables(c, "rk", src)
             location = table_location(c, data, "rk")
             c.execute("REFRESH TABLE rk")
             wait_until(lambda: status(c, "rk")["current_status"] == "FINISHING", timeout=120)
         gw.kill9()
-    finally:
-        gw.stop()
     # boot 2: the staged snapshot is merged (not loaded again); kill -9 right after the commit.
-    gw = start_tidegate(data, env={"TIDEGATE_REFRESH_TEST_PAUSE": "committed:60"})
-    try:
-        gw.wait_for_spark()
+    with booted(data, "committed:60") as gw:
         with psycopg.connect(gw.dsn, autocommit=True) as c:
             wait_until(lambda: rows(c, "SELECT count(*) FROM rk") == [(200,)], timeout=120)
             assert status(c, "rk")["current_status"] == "FINISHING"
             assert not any("loading the source on Spark" in ln for ln in gw.log)
         gw.kill9()
-    finally:
-        gw.stop()
     assert _refresh_commits(location) == 1
     # boot 3: the commit is found by its app transaction and not repeated; its counts are reported.
-    gw = start_tidegate(data)
-    try:
-        gw.wait_for_spark()
+    with booted(data) as gw:
         with psycopg.connect(gw.dsn, autocommit=True) as c:
             wait_until(lambda: status(c, "rk")["current_status"] == "IDLE", timeout=120)
             assert counts(c, "rk") == (200, 200, 0, 0)
             c.execute("REFRESH TABLE rk_twin WAIT")
             assert len(same_rows(c, "rk")) == 200
             assert _refresh_commits(location) == 1
-    finally:
-        gw.stop()
