@@ -96,6 +96,11 @@ _EXAMPLES = 3
 LOADERS = 2  # chunks staged at once
 FILE_ROWS = 1_000_000  # rows per data file a refresh commit writes
 _CORRUPT = "_tg_corrupt_record"
+# A refresh loads on Spark (``spark_writes = 'auto'``) when its files exceed this many bytes or its
+# PostgreSQL table this many rows: below, the collected path's in-memory diff and own commit are
+# faster; above, its memory grows with the source, Spark's does not.
+SPARK_RELOAD_BYTES = 64 * 1024 * 1024
+SPARK_RELOAD_ROWS = 1_000_000
 # Where a row came from (Spark packs a chunk's files into tasks by size, not by name): read when
 # the last row of a duplicated key must win, which needs the rows in file and line order.
 _PATH, _BLOCK = "_tg_file_path", "_tg_block_start"
@@ -433,11 +438,15 @@ class Source:
             out = out.unionAll(df)
         return out, has_corrupt
 
-    def row_count(self, spark: SparkSession) -> int:
-        """The PostgreSQL source table's rows (one query): what ``spark_writes = 'auto'`` goes by."""
+    def large(self, spark: SparkSession) -> bool:
+        """Whether the source is large enough to load on Spark under ``spark_writes = 'auto'``:
+        its files exceed :data:`SPARK_RELOAD_BYTES`, or its PostgreSQL table counts
+        :data:`SPARK_RELOAD_ROWS` rows (one query)."""
+        if self.connector == "file":
+            return sum(os.path.getsize(f) for f in self._files()) > SPARK_RELOAD_BYTES
         probe = f"SELECT count(*) AS n FROM {self._source_name()}"
         try:
-            return int(self._jdbc_frame(spark, probe).collect()[0]["n"] or 0)
+            return int(self._jdbc_frame(spark, probe).collect()[0]["n"] or 0) >= SPARK_RELOAD_ROWS
         except Exception as exc:  # noqa: BLE001
             raise SourceError("08001", f"could not read source query: {probe}: {_first_line(exc)}") from None
 
@@ -672,16 +681,6 @@ def _q(name: str) -> str:
 
 # -- the manager --------------------------------------------------------------------------------------
 
-# A refresh loads on Spark (``spark_writes = 'auto'``) when its files exceed this many bytes or its
-# PostgreSQL table this many rows: below, the collected path's in-memory diff and own commit are
-# faster; above, its memory grows with the source, Spark's does not.
-SPARK_RELOAD_BYTES = 64 * 1024 * 1024
-SPARK_RELOAD_ROWS = 1_000_000
-# Types whose value Spark reads as the table stores it (engine.storage.coerce_array passes them
-# through): anything else needs one of PostgreSQL's conversions, which the collected path makes.
-_AS_READ = frozenset({"int2", "int4", "int8", "float4", "float8", "bool", "date", "numeric", "text", "name"})
-
-
 @dataclass
 class _SparkLoad:
     """A refresh on Spark: its session and source frame (None: merge what an interrupted refresh
@@ -694,21 +693,13 @@ class _SparkLoad:
 
 
 def _read_as_stored(frame: DataFrame, t: TableDef) -> bool:
-    """Whether every column of ``t`` comes out of ``frame`` in its storage form (the same Arrow
-    type, and no PostgreSQL rule to apply: a varchar length, a timestamp precision)."""
+    """Whether every column of ``t`` comes out of ``frame`` in its storage form, no PostgreSQL rule
+    to apply (a varchar length, a timestamp precision): :func:`engine.storage.stored_as_is`."""
     from engine.spark import arrow_schema_of
-    from engine.storage import storage_type
+    from engine.storage import stored_as_is
 
     schema = arrow_schema_of(frame)
-    for c in t.columns:
-        ty = c.type
-        if ty.is_array or schema.field(c.name).type != storage_type(ty):
-            return False
-        name = ty.pg.name
-        if not (name in _AS_READ or (name == "varchar" and ty.length is None)
-                or (name in ("timestamp", "timestamptz") and (ty.precision is None or ty.precision >= 6))):
-            return False
-    return True
+    return all(stored_as_is(c.type, schema.field(c.name).type) for c in t.columns)
 
 
 def _row_checks(t: TableDef, has_corrupt: bool) -> list[tuple[str, Any]]:
@@ -976,18 +967,14 @@ class RefreshManager:
             return None  # collected chunks staged before the crash: the collected path resumes them
         spark = self.engine.runtime.new_session()
         source = Source(t, FileAccess.from_settings(self.engine.settings))
+        if mode == "auto" and not source.large(spark):
+            return None
         chunks = source.chunks(spark)
         if not chunks:
             return None
         frame, has_corrupt = source.frame(spark, chunks)
         if not _read_as_stored(frame, t):
             return None
-        if mode == "auto":
-            if source.connector == "file":
-                if sum(os.path.getsize(f) for spec in chunks for f in spec.files) <= SPARK_RELOAD_BYTES:
-                    return None
-            elif source.row_count(spark) < SPARK_RELOAD_ROWS:
-                return None
         return _SparkLoad(spark, frame, has_corrupt, source.connector)
 
     def _spark_stage(self, t: TableDef, rid: int) -> Path:

@@ -445,7 +445,7 @@ def reload_merge(spark: Any, frame: DataFrame, t: TableDef, app_id: str, version
     :func:`commit_metrics`). Returns Delta's counts (``num_inserted_rows``, ``num_updated_rows``,
     ``num_deleted_rows``)."""
     keys = t.primary_key
-    others = [c for c in t.columns if c.name not in set(keys)]
+    others = [c for c in t.columns if c.name not in keys]
     snapshot, stored = f"tg_reload_rows_{uuid.uuid4().hex}", f"tg_reload_table_{uuid.uuid4().hex}"
     frame.createOrReplaceTempView(snapshot)
     spark.read.format("delta").load(t.location).createOrReplaceTempView(stored)

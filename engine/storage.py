@@ -398,6 +398,26 @@ def round_to_precision(out: pa.Array, t: ColumnType) -> pa.Array:
     return pc.add(rounded, _PG_EPOCH_US).cast(out.type)
 
 
+def _passes_through(t: ColumnType, src: pa.DataType) -> bool:
+    """Whether :func:`_coerce_array` returns a column of Arrow type ``src`` as it is: strings into
+    text, name or varchar without a length; a column already of ``t``'s storage type for
+    integers, floats, boolean, date, timestamps, bytea and numeric."""
+    name = t.pg.name
+    if pa.types.is_string(src):
+        return name in ("text", "name") or (name == "varchar" and t.length is None)
+    return (not t.is_array and src == storage_type(t)
+            and (name in _INT_RANGES or name in ("float4", "float8", "bool", "date", "timestamp", "timestamptz",
+                                                 "bytea", "numeric")))
+
+
+def stored_as_is(t: ColumnType, src: pa.DataType) -> bool:
+    """Whether a column of Arrow type ``src`` already is ``t``'s storage form, no PostgreSQL rule
+    to apply (:func:`coerce_array` would change nothing: no length to check, no precision to round
+    to). What a writer that does not pass its rows through :func:`coerce_array` (Spark's) needs."""
+    rounded = t.pg.name in ("timestamp", "timestamptz") and t.precision is not None and t.precision < 6
+    return _passes_through(t, src) and not rounded
+
+
 def _coerce_array(arr: pa.Array | pa.ChunkedArray, t: ColumnType, column: str) -> pa.Array:
     if isinstance(arr, pa.ChunkedArray):
         arr = arr.combine_chunks() if arr.num_chunks != 1 else arr.chunk(0)
@@ -410,19 +430,14 @@ def _coerce_array(arr: pa.Array | pa.ChunkedArray, t: ColumnType, column: str) -
         return pc.cast(pc.cast(arr, pa.time64("us")), pa.int64())
     if name == "interval" and (pa.types.is_interval(src) or pa.types.is_duration(src)):
         return pa.array([python_value(_mdn(v), t, column) for v in arr.to_pylist()], type=target)
+    if _passes_through(t, src):
+        return arr
     if name in ("text", "varchar", "bpchar", "json", "jsonb", "uuid", "name", "interval") and pa.types.is_string(src):
-        if name in ("text", "name") or (name == "varchar" and t.length is None):
-            return arr
         if name == "varchar":
             lengths = pc.utf8_length(arr)
             mx = pc.max(lengths).as_py()
             if mx is None or mx <= t.length:
                 return arr
-    elif src == target and not t.is_array:
-        if name in _INT_RANGES or name in ("float4", "float8", "bool", "date", "timestamp", "timestamptz", "bytea"):
-            return arr
-        if name == "numeric":
-            return arr
     elif name in _INT_RANGES and pa.types.is_integer(src):
         lo, hi, word = _INT_RANGES[name]
         mn, mx = pc.min(arr).as_py(), pc.max(arr).as_py()
