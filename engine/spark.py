@@ -57,6 +57,19 @@ _REPO_ROOT = Path(__file__).resolve().parent.parent
 MAVEN_JARS_LIST = _REPO_ROOT / "jars" / "maven.txt"
 
 
+def jar_conf() -> dict[str, str]:
+    """The Spark confs that put the JVM jars on a session's classpath: Delta Lake's connector
+    (:func:`required_jars`) and, when installed, the PostgreSQL JDBC driver (the Spark JDBC source
+    of REFRESH TABLE's postgres connector). They take effect when the JVM starts."""
+    conf = {}
+    jars = [str(p) for p in required_jars()]
+    if os.path.exists(PG_JDBC_JAR):
+        jars.append(PG_JDBC_JAR)
+        conf["spark.driver.extraClassPath"] = PG_JDBC_JAR
+    conf["spark.jars"] = ",".join(jars)
+    return conf
+
+
 def required_jars(jars_dir: Path | str | None = None) -> list[Path]:
     """The jar files of jars/maven.txt, in order; SqlError 58P01 naming the missing ones and the
     command that fetches them."""
@@ -215,11 +228,7 @@ class SparkRuntime:
             pools.parent.mkdir(parents=True, exist_ok=True)
             pools.write_text(FAIR_SCHEDULER_XML)
             conf.update({"spark.scheduler.mode": "FAIR", "spark.scheduler.allocation.file": str(pools)})
-            jars = [str(p) for p in required_jars()]
-            if os.path.exists(PG_JDBC_JAR):  # Spark JDBC source of REFRESH TABLE's postgres connector
-                jars.append(PG_JDBC_JAR)
-                conf["spark.driver.extraClassPath"] = PG_JDBC_JAR
-            conf["spark.jars"] = ",".join(jars)
+            conf.update(jar_conf())
             conf.update(self._settings.spark_conf)
             for key, value in conf.items():
                 builder = builder.config(key, value)

@@ -19,6 +19,8 @@ def make_spark_session(app_name: str = "tidegate-tests"):
     """Start (or reuse) a local[2] SparkSession configured like the engine's (UTC, ANSI)."""
     from pyspark.sql import SparkSession
 
+    from engine.spark import jar_conf
+
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = (
         SparkSession.builder.master("local[2]")
@@ -34,6 +36,10 @@ def make_spark_session(app_name: str = "tidegate-tests"):
         .config("spark.sql.codegen.wholeStage", "false")
         .config("spark.driver.extraJavaOptions", "-Duser.timezone=UTC")
     )
+    # The jars the engine's sessions need: the JVM of this process starts once, with the first
+    # session's classpath, and an engine started later in it (another test module) reuses it.
+    for key, value in jar_conf().items():
+        builder = builder.config(key, value)
     session = builder.getOrCreate()
     # Spark logs every failed query at ERROR with a full JVM stack; tests that expect errors
     # would drown the output.

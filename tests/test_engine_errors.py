@@ -63,6 +63,10 @@ def test_cancel_stops_spark_tasks(gateway_with_ui, query: str) -> None:
         conn.execute("DROP TABLE IF EXISTS tc")
         conn.execute("CREATE TABLE tc (x int)")
         conn.execute("INSERT INTO tc SELECT g FROM generate_series(1, 1000) g")
+        idle_by = time.time() + 120  # the gateway's Delta warm-up job may still be running
+        while _spark_busy(ui) != (0, 0, 0):
+            assert time.time() < idle_by, f"Spark never went idle: {_spark_busy(ui)}"
+            time.sleep(0.2)
         errors: list[BaseException] = []
 
         def run() -> None:
