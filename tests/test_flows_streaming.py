@@ -183,6 +183,72 @@ def test_expire_after_drops_late_rows(conn: psycopg.Connection) -> None:
     assert st["last_batch_time"] is not None and st["lag_seconds"] is not None
 
 
+# -- micro-batches written on Spark (issue 22) ------------------------------------------------------
+
+def last_commit(gw: TidegateServer, conn: psycopg.Connection, table: str) -> dict:
+    """The table's last Delta commit: its commitInfo and app transactions."""
+    (path,) = conn.execute("SELECT pg_relation_filepath(%s)", (table,)).fetchone()
+    entry = sorted((gw.data_dir / path / "_delta_log").glob("*.json"))[-1]
+    actions = [json.loads(line) for line in entry.read_text().splitlines() if line.strip()]
+    info = next(a["commitInfo"] for a in actions if "commitInfo" in a)
+    return {"operation": info.get("operation"), "spark": str(info.get("engineInfo", "")).startswith("Apache-Spark"),
+            "txn": [a["txn"]["appId"] for a in actions if "txn" in a]}
+
+
+def test_micro_batches_written_on_spark_equal_collected_ones(conn: psycopg.Connection, gw: TidegateServer) -> None:
+    """WITH (spark_writes = 'on'): a projection flow's micro-batches are upserted by Delta Lake's
+    MERGE on Spark under the batch's app transaction; inserts, late rows (EXPIRE AFTER), deletes
+    and updates leave the sink row for row what the collected twin ('off') keeps. 'auto' collects
+    a small batch and writes one of more than 100,000 rows on Spark."""
+    make_source(conn, "sp_src")
+    conn.execute("INSERT INTO sp_src VALUES ('before', '2024-01-01 10:00:00', 1)")
+    query = "SELECT host, ts, v * 2 AS v2 FROM sp_src WHERE v > 0"
+    for mode in ("on", "off", "auto"):
+        conn.execute(f"CREATE FLOW sp_{mode} SINK TO sp_{mode}_out EXPIRE AFTER '1 hour' "
+                     f"WITH (flow_type = 'streaming', spark_writes = '{mode}') AS {query}")
+    assert options(conn, "sp_on") == {"flow_type": "streaming", "spark_writes": "on"}
+
+    def same(step: str) -> list[tuple]:
+        counts = {mode: rows(conn, f"ADMIN FLUSH_FLOW('sp_{mode}')")[0][0] for mode in ("on", "off")}
+        assert counts["on"] == counts["off"], (step, counts)
+        got = {mode: rows(conn, f"SELECT host, ts, v2 FROM sp_{mode}_out ORDER BY host, ts") for mode in ("on", "off")}
+        assert got["on"] == got["off"], step
+        return got["on"]
+
+    assert same("backfill") == [("before", datetime(2024, 1, 1, 10), 2.0)]
+    conn.execute("INSERT INTO sp_src SELECT 'h' || (g % 5), TIMESTAMP '2024-01-01 10:00:00' + g * INTERVAL '1 second', "
+                 "g - 100 FROM generate_series(1, 3000) g")
+    sunk = same("inserts")
+    assert len(sunk) == 1 + 2900
+    commit = last_commit(gw, conn, "sp_on_out")
+    assert commit["operation"] == "MERGE" and commit["spark"], commit
+    assert [a for a in commit["txn"] if a.startswith("tidegate-stream-")], commit
+    assert not last_commit(gw, conn, "sp_off_out")["spark"]
+    # The watermark is now 09:50 past the newest row (10:50): rows before it are late.
+    conn.execute("INSERT INTO sp_src VALUES ('late', '2024-01-01 09:00:00', 7), ('fresh', '2024-01-01 10:45:00', 8)")
+    sunk = same("late rows")
+    assert ("fresh", datetime(2024, 1, 1, 10, 45), 16.0) in sunk
+    assert not [r for r in sunk if r[0] == "late"]
+    assert statistics(conn, "sp_on")["late_rows"] == statistics(conn, "sp_off")["late_rows"] >= 1
+    conn.execute("DELETE FROM sp_src WHERE host = 'h3' AND ts < '2024-01-01 10:20:00'")
+    conn.execute("UPDATE sp_src SET v = -v WHERE host = 'h1' AND ts BETWEEN '2024-01-01 10:30:00' AND '2024-01-01 10:31:00'")
+    sunk = same("deletes and updates")
+    assert sunk == rows(conn, f"SELECT host, ts, v2 FROM ({query}) q WHERE host <> 'late' ORDER BY host, ts")
+
+    rows(conn, "ADMIN FLUSH_FLOW('sp_auto')")
+    conn.execute("INSERT INTO sp_src VALUES ('small', '2024-01-01 10:46:00', 3)")
+    rows(conn, "ADMIN FLUSH_FLOW('sp_auto')")
+    assert not last_commit(gw, conn, "sp_auto_out")["spark"]
+    conn.execute("INSERT INTO sp_src SELECT 'big' || (g % 3), TIMESTAMP '2024-01-01 11:00:00' + g * INTERVAL '1 millisecond', "
+                 "g FROM generate_series(1, 100001) g")
+    rows(conn, "ADMIN FLUSH_FLOW('sp_auto')")
+    commit = last_commit(gw, conn, "sp_auto_out")
+    assert commit["operation"] == "MERGE" and commit["spark"], commit
+    assert rows(conn, "SELECT count(*), sum(v2) FROM sp_auto_out WHERE host LIKE 'big%'") == [(100001, 100001 * 100002.0)]
+    for mode in ("on", "off", "auto"):
+        conn.execute(f"DROP FLOW sp_{mode}")
+
+
 # -- failure and recovery ---------------------------------------------------------------------------
 
 def test_failed_flow_restarts_from_checkpoint_others_unaffected(conn: psycopg.Connection) -> None:

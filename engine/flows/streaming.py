@@ -54,11 +54,12 @@ from catalog.store import TableDef
 from engine import ttl
 from engine.events import FLOW_FAILED, FLOW_RECOVERED
 from engine.flows import cdf_source
-from engine.flows.batch import BatchExecutor, _to_sink_rows
+from engine.flows.batch import BatchExecutor, _sink_frame, _to_sink_rows
 from engine.flows.plan import FlowPlan, check_sink, table_refs, upsert_keys
 from engine.flows.seam import ActiveFlow, RunResult
 from engine.flows.windows import _FIXED_UNITS, _WEEK_ORIGIN, merge_ranges, times_to_micros
 from engine.spark import background_jobs
+from engine.sparkwrite import quoted
 from engine.storage import WRITER_PROPERTIES, all_new, dedupe_last, key_match
 from tidegate.errors import SqlError
 from tidegate.pgtypes import TEXT, ColumnType
@@ -96,6 +97,14 @@ FLUSH_GIVE_UP_FAILURES = 6  # consecutive query failures after which ADMIN FLUSH
 EVENT_TIME = "__tg_event_time"
 WINDOW_KEY = "__tg_window"
 CHANGE_COLUMN = "__tg_change"
+# A projection flow's micro-batch of more rows than this is written on Spark (Delta Lake's MERGE),
+# not collected into the gateway (flow option spark_writes 'auto'; 'on': every batch, 'off':
+# none): about the 8 MB a statement's result may have before Spark writes it
+# (engine.sparkwrite.SPARK_WRITE_BYTES), for rows of ~80 bytes.
+STREAM_COLLECT_ROWS = 100_000
+# A batch on Spark with deletes re-evaluates the time points it touched; past this many distinct
+# points, the flow's whole query.
+MAX_DELETED_POINTS = 10_000
 # Append-mostly: at most this share of a source's recent commits delete or update rows.
 APPEND_MOSTLY_MAX_SHARE = 0.1
 
@@ -544,7 +553,19 @@ class StreamingExecutor(BatchExecutor):
         if landed is None:
             self._recompute(st, plan, sink, None, aid, version)
             return
-        data = batch.toArrow()
+        mode = af.flow.options.get("spark_writes", "auto")
+        data = None
+        if mode == "off":
+            data = batch.toArrow()
+        elif mode == "auto":
+            # At most one row past the limit is collected: a larger batch is written on Spark.
+            data = batch.limit(STREAM_COLLECT_ROWS + 1).toArrow()
+            if data.num_rows > STREAM_COLLECT_ROWS:
+                data = None
+        if data is None and self._rows_batch_on_spark(st, batch, aid, version, watermark):
+            return
+        if data is None:
+            data = batch.toArrow()  # a sink column needs one of PostgreSQL's conversions
         window = plan.window
         if watermark is not None and window is not None and data.num_rows:
             # Change rows older than the watermark (EXPIRE AFTER) are late: counted, ignored.
@@ -568,6 +589,55 @@ class StreamingExecutor(BatchExecutor):
         result = data.select(list(range(len(plan.output_names))))
         written = self._upsert(sink, plan, _to_sink_rows(result, plan, sink), aid, version)
         self._batch_done(st, written, 0)
+
+    def _rows_batch_on_spark(self, st: _Stream, batch: DataFrame, aid: str, version: int,
+                             watermark: int | None) -> bool:
+        """:meth:`_rows_batch` of a micro-batch left on Spark: late rows counted and dropped, one
+        job that also tells whether the batch deletes; inserts only are upserted by Delta Lake's
+        MERGE under the batch's app transaction (engine.sparkwrite.sink_merge), deletes
+        re-evaluate the time points they touched. False when a sink column needs one of
+        PostgreSQL's conversions (the collected path makes them)."""
+        from pyspark.sql import functions as F  # noqa: N812
+
+        af = st.af
+        plan, sink = af.plan, af.sink
+        assert plan is not None and sink is not None
+        names = list(plan.output_names)
+        frame = _sink_frame(batch.select(*[F.col(quoted(n)) for n in names]), plan, sink)
+        if frame is None:
+            return False
+        window = plan.window
+        keep = F.lit(True)
+        if watermark is not None and window is not None:
+            # Change rows older than the watermark (EXPIRE AFTER) are late: counted, ignored.
+            t = F.col(quoted(window.output))
+            keep = t.isNull() | (F.unix_micros(t.cast("timestamp")) >= F.lit(watermark))
+        deletes = F.col(quoted(CHANGE_COLUMN)).isin(*cdf_source.DELETE_TYPES)
+        kept = batch.where(keep)
+        with self._tagged(af, batch.sparkSession):
+            seen = batch.agg(F.count(F.lit(1)).alias("n"), F.count_if(~keep).alias("late"),
+                             F.count_if(keep & deletes).alias("deletes")).first()
+        late = int(seen["late"] or 0)
+        af.stats.late_rows += late
+        if int(seen["n"] or 0) == late:
+            self._batch_done(st, 0, 0)
+            return True
+        if int(seen["deletes"] or 0):
+            ranges = None
+            if window is not None:
+                with self._tagged(af, batch.sparkSession):
+                    points = kept.select(quoted(window.output)).distinct().limit(MAX_DELETED_POINTS + 1).toArrow()
+                if points.num_rows <= MAX_DELETED_POINTS:
+                    ranges = merge_ranges(window.fn, window.fn.starts(times_to_micros(points.column(0))))
+            self._recompute(st, plan, sink, ranges, aid, version)
+            return True
+        if watermark is not None and window is not None:
+            frame = _sink_frame(kept.select(*[F.col(quoted(n)) for n in names]), plan, sink)
+            assert frame is not None
+        written, _ = self._commit_on_spark(sink, frame, upsert_keys(sink, plan), None, aid, version, af,
+                                           keep_unmatched=True)
+        self._batch_done(st, written, 0)
+        return True
 
     def _upsert(self, sink: TableDef, plan: FlowPlan, data: pa.Table, aid: str, version: int) -> int:
         """Upsert ``data`` on the sink's keys in one commit carrying the app transaction."""

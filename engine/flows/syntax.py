@@ -26,9 +26,10 @@ FLOW_TYPES = ("batching", "streaming")
 # GreptimeDB falls back to full-snapshot queries), so it is accepted, stored and shown, and changes
 # nothing.
 BOOLEAN_OPTIONS = ("defer_on_missing_source", "experimental_enable_incremental_read")
-# tidegate's own: which writer commits a batching flow's sink (engine.flows.batch), as the session
-# setting tidegate.spark_writes chooses for statements: 'auto' (Spark for a result the optimizer
-# expects over 8 MB, delta-rs in the gateway otherwise), 'on', 'off'. It makes the flow batching.
+# tidegate's own: which writer commits a flow's sink, as the session setting tidegate.spark_writes
+# chooses for statements: 'auto' (Spark for a result the optimizer expects over 8 MB, or a
+# streaming micro-batch of over 100,000 rows; delta-rs in the gateway otherwise), 'on', 'off'.
+# Without flow_type it makes the flow batching (engine.flows.statements._mode_rule).
 SPARK_WRITES = ("auto", "on", "off")
 SUPPORTED_OPTIONS = ("defer_on_missing_source", "experimental_enable_incremental_read", "flow_type", "spark_writes")
 _TRUE = {"true", "t", "on", "yes", "1"}
@@ -176,10 +177,6 @@ def _create(node: dialect.CreateFlow) -> CreateFlow:
     stmt.comment = comment.name if comment is not None else None
     stmt.options = {p.this.name.lower(): _option_value(p.this.name.lower(), p.args["value"].name)
                     for p in node.args.get("options") or []}
-    if "spark_writes" in stmt.options and stmt.options.get("flow_type") == "streaming":
-        raise SqlError("0A000", "flow option spark_writes is for batching flows: a streaming flow writes each "
-                                "micro-batch's rows from the gateway",
-                       hint="Drop spark_writes, or use WITH (flow_type = 'batching').")
     return stmt
 
 
