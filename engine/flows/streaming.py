@@ -602,18 +602,17 @@ class StreamingExecutor(BatchExecutor):
         af = st.af
         plan, sink = af.plan, af.sink
         assert plan is not None and sink is not None
-        names = list(plan.output_names)
-        frame = _sink_frame(batch.select(*[F.col(quoted(n)) for n in names]), plan, sink)
-        if frame is None:
-            return False
         window = plan.window
         keep = F.lit(True)
         if watermark is not None and window is not None:
             # Change rows older than the watermark (EXPIRE AFTER) are late: counted, ignored.
             t = F.col(quoted(window.output))
             keep = t.isNull() | (F.unix_micros(t.cast("timestamp")) >= F.lit(watermark))
-        deletes = F.col(quoted(CHANGE_COLUMN)).isin(*cdf_source.DELETE_TYPES)
         kept = batch.where(keep)
+        frame = _sink_frame(kept.select(*[F.col(quoted(n)) for n in plan.output_names]), plan, sink)
+        if frame is None:
+            return False
+        deletes = F.col(quoted(CHANGE_COLUMN)).isin(*cdf_source.DELETE_TYPES)
         with self._tagged(af, batch.sparkSession):
             seen = batch.agg(F.count(F.lit(1)).alias("n"), F.count_if(~keep).alias("late"),
                              F.count_if(keep & deletes).alias("deletes")).first()
@@ -631,9 +630,6 @@ class StreamingExecutor(BatchExecutor):
                     ranges = merge_ranges(window.fn, window.fn.starts(times_to_micros(points.column(0))))
             self._recompute(st, plan, sink, ranges, aid, version)
             return True
-        if watermark is not None and window is not None:
-            frame = _sink_frame(kept.select(*[F.col(quoted(n)) for n in names]), plan, sink)
-            assert frame is not None
         written, _ = self._commit_on_spark(sink, frame, upsert_keys(sink, plan), None, aid, version, af,
                                            keep_unmatched=True)
         self._batch_done(st, written, 0)
