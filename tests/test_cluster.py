@@ -89,6 +89,33 @@ def test_batch_flow_and_job_on_the_cluster(conn) -> None:
     conn.execute("DROP FLOW cl_flow")
 
 
+def test_streaming_flow_on_the_cluster(spark_cluster: SparkCluster, conn, gw) -> None:
+    """A streaming flow: the executor reads the source's change feed and computes each micro-batch,
+    and Delta's MERGE on Spark (spark_writes 'on') writes it; the sink follows inserts and a delete."""
+    conn.execute("CREATE TABLE cl_stream (host text, ts timestamp TIME INDEX, v double precision, PRIMARY KEY (host))")
+    conn.execute("CREATE FLOW cl_stream_flow SINK TO cl_stream_out WITH (flow_type = 'streaming', spark_writes = 'on') "
+                 "AS SELECT host, ts, v * 2 AS v2 FROM cl_stream WHERE v > 0")
+    conn.execute("ADMIN FLUSH_FLOW('cl_stream_flow')")
+    before = executor_tasks(spark_cluster)
+    conn.execute("INSERT INTO cl_stream SELECT 'h' || (g % 3), TIMESTAMP '2024-01-01' + g * INTERVAL '1 second', g - 10 "
+                 "FROM generate_series(1, 500) g")
+    conn.execute("ADMIN FLUSH_FLOW('cl_stream_flow')")
+    conn.execute("DELETE FROM cl_stream WHERE host = 'h1' AND ts < '2024-01-01 00:02:00'")
+    conn.execute("ADMIN FLUSH_FLOW('cl_stream_flow')")
+    want = conn.execute("SELECT host, ts, v * 2 FROM cl_stream WHERE v > 0 ORDER BY host, ts").fetchall()
+    assert conn.execute("SELECT host, ts, v2 FROM cl_stream_out ORDER BY host, ts").fetchall() == want
+    assert len(want) == 490 - len([g for g in range(11, 120) if g % 3 == 1])
+    history = DeltaTable(str(gw.data_dir / conn.execute(
+        "SELECT pg_relation_filepath('cl_stream_out')").fetchone()[0])).history()
+    # the inserts' micro-batch and the delete's re-evaluation (and the first, empty batch), each a
+    # MERGE made by Spark
+    writes = [e for e in history if e["operation"] in ("WRITE", "MERGE", "UPDATE", "DELETE")]
+    assert len(writes) >= 2 and all(e["operation"] == "MERGE" and e["engineInfo"].startswith("Apache-Spark")
+                                    for e in writes), writes
+    assert executor_tasks(spark_cluster) > before
+    conn.execute("DROP FLOW cl_stream_flow")
+
+
 def test_refresh_loads_on_the_executor(spark_cluster: SparkCluster, conn, gw) -> None:
     """A refresh on Spark: the executor reads the source files, stages and merges the snapshot."""
     src = gw.data_dir.parent / "cl_refresh_src"
