@@ -562,9 +562,9 @@ class StreamingExecutor(BatchExecutor):
             data = batch.limit(STREAM_COLLECT_ROWS + 1).toArrow()
             if data.num_rows > STREAM_COLLECT_ROWS:
                 data = None
-        if data is None and self._rows_batch_on_spark(st, batch, aid, version, watermark):
-            return
         if data is None:
+            if self._rows_batch_on_spark(st, batch, aid, version, watermark):
+                return
             data = batch.toArrow()  # a sink column needs one of PostgreSQL's conversions
         window = plan.window
         if watermark is not None and window is not None and data.num_rows:
@@ -596,7 +596,20 @@ class StreamingExecutor(BatchExecutor):
         job that also tells whether the batch deletes; inserts only are upserted by Delta Lake's
         MERGE under the batch's app transaction (engine.sparkwrite.sink_merge), deletes
         re-evaluate the time points they touched. False when a sink column needs one of
-        PostgreSQL's conversions (the collected path makes them)."""
+        PostgreSQL's conversions (the collected path makes them).
+
+        The batch is kept (memory, then disk) while its jobs run: each would otherwise read the
+        source's changes and run the flow's query again."""
+        from pyspark import StorageLevel
+
+        batch = batch.persist(StorageLevel.MEMORY_AND_DISK)
+        try:
+            return self._write_batch_on_spark(st, batch, aid, version, watermark)
+        finally:
+            batch.unpersist()
+
+    def _write_batch_on_spark(self, st: _Stream, batch: DataFrame, aid: str, version: int,
+                              watermark: int | None) -> bool:
         from pyspark.sql import functions as F  # noqa: N812
 
         af = st.af
