@@ -521,10 +521,11 @@ class ActionColumns(Mapping[str, list[Any]]):
     first asked for: a lookup reads the paths, row counts and its key's bounds, and converting
     every statistics column of every file at each commit was a fifth of a one-row UPDATE."""
 
-    __slots__ = ("_table", "_lists")
+    __slots__ = ("_table", "_lists", "_names")
 
     def __init__(self, table: pa.Table) -> None:
         self._table, self._lists = table, {}
+        self._names = frozenset(table.column_names)  # a lookup asks for two per column it prunes by
 
     def __getitem__(self, name: str) -> list[Any]:
         got = self._lists.get(name)
@@ -533,7 +534,7 @@ class ActionColumns(Mapping[str, list[Any]]):
         return got
 
     def __contains__(self, name: object) -> bool:
-        return name in self._table.column_names
+        return name in self._names
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._table.column_names)
@@ -1328,8 +1329,12 @@ class KeyIndex:
 
     def rows_of(self, keys: Sequence[int]) -> np.ndarray:
         """Row numbers (ascending) whose value is one of ``keys``."""
-        parts = [self.rows[lo:hi] for lo, hi in ((np.searchsorted(self.values, k, "left"),
-                                                  np.searchsorted(self.values, k, "right")) for k in set(keys)) if hi > lo]
+        values = self.values
+        if len(keys) == 1:  # a point lookup: no generator, set or concatenation
+            lo, hi = values.searchsorted(keys[0], "left"), values.searchsorted(keys[0], "right")
+            return self.rows[lo:hi] if hi - lo < 2 else np.sort(self.rows[lo:hi])
+        parts = [self.rows[lo:hi] for lo, hi in ((values.searchsorted(k, "left"), values.searchsorted(k, "right"))
+                                                 for k in set(keys)) if hi > lo]
         return np.sort(np.concatenate(parts)) if parts else np.empty(0, dtype=np.int64)
 
 
