@@ -72,6 +72,7 @@ FLOW_ACTIVATED = "flow.activated"
 FLOW_SUSPENDED = "flow.suspended"  # a source table was dropped: pending until it exists again
 FLOW_FAILED = "flow.failed"
 FLOW_RECOVERED = "flow.recovered"
+FLOW_REBUILT = "flow.rebuilt"  # a streaming flow started over (new checkpoint and epoch), its sink rebuilt
 REFRESH_STARTED = "refresh.started"
 REFRESH_FINISHED = "refresh.finished"
 REFRESH_FAILED = "refresh.failed"
@@ -87,6 +88,7 @@ GATEWAY_STOPPED = "gateway.stopped"
 EVENTS_DROPPED = "events.dropped"
 EVENT_TYPES = frozenset({
     FLOW_CREATED, FLOW_REPLACED, FLOW_DROPPED, FLOW_ACTIVATED, FLOW_SUSPENDED, FLOW_FAILED, FLOW_RECOVERED,
+    FLOW_REBUILT,
     REFRESH_STARTED, REFRESH_FINISHED, REFRESH_FAILED,
     JOB_SUBMITTED, JOB_STARTED, JOB_FINISHED, JOB_FAILED, JOB_CANCELLED,
     DDL, AUTH_FAILED, GATEWAY_STARTED, GATEWAY_STOPPED, EVENTS_DROPPED,

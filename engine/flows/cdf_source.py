@@ -142,9 +142,18 @@ class CdfStreamReader(DataSourceStreamReader):
         data_cols = [f.name for f in target if f.name not in (CHANGE_TYPE, COMMIT_VERSION)]
         if isinstance(partition, SnapshotPartition):
             import pyarrow.dataset as ds
+            import pyarrow.parquet as pq
 
-            table = ds.dataset(partition.files, format="parquet").to_table(columns=data_cols)
+            # Files written before an ALTER TABLE ... ADD COLUMN lack the column (NULL in them);
+            # a dataset takes its schema from one file, so it is given the union of them all.
+            stored = pa.unify_schemas([pq.read_schema(f) for f in partition.files], promote_options="permissive")
+            table = ds.dataset(partition.files, format="parquet", schema=stored).to_table(
+                columns=[c for c in data_cols if c in stored.names])
             n = table.num_rows
+            for c in data_cols:
+                if c not in stored.names:
+                    table = table.append_column(target.field(c), pa.nulls(n, target.field(c).type))
+            table = table.select(data_cols)
             table = table.append_column(CHANGE_TYPE, pa.array(["insert"] * n, pa.string()))
             table = table.append_column(COMMIT_VERSION, pa.array([partition.version] * n, pa.int64()))
             yield from _conform(table, target)

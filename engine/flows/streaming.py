@@ -52,7 +52,7 @@ from sqlglot import exp
 
 from catalog.store import TableDef
 from engine import ttl
-from engine.events import FLOW_FAILED, FLOW_RECOVERED
+from engine.events import FLOW_FAILED, FLOW_REBUILT, FLOW_RECOVERED
 from engine.flows import cdf_source
 from engine.flows.batch import BatchExecutor, _sink_frame, _to_sink_rows
 from engine.flows.plan import FlowPlan, check_sink, table_refs, upsert_keys
@@ -105,6 +105,9 @@ STREAM_COLLECT_ROWS = 100_000
 # A batch on Spark with deletes re-evaluates the time points it touched; past this many distinct
 # points, the flow's whole query.
 MAX_DELETED_POINTS = 10_000
+# The words a micro-batch fails with when the source's columns changed under the running query
+# (the supervisor starts the flow over, see StreamingExecutor._new_epoch).
+SOURCE_CHANGED = "tidegate: the flow's source table changed its columns"
 # Append-mostly: at most this share of a source's recent commits delete or update rows.
 APPEND_MOSTLY_MAX_SHARE = 0.1
 
@@ -325,6 +328,11 @@ class StreamingExecutor(BatchExecutor):
             except Exception as exc:  # noqa: BLE001 - every failure is recorded and retried
                 if st.stop.is_set() or af.stopped:
                     return
+                st.query = None
+                if SOURCE_CHANGED in str(exc):
+                    af.plan = None
+                    self._new_epoch(st, "its source table's columns changed (ALTER TABLE)")
+                    continue
                 err = exc if isinstance(exc, SqlError) else self._cause(af, exc)
                 st.error = err
                 st.failures += 1
@@ -337,8 +345,37 @@ class StreamingExecutor(BatchExecutor):
                 log.warning("streaming flow %s failed (restart in %.0f s): %s", af.flow.name, backoff, err.message)
                 self.runtime.event(FLOW_FAILED, af.flow, error=err.message, sqlstate=err.sqlstate,
                                    failures=st.failures, retry_in_s=backoff, trigger="streaming query")
-                st.query = None
                 st.stop.wait(backoff)
+
+    def _new_epoch(self, st: _Stream, why: str) -> None:
+        """Start the flow over: a fresh checkpoint (its first micro-batch is the backfill of the
+        source's current rows) under a new epoch, whose app-transaction id the sink has never
+        seen, so the first commit rebuilds the sink whole from the query."""
+        af = st.af
+        shutil.rmtree(st.checkpoint, ignore_errors=True)
+        af.flow.epoch += 1
+        self.runtime.flows.update(af.flow)
+        st.window_counts.clear()
+        st.written.clear()
+        st.seen_batches.clear()
+        st.current_end = -1
+        log.info("streaming flow %s starts epoch %d, rebuilding its sink: %s", af.flow.name, af.flow.epoch, why)
+        self.runtime.event(FLOW_REBUILT, af.flow, epoch=af.flow.epoch, reason=why)
+
+    def _check_source(self, plan: FlowPlan) -> None:
+        """Refuse a micro-batch once the source's columns differ from those the running query was
+        planned with. The change feed the query reads gives the old and new rows in the schema it
+        started with: after a RENAME COLUMN (or a DROP and ADD of one name) its rows no longer
+        mean what the query says, and the sink's earlier rows may disagree with the query too.
+        Nothing of the batch is committed; the supervisor starts the flow over, and the new
+        query's plan either fails (42703: the flow waits in error, as a batching flow does) or
+        rebuilds the sink."""
+        for planned in plan.sources:
+            current = self.runtime.catalog.get_table(planned.schema, planned.name)
+            if current is None or current.oid != planned.oid:
+                continue  # dropped: the flow is suspended by the DROP itself
+            if [(c.name, c.type) for c in current.columns] != [(c.name, c.type) for c in planned.columns]:
+                raise RuntimeError(f"{SOURCE_CHANGED}: {planned.qualified_name}")
 
     def _cause(self, af: ActiveFlow, exc: Exception) -> SqlError:
         """The reason a micro-batch failed, as the user can act on it: a sink altered under the
@@ -467,6 +504,7 @@ class StreamingExecutor(BatchExecutor):
         assert plan is not None and sink is not None and plan.window is not None
         aid, version = app_id(af.flow.flow_id, af.flow.epoch), batch_id + 1
         st.current_end, watermark = batch_offsets(st.checkpoint, batch_id)
+        self._check_source(plan)
         landed = self._landed_version(sink, aid)
         if landed is not None and landed >= version:
             return
@@ -547,6 +585,7 @@ class StreamingExecutor(BatchExecutor):
         assert plan is not None and sink is not None
         aid, version = app_id(af.flow.flow_id, af.flow.epoch), batch_id + 1
         st.current_end, watermark = batch_offsets(st.checkpoint, batch_id)
+        self._check_source(plan)
         landed = self._landed_version(sink, aid)
         if landed is not None and landed >= version:
             return
