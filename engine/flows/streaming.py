@@ -352,9 +352,12 @@ class StreamingExecutor(BatchExecutor):
         source's current rows) under a new epoch, whose app-transaction id the sink has never
         seen, so the first commit rebuilds the sink whole from the query."""
         af = st.af
-        shutil.rmtree(st.checkpoint, ignore_errors=True)
+        # The epoch is stored first: a crash before the checkpoint is gone resumes the old
+        # checkpoint under the new id (the first commit still rebuilds); the other order would
+        # restart batch ids under the old id, whose versions the sink has seen (skipped as replays).
         af.flow.epoch += 1
         self.runtime.flows.update(af.flow)
+        shutil.rmtree(st.checkpoint, ignore_errors=True)
         st.window_counts.clear()
         st.written.clear()
         st.seen_batches.clear()
