@@ -145,15 +145,14 @@ class CdfStreamReader(DataSourceStreamReader):
             import pyarrow.parquet as pq
 
             # Files written before an ALTER TABLE ... ADD COLUMN lack the column (NULL in them);
-            # a dataset takes its schema from one file, so it is given the union of them all.
-            stored = pa.unify_schemas([pq.read_schema(f) for f in partition.files], promote_options="permissive")
-            table = ds.dataset(partition.files, format="parquet", schema=stored).to_table(
-                columns=[c for c in data_cols if c in stored.names])
-            n = table.num_rows
+            # a dataset takes its schema from one file, so it is given the union of them all,
+            # and a column no file has yet is NULL in every one.
+            schema = pa.unify_schemas([pq.read_schema(f) for f in partition.files], promote_options="permissive")
             for c in data_cols:
-                if c not in stored.names:
-                    table = table.append_column(target.field(c), pa.nulls(n, target.field(c).type))
-            table = table.select(data_cols)
+                if c not in schema.names:
+                    schema = schema.append(target.field(c))
+            table = ds.dataset(partition.files, format="parquet", schema=schema).to_table(columns=data_cols)
+            n = table.num_rows
             table = table.append_column(CHANGE_TYPE, pa.array(["insert"] * n, pa.string()))
             table = table.append_column(COMMIT_VERSION, pa.array([partition.version] * n, pa.int64()))
             yield from _conform(table, target)

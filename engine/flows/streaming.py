@@ -473,6 +473,7 @@ class StreamingExecutor(BatchExecutor):
 
         def on_batch(batch: DataFrame, batch_id: int) -> None:
             self._await_turn(st)
+            self._check_source(plan)
             handler(st, batch, int(batch_id))
 
         return (writer_df.writeStream.outputMode(mode).foreachBatch(on_batch)
@@ -507,7 +508,6 @@ class StreamingExecutor(BatchExecutor):
         assert plan is not None and sink is not None and plan.window is not None
         aid, version = app_id(af.flow.flow_id, af.flow.epoch), batch_id + 1
         st.current_end, watermark = batch_offsets(st.checkpoint, batch_id)
-        self._check_source(plan)
         landed = self._landed_version(sink, aid)
         if landed is not None and landed >= version:
             return
@@ -588,7 +588,6 @@ class StreamingExecutor(BatchExecutor):
         assert plan is not None and sink is not None
         aid, version = app_id(af.flow.flow_id, af.flow.epoch), batch_id + 1
         st.current_end, watermark = batch_offsets(st.checkpoint, batch_id)
-        self._check_source(plan)
         landed = self._landed_version(sink, aid)
         if landed is not None and landed >= version:
             return
