@@ -1056,6 +1056,9 @@ def _binary_numeric(arr: pa.Array, ctype: ColumnType) -> pa.Array:
     n = len(arr)
     if n == 0:
         return pa.array([], pa.binary())
+    if pa.types.is_decimal128(t) and t.precision <= 18 and 0 <= t.scale <= _SMALL_NUMERIC_MAX_SCALE \
+            and scale in (None, t.scale):
+        return _binary_numeric_small(arr, scale)
     arr, texts = _decimal_fixed_text(arr, scale)
     s_digits = arr.type.scale
     texts = pc.fill_null(texts, "0" + ("." + "0" * s_digits if s_digits else ""))
@@ -1073,32 +1076,94 @@ def _binary_numeric(arr: pa.Array, ctype: ColumnType) -> pa.Array:
     digits = np.concatenate([np.full((n, ipad), 48, np.uint8), int_d, frac_d, np.full((n, fpad), 48, np.uint8)], axis=1)
     digits = (digits - 48).astype(np.uint16)
     groups = digits[:, 0::4] * 1000 + digits[:, 1::4] * 100 + digits[:, 2::4] * 10 + digits[:, 3::4]
-    g = groups.shape[1]
-    int_groups = (int_d.shape[1] + ipad) // 4
     if scale is None and s_digits:
         # unconstrained: dscale is the number of significant fractional digits (text drops zeros)
         nz = frac_d != 48
         dscale = np.where(nz.any(axis=1), s_digits - nz[:, ::-1].argmax(axis=1), 0)
     else:
         dscale = np.full(n, s_digits)
+    return _numeric_messages(groups, (int_d.shape[1] + ipad) // 4, neg, dscale, arr)
+
+
+# Decimals of up to 18 digits whose fraction, padded to whole base-10000 groups, fits in uint64
+# (10^(scale + pad) <= 10^16) are sent from their unscaled integers, without text.
+_SMALL_NUMERIC_MAX_SCALE = 16
+
+
+def _binary_numeric_small(arr: pa.Array, scale: int | None) -> pa.Array:
+    """numeric_send for a decimal128 of precision <= 18: the base-10000 groups are computed from
+    the unscaled integers (the low 64 bits of each value hold it whole), as numpy arithmetic."""
+    t = arr.type
+    n, s = len(arr), t.scale
+    words = np.frombuffer(arr.buffers()[1], dtype=np.int64, count=2 * (arr.offset + n))
+    raw = words[2 * arr.offset::2]  # little-endian: the low word of each 128-bit value
+    if arr.null_count:
+        raw = np.where(pc.is_valid(arr).to_numpy(zero_copy_only=False), raw, 0)
+    neg = raw < 0
+    u = np.abs(raw).astype(np.uint64)
+    pad = (-s) % 4
+    whole, frac = np.divmod(u, np.uint64(10 ** s))
+    int_groups, frac_groups = (t.precision - s + 3) // 4, (s + pad) // 4
+    if n and int(whole.max()) >= 10 ** (4 * int_groups):  # a value wider than its declared precision
+        int_groups = (19 - s + 3) // 4
+    groups = np.empty((n, int_groups + frac_groups), np.uint16)
+    rest = whole
+    for k in range(int_groups - 1, -1, -1):
+        rest, groups[:, k] = np.divmod(rest, np.uint64(10000))
+    rest = frac * np.uint64(10 ** pad)
+    for k in range(int_groups + frac_groups - 1, int_groups - 1, -1):
+        rest, groups[:, k] = np.divmod(rest, np.uint64(10000))
+    if scale is None and s:
+        # unconstrained: dscale is the number of significant fractional digits
+        dscale = np.full(n, s)
+        for k in range(s - 1, 0, -1):  # k digits suffice when 10^(s-k) divides the fraction
+            dscale = np.where(frac % np.uint64(10 ** (s - k)) == 0, k, dscale)
+        dscale = np.where(frac == 0, 0, dscale)
+    else:
+        dscale = np.full(n, s)
+    return _numeric_messages(groups, int_groups, neg, dscale, arr)
+
+
+def _numeric_messages(groups: np.ndarray, int_groups: int, neg: np.ndarray, dscale: np.ndarray,
+                      like: pa.Array) -> pa.Array:
+    """numeric_send messages from each row's base-10000 digit groups (``int_groups`` of them
+    before the decimal point): leading and trailing zero groups are dropped, as PostgreSQL does.
+
+    Each row's block is 8 spare bytes and its groups; the header goes just before the row's first
+    non-zero group, and the message is the block's slice from there."""
+    n, g = groups.shape
     nonzero = groups != 0
-    anynz = nonzero.any(axis=1)
-    first = np.where(anynz, nonzero.argmax(axis=1), 0)
-    last = np.where(anynz, g - 1 - nonzero[:, ::-1].argmax(axis=1), -1)
-    ndigits = np.where(anynz, last - first + 1, 0)
+    first = nonzero.argmax(axis=1)  # 0 for a zero (no non-zero group)
+    anynz = nonzero[np.arange(n), first]
+    ndigits = np.where(anynz, g - nonzero[:, ::-1].argmax(axis=1) - first, 0)
     weight = np.where(anynz, int_groups - 1 - first, 0)
     sign = np.where(neg & anynz, 0x4000, 0)
-    blk = 8 + 2 * g
-    out = np.zeros((n, blk), np.uint8)
+    out = np.empty((n, 8 + 2 * g), np.uint8)
     out[:, 8:] = groups.astype(">u2").view(np.uint8).reshape(n, 2 * g)
     hdr = np.empty(n, dtype=np.dtype([("nd", ">i2"), ("w", ">i2"), ("s", ">u2"), ("ds", ">i2")]))
     hdr["nd"], hdr["w"], hdr["s"], hdr["ds"] = ndigits, weight, sign, dscale
     hb = hdr.view(np.uint8).reshape(n, 8)
-    flat = out.reshape(-1)
-    base = np.arange(n, dtype=np.int64) * blk + 2 * first
-    for j in range(8):
-        flat[base + j] = hb[:, j]
-    return _with_nulls(_views_to_array(flat, base, 8 + 2 * ndigits, pa.binary()), arr)
+    out[:, :8] = hb  # right for rows without leading zero groups; the others' is written below
+    for f in range(1, g):  # rows by their count of leading zero groups
+        rows = first == f
+        if rows.any():
+            out[rows, 2 * f:2 * f + 8] = hb[rows]
+    return _with_nulls(_row_slices(out, 2 * first, 8 + 2 * ndigits), like)
+
+
+def _row_slices(rows: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> pa.Array:
+    """A binary array of ``rows[i, starts[i]:starts[i] + lengths[i]]`` for each row of the uint8
+    matrix ``rows`` (one boolean compaction, no per-row work in Python)."""
+    n, width = rows.shape
+    small = np.uint8 if width < 256 else np.int64  # narrow comparisons over the n x width matrix
+    col = np.arange(width, dtype=small)[None, :]
+    keep = (col >= starts.astype(small)[:, None]) & (col < (starts + lengths).astype(small)[:, None])
+    offsets = np.zeros(n + 1, np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    data = pa.py_buffer(rows[keep])
+    if offsets[-1] >= 2 ** 31:
+        return pa.Array.from_buffers(pa.large_binary(), n, [None, pa.py_buffer(offsets), data])
+    return pa.Array.from_buffers(pa.binary(), n, [None, pa.py_buffer(offsets.astype(np.int32)), data])
 
 
 def _binary_numeric_py(texts: pa.Array, ctype: ColumnType) -> pa.Array:

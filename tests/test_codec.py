@@ -713,6 +713,29 @@ def test_random_numerics_text_and_binary(pg):
     assert encode_binary_column(arr, column_type("numeric", 18, 4)).to_pylist() == pg_column_binary(pg, query)
 
 
+def test_random_small_decimals_binary(pg):
+    """Decimals of up to 18 digits are sent from their unscaled integers (no text): every
+    precision and scale of that path, with zeros, trailing zeros, negatives and NULLs, as
+    PostgreSQL sends numeric(p,s) and the unconstrained numeric of the same values."""
+    rng = np.random.default_rng(23)
+    for p, s in [(1, 0), (4, 4), (5, 1), (9, 3), (12, 2), (15, 7), (18, 0), (18, 9), (18, 16), (17, 13)]:
+        vals: list[D | None] = []
+        for _ in range(60):
+            nd = int(rng.integers(0, p + 1))
+            u = int(rng.integers(0, 10 ** nd)) if nd else 0
+            if rng.random() < 0.3:
+                u -= u % 10 ** int(rng.integers(0, p + 1))
+            vals.append(None if rng.random() < 0.05 else D(-u if rng.random() < 0.4 else u).scaleb(-s))
+        arr = pa.array(vals, pa.decimal128(p, s))
+        lit_ = "ARRAY[" + ",".join("NULL" if v is None else f"'{v}'" for v in vals) + f"]::numeric({p},{s})[]"
+        typed = f"SELECT x FROM unnest({lit_}) WITH ORDINALITY u(x, i) ORDER BY i"
+        trimmed = f"SELECT trim_scale(x) FROM unnest({lit_}) WITH ORDINALITY u(x, i) ORDER BY i"
+        assert encode_binary_column(arr, column_type("numeric", p, s)).to_pylist() == pg_column_binary(pg, typed), (p, s)
+        assert encode_binary_column(arr, column_type("numeric")).to_pylist() == pg_column_binary(pg, trimmed), (p, s)
+        assert encode_binary_column(arr.slice(5), column_type("numeric", p, s)).to_pylist() == \
+            pg_column_binary(pg, typed)[5:], (p, s)
+
+
 def test_random_timestamps_text_and_binary(pg):
     rng = np.random.default_rng(5)
     us = rng.integers(-62_000_000_000_000_000, 250_000_000_000_000_000, 300)
