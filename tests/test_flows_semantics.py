@@ -294,3 +294,35 @@ def test_drop_source_notice(gw: TidegateServer) -> None:
         c.execute("DROP TABLE dn_src")
         assert notices == ["flow dn_flow is pending until table public.dn_src exists again"]
         c.execute("DROP FLOW dn_flow")
+
+
+def test_source_columns_change_rebuilds_batching_sink(gw: TidegateServer) -> None:
+    """A source column renamed and one of its old name added: the flow's query now reads the new
+    column, so every window's sink rows are its recomputation, the windows no row touched since
+    included (they were built from the renamed column's values)."""
+    with psycopg.connect(gw.dsn, autocommit=True) as conn:
+        conn.execute("CREATE TABLE sc_src (host text, v int, ts timestamp TIME INDEX, PRIMARY KEY (host))")
+        query = ("SELECT date_bin(INTERVAL '1 minute', ts) AS w, count(v) AS n, sum(v) AS s "
+                 "FROM sc_src GROUP BY w")
+        conn.execute(f"CREATE FLOW sc_flow SINK TO sc_sink {HOURLY} AS {query}")
+        conn.execute("INSERT INTO sc_src VALUES ('a', 1, '2021-07-01 00:00:10'), ('b', 2, '2021-07-01 00:01:10')")
+        flush(conn, "sc_flow")
+        assert rows(conn, "SELECT w::text, n, s FROM sc_sink ORDER BY w") == [
+            ("2021-07-01 00:00:00", 1, 1), ("2021-07-01 00:01:00", 1, 2)]
+        conn.execute("ALTER TABLE sc_src RENAME COLUMN v TO v_old")
+        conn.execute("ALTER TABLE sc_src ADD COLUMN v int")
+        conn.execute("INSERT INTO sc_src (host, ts, v) VALUES ('c', '2021-07-01 00:02:10', 30)")
+        flush(conn, "sc_flow")
+        expected = rows(conn, f"SELECT w::text, n, s FROM ({query}) q ORDER BY w")
+        assert expected == [("2021-07-01 00:00:00", 0, None), ("2021-07-01 00:01:00", 0, None),
+                            ("2021-07-01 00:02:00", 1, 30)]
+        assert rows(conn, "SELECT w::text, n, s FROM sc_sink ORDER BY w") == expected
+        # A DROP and ADD of one name (same type: the values are new), then one window touched: still exact.
+        conn.execute("ALTER TABLE sc_src DROP COLUMN v")
+        conn.execute("ALTER TABLE sc_src ADD COLUMN v int")
+        conn.execute("UPDATE sc_src SET v = 5 WHERE host = 'a'")
+        flush(conn, "sc_flow")
+        assert rows(conn, "SELECT w::text, n, s FROM sc_sink ORDER BY w") == \
+            rows(conn, f"SELECT w::text, n, s FROM ({query}) q ORDER BY w") == [
+                ("2021-07-01 00:00:00", 1, 5), ("2021-07-01 00:01:00", 0, None), ("2021-07-01 00:02:00", 0, None)]
+        conn.execute("DROP FLOW sc_flow")
