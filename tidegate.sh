@@ -3,7 +3,8 @@
 #   ./tidegate.sh serve [tidegate serve flags...]   start the gateway on its embedded defaults
 #   ./tidegate.sh test  [pytest args...]            run every test: pytest, then the sqlness suite
 # Each one creates/refreshes .venv with the pinned dependencies, fetches the JVM jars in
-# jars/maven.txt into .jars/ with Maven, and installs Java 17 (and Maven) if missing.
+# jars/maven.txt into .jars/ with Maven, installs Java 17 (and Maven) if missing, and builds the
+# driver JVM's class archive in .jars/ when it is missing or stale.
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -51,6 +52,12 @@ ensure_venv() {
     fi
 }
 
+ensure_driver_archive() {
+    # The driver JVM's class archive (.jars/tidegate-driver.jsa, engine/spark.py): Spark starts in
+    # about half the time. Built once, and again when java, PySpark or the jars change.
+    .venv/bin/python -c 'from engine.spark import ensure_driver_archive; ensure_driver_archive()'
+}
+
 cmd=${1:-}
 shift || true
 case "$cmd" in
@@ -58,6 +65,7 @@ case "$cmd" in
         ensure_java
         ensure_jars
         ensure_venv
+        ensure_driver_archive
         exec .venv/bin/tidegate serve "$@"
         ;;
     test)
@@ -66,6 +74,7 @@ case "$cmd" in
         apt_install postgresql libpostgresql-jdbc-java
         ensure_jars
         ensure_venv
+        ensure_driver_archive
         # The tool suite's own environment (released dbt, pgcli, ibis: tests/tools/requirements.txt).
         .venv/bin/python -m tests.tools.venv >/dev/null
         status=0
