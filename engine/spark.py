@@ -158,8 +158,7 @@ def _train_archive(target: str) -> None:
     folder = tempfile.mkdtemp(prefix="tidegate-archive-")
     try:
         spark.sql("SELECT 1").collect()
-        spark.range(1).write.format("delta").mode("append").save(f"{folder}/t")
-        spark.read.format("delta").load(f"{folder}/t").collect()
+        _delta_round_trip(spark, folder)
     finally:
         gateway = SparkContext._gateway
         spark.stop()
@@ -169,6 +168,13 @@ def _train_archive(target: str) -> None:
             proc.stdin.close()
             proc.wait(timeout=300)
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def _delta_round_trip(spark: SparkSession, folder: str) -> None:
+    """One small Delta write and read in ``folder``: what loads the connector's classes (the
+    start's warm-up, and the class archive's training run)."""
+    spark.range(1).write.format("delta").mode("append").save(f"{folder}/t")
+    spark.read.format("delta").load(f"{folder}/t").collect()
 
 
 def required_jars(jars_dir: Path | str | None = None) -> list[Path]:
@@ -364,8 +370,7 @@ class SparkRuntime:
         try:
             started = time.monotonic()
             with background_jobs(spark):
-                spark.range(1).write.format("delta").mode("append").save(str(folder / "t"))
-                spark.read.format("delta").load(str(folder / "t")).collect()
+                _delta_round_trip(spark, str(folder))
             log.info("Delta Lake's Spark connector warmed in %.1f s", time.monotonic() - started)
         except Exception:  # noqa: BLE001 - only a warm-up: the first real write reports any problem
             log.warning("warming Delta Lake's Spark connector failed", exc_info=True)

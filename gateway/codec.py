@@ -678,8 +678,8 @@ def _trim_fraction_fixed(s: pa.Array, us: np.ndarray) -> pa.Array:
     """Drop the trailing zeros of '.ffffff' from fixed-width strings ending in it.
 
     ``us`` holds the values in microseconds. The kept length of each string is computed with
-    numpy and a string_view array pointing into the original buffer is cast back to string,
-    which is several times faster than a regex replace.
+    numpy and each row's prefix cut from the fixed-width block (:func:`_row_slices`), which is
+    several times faster than a regex replace.
     """
     n = len(s)
     offs, data = _binary_offsets(s)
@@ -694,32 +694,8 @@ def _trim_fraction_fixed(s: pa.Array, us: np.ndarray) -> pa.Array:
         keep -= (frac % k == 0)
     keep = np.where(frac == 0, width - 7, keep).astype(np.int32)
     start = int(offs[0])
-    block = data[start:start + n * width]
-    return _views_to_array(block, np.arange(n, dtype=np.int64) * width, keep, pa.string())
-
-
-def _views_to_array(block: np.ndarray, starts: np.ndarray, lengths: np.ndarray, out_type: pa.DataType) -> pa.Array:
-    """Values ``block[starts[i]:starts[i]+lengths[i]]`` as a string/binary array.
-
-    Builds an Arrow string_view/binary_view over ``block`` (no per-value copy in Python) and lets
-    Arrow compact it: a vectorised "gather variable-length slices".
-    """
-    n = len(starts)
-    block = np.ascontiguousarray(block, dtype=np.uint8)
-    lengths = lengths.astype(np.int32)
-    views = np.zeros((n, 4), np.int32)
-    views[:, 0] = lengths
-    padded = np.concatenate([block, np.zeros(12, np.uint8)])
-    views[:, 1] = padded[starts[:, None] + np.arange(4)[None, :]].copy().view(np.int32).reshape(n)
-    views[:, 3] = starts.astype(np.int32)
-    short = lengths <= 12
-    if short.any():  # values of up to 12 bytes live inline in the view
-        inline = padded[starts[short][:, None] + np.arange(12)[None, :]]
-        inline[np.arange(12)[None, :] >= lengths[short][:, None]] = 0
-        views[short, 1:] = inline.view(np.int32)
-    view_type = pa.string_view() if pa.types.is_string(out_type) else pa.binary_view()
-    sv = pa.Array.from_buffers(view_type, n, [None, pa.py_buffer(views), pa.py_buffer(block)])
-    return sv.cast(out_type)
+    block = data[start:start + n * width].reshape(n, width)
+    return _row_slices(block, None, keep, pa.string())
 
 
 def _text_time(arr: pa.Array) -> pa.Array:
@@ -1151,19 +1127,25 @@ def _numeric_messages(groups: np.ndarray, int_groups: int, neg: np.ndarray, dsca
     return _with_nulls(_row_slices(out, 2 * first, 8 + 2 * ndigits), like)
 
 
-def _row_slices(rows: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> pa.Array:
-    """A binary array of ``rows[i, starts[i]:starts[i] + lengths[i]]`` for each row of the uint8
-    matrix ``rows`` (one boolean compaction, no per-row work in Python)."""
+def _row_slices(rows: np.ndarray, starts: np.ndarray | None, lengths: np.ndarray,
+                out_type: pa.DataType = pa.binary()) -> pa.Array:
+    """``rows[i, starts[i]:starts[i] + lengths[i]]`` (``starts`` None: from 0) for each row of the
+    uint8 matrix ``rows``, as a binary (or string) array: one boolean compaction, no per-row work
+    in Python."""
     n, width = rows.shape
     small = np.uint8 if width < 256 else np.int64  # narrow comparisons over the n x width matrix
     col = np.arange(width, dtype=small)[None, :]
-    keep = (col >= starts.astype(small)[:, None]) & (col < (starts + lengths).astype(small)[:, None])
+    if starts is None:
+        keep = col < lengths.astype(small)[:, None]
+    else:
+        keep = (col >= starts.astype(small)[:, None]) & (col < (starts + lengths).astype(small)[:, None])
     offsets = np.zeros(n + 1, np.int64)
     np.cumsum(lengths, out=offsets[1:])
     data = pa.py_buffer(rows[keep])
     if offsets[-1] >= 2 ** 31:
-        return pa.Array.from_buffers(pa.large_binary(), n, [None, pa.py_buffer(offsets), data])
-    return pa.Array.from_buffers(pa.binary(), n, [None, pa.py_buffer(offsets.astype(np.int32)), data])
+        large = pa.large_string() if pa.types.is_string(out_type) else pa.large_binary()
+        return pa.Array.from_buffers(large, n, [None, pa.py_buffer(offsets), data])
+    return pa.Array.from_buffers(out_type, n, [None, pa.py_buffer(offsets.astype(np.int32)), data])
 
 
 def _binary_numeric_py(texts: pa.Array, ctype: ColumnType) -> pa.Array:
