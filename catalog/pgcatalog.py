@@ -710,9 +710,28 @@ def _references_catalog(toks: list[Token]) -> bool:
                and t.lower not in _SESSION_FUNCTIONS and t.lower not in _PG_COMPUTING_FUNCTIONS for t in toks)
 
 
+# Words whose operands PostgreSQL requires to be boolean (42804 for a number or a text there, a
+# literal read by boolean input: ' on ', 'tr'); DuckDB casts either by its own rules.
+_BOOLEAN_CONTEXT_WORDS = frozenset({"not", "and", "or", "where", "when", "is", "having"})
+
+
+def _literal_as_boolean(toks: list[Token]) -> bool:
+    """Whether a number or a string literal stands next to a word that wants a boolean
+    (``WHERE 1``, ``NOT 'abc'``, ``1 IS TRUE``): the engine's typing answers those as PostgreSQL."""
+    solid = [t for t in toks if t.text not in ("(", ")")]
+    for k, t in enumerate(solid):
+        if t.kind in ("num", "str"):
+            around = solid[k - 1:k] + solid[k + 1:k + 2]
+            if any(n.kind == "word" and n.lower in _BOOLEAN_CONTEXT_WORDS for n in around):
+                return True
+    return False
+
+
 def _session_constant_query(toks: list[Token], names: frozenset[str] = frozenset()) -> bool:
     """True when a relation-free query only reads session/catalog facts (see above); ``names``:
     the columns of scalar functions in FROM (``SELECT s FROM current_schemas(true) s``)."""
+    if _literal_as_boolean(toks):
+        return False
     for k, t in enumerate(toks):
         if t.kind in ("word", "qid") and t.ident in names and not (k + 1 < len(toks) and toks[k + 1].text == "("):
             continue

@@ -20,7 +20,7 @@ import pyarrow.compute as pc
 from sqlglot import exp
 
 from catalog.store import ColumnDef, TableDef
-from engine import constraints, ddl, spark as sparkmod, sparkwrite, ttl
+from engine import constraints, ddl, pgoperators, spark as sparkmod, sparkwrite, ttl
 from engine.resolver import node_name, param_index, StatementResolver
 from engine import interactive
 from engine.storage import (coerce_array, convert_batches, dedupe_last, duplicate_keys, key_text, python_value,
@@ -476,6 +476,16 @@ class DmlStatements:
         """Evaluate RETURNING over the affected rows (storage form ``data``)."""
         data = data if isinstance(data, pa.Table) else storage_schema(t.columns).empty_table()
         exprs = returning.expressions
+        for e in exprs:
+            for table in (tb for q in e.find_all(exp.Select) for tb in q.find_all(exp.Table)):
+                if isinstance(table.this, exp.Identifier) and node_name(table.this) == t.name \
+                        and (not table.db or node_name(table.args["db"]) == t.schema):
+                    # the affected rows stand for the table here; PostgreSQL's subquery reads the
+                    # whole table as it was before the statement
+                    raise SqlError("0A000", f'a subquery in RETURNING that reads the target table "{t.name}" '
+                                   "is not supported",
+                                   hint="Read the table in a statement of its own before this one, in the same "
+                                        "transaction.")
         simple: list[tuple[str, int]] = []
         for e in exprs:
             if isinstance(e, exp.Star):
@@ -538,7 +548,7 @@ class DmlStatements:
         if joined:
             outer = _joined_scan(t, alias, where, extra, joined)
         else:
-            flag = exp.func("COALESCE", exp.paren(where.copy()), exp.false()) if where is not None else exp.true()
+            flag = exp.func("COALESCE", _where_operand(where), exp.false()) if where is not None else exp.true()
             inner = exp.Select(expressions=[exp.Star(), exp.alias_(flag, "__tg_m")]).from_(
                 exp.Table(this=exp.to_identifier(t.name), db=exp.to_identifier(t.schema),
                           alias=exp.TableAlias(this=exp.to_identifier(alias))))
@@ -936,6 +946,14 @@ class NotConstant(Exception):
 
 
 _DEFAULT = object()  # the DEFAULT keyword in a VALUES row
+
+
+def _where_operand(where: exp.Expression) -> exp.Expression:
+    """An UPDATE's or DELETE's WHERE condition where the scan computes it as a column: still
+    checked as PostgreSQL checks a WHERE (42804 for a non-boolean, a literal read as boolean)."""
+    operand = exp.paren(where.copy())
+    operand.meta[pgoperators.BOOLEAN_CONTEXT] = "WHERE"
+    return operand
 
 
 def _first_per_key(data: pa.Table, key: str) -> pa.Table:

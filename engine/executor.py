@@ -747,6 +747,47 @@ class EngineSession(QueryStatements, SchemaStatements, DmlStatements, SequenceSt
             refuse_sequence_functions(tree)
         if isinstance(tree, (exp.Query, exp.Values)) or (isinstance(tree, exp.Subquery)):
             return self._query(tree, sql, params, info)
+        returning = tree.args.get("returning") if isinstance(tree, (exp.Insert, exp.Update, exp.Delete)) else None
+        if returning is not None and self._pending is None and not self._plain_returning(tree, returning, info):
+            return self._as_own_transaction(lambda: self._dml(tree, params, info))
+        return self._dml(tree, params, info) if isinstance(tree, (exp.Insert, exp.Update, exp.Delete)) \
+            else self._other_statement(tree, sql, params, info)
+
+    def _plain_returning(self, tree: exp.Expression, returning: exp.Returning, info: SessionInfo) -> bool:
+        """Whether RETURNING only names the target's columns (``RETURNING id``, ``*``): rows that
+        cannot fail once the write is done, so the write needs no block of its own."""
+        target = tree.this.this if isinstance(tree.this, exp.Schema) else tree.this
+        if not isinstance(target, exp.Table):
+            return False
+        try:
+            columns = {c.name for c in self._resolve_target(target, info).columns}
+        except SqlError:
+            return True  # the statement fails as it starts, before it writes
+        for e in returning.expressions:
+            node = e.this if isinstance(e, exp.Alias) else e
+            if isinstance(node, exp.Star) or (isinstance(node, exp.Column) and isinstance(node.this, exp.Star)):
+                continue
+            if not isinstance(node, exp.Column) or node_name(node.this) not in columns:
+                return False
+        return True
+
+    def _as_own_transaction(self, run: Callable[[], CommandResult]) -> CommandResult:
+        """A write with RETURNING outside a block runs as a block of its own: its rows are computed
+        (and kept) before anything commits, so an error in RETURNING (a division by zero, a failed
+        cast) leaves the table as it was, as in PostgreSQL; a conflict at the commit likewise."""
+        self.begin()
+        try:
+            result = run()
+            if result.rows is not None:
+                stream = result.rows
+                result = replace(result, rows=RowStream(stream.fields, iter(list(stream.batches))))
+            self.commit()
+        except BaseException:
+            self.rollback()
+            raise
+        return result
+
+    def _dml(self, tree: exp.Expression, params: list[Any], info: SessionInfo) -> CommandResult:
         if isinstance(tree, exp.Insert):
             if tree.args.get("conflict") is not None:  # a large INSERT ... SELECT ... DO UPDATE: a MERGE on Spark
                 from engine.merge import insert_on_conflict
@@ -757,8 +798,11 @@ class EngineSession(QueryStatements, SchemaStatements, DmlStatements, SequenceSt
             return self._insert(tree, params, info)
         if isinstance(tree, exp.Update):
             return self._update(tree, params, info)
-        if isinstance(tree, exp.Delete):
-            return self._delete(tree, params, info)
+        assert isinstance(tree, exp.Delete)
+        return self._delete(tree, params, info)
+
+    def _other_statement(self, tree: exp.Expression, sql: str, params: list[Any],
+                         info: SessionInfo) -> RowStream | CommandResult:
         if isinstance(tree, exp.Create):
             return self._create(tree, sql, params, info)
         if isinstance(tree, exp.Drop):

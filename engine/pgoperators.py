@@ -19,7 +19,7 @@ text implicitly (``length(42)`` is 42883; Spark answered 2).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterator
 
 from sqlglot import exp
 
@@ -28,6 +28,9 @@ from tidegate.errors import SqlError
 
 _T = exp.DataType.Type
 PARAMETER = "pg_param"  # meta of the literal a bound parameter ($n) became (engine.translate.bind_params)
+# meta of an expression a rewrite moved out of the clause that requires a boolean (an UPDATE's
+# WHERE computed as a column): the clause's name, for boolean_operands
+BOOLEAN_CONTEXT = "pg_boolean_context"
 
 SMALLINT, INTEGER, BIGINT, NUMERIC = "smallint", "integer", "bigint", "numeric"
 REAL, DOUBLE = "real", "double precision"
@@ -164,6 +167,11 @@ class _Typer:
         elif isinstance(node, (exp.Boolean, exp.Predicate, exp.Not, exp.And, exp.Or)) and not isinstance(
                 node, exp.SubqueryPredicate):
             out = BOOLEAN  # comparisons, IS, IN, LIKE, NOT, AND, OR (not the ANY/ALL operand of one)
+        elif isinstance(node, exp.DPipe):
+            out = self._concatenation(node)
+        elif isinstance(node, exp.Subquery) and isinstance(node.this, exp.Select) and len(node.this.expressions) == 1:
+            item = node.this.expressions[0]  # a scalar subquery: its one column's type
+            out = self.of(item.this if isinstance(item, exp.Alias) else item)
         elif isinstance(node, exp.Neg):
             inner = self.of(node.this)
             out = inner if inner in _NUMBERS or inner == INTERVAL else None
@@ -194,6 +202,63 @@ class _Typer:
                     out = self.of(definition)
         self.types[key] = out
         return out
+
+    def _concatenation(self, node: exp.DPipe) -> str | None:
+        """``||`` is text concatenation when one side is text (or both are string literals) and
+        the other a scalar: PostgreSQL's textcat / anytextcat. Arrays, jsonb and bytea have
+        their own ``||``; an operand of a type not known here leaves the result unknown."""
+        sides = [node.this, node.expression]
+        kinds = [self.of(side) for side in sides]
+        literal = [_string_literal(side) for side in sides]
+        if any(k in _TEXTS or lit for k, lit in zip(kinds, literal)) \
+                and all(k in _SCALARS or lit for k, lit in zip(kinds, literal)):
+            return TEXT
+        return None
+
+
+def _string_literal(node: exp.Expression) -> bool:
+    while isinstance(node, exp.Paren):
+        node = node.this
+    return isinstance(node, exp.Literal) and node.is_string
+
+
+_SCALARS = frozenset(_NAMES.values())
+
+
+def boolean_operands(tree: exp.Expression) -> Iterator[tuple[str, exp.Expression]]:
+    """Every operand PostgreSQL requires to be boolean, with the construct its 42804 names:
+    ``argument of WHERE must be type boolean, not type integer``."""
+    for node in tree.walk():
+        if node.meta.get(BOOLEAN_CONTEXT):
+            yield node.meta[BOOLEAN_CONTEXT], node
+        if isinstance(node, exp.Not):
+            yield "NOT", node.this
+        elif isinstance(node, (exp.And, exp.Or)):
+            name = "AND" if isinstance(node, exp.And) else "OR"
+            yield name, node.this
+            yield name, node.expression
+        elif isinstance(node, exp.Where):
+            yield ("FILTER" if isinstance(node.parent, exp.Filter) else "WHERE"), node.this
+        elif isinstance(node, exp.Having):
+            yield "HAVING", node.this
+        elif isinstance(node, exp.Join) and node.args.get("on") is not None:
+            yield "JOIN/ON", node.args["on"]
+        elif isinstance(node, exp.Case) and node.this is None:  # (CASE x WHEN v compares x = v)
+            for branch in node.args.get("ifs") or []:
+                yield "CASE/WHEN", branch.this
+        elif isinstance(node, exp.Is) and isinstance(node.expression, exp.Boolean):
+            negated = "NOT " if isinstance(node.parent, exp.Not) else ""  # (x IS NOT TRUE is NOT (x IS TRUE))
+            yield f"IS {negated}{'TRUE' if node.expression.this else 'FALSE'}", node.this
+
+
+def check_boolean_operands(tree: exp.Expression, type_of: Callable[[exp.Expression], str | None]) -> None:
+    """42804 for an operand of NOT / AND / OR / WHERE / HAVING / JOIN ON / CASE WHEN / IS TRUE
+    whose type is known and not boolean: Spark casts a text or a number to boolean there and
+    answers (``true AND 1``, ``NOT ('t' || 'rue')``), PostgreSQL refuses before running."""
+    for name, operand in boolean_operands(tree):
+        kind = type_of(operand)
+        if kind is not None and kind != BOOLEAN:
+            raise SqlError("42804", f"argument of {name} must be type boolean, not type {kind}")
 
 
 def check_operators(tree: exp.Expression, base_tables: Collection[str]) -> Callable[[exp.Expression], str | None]:
@@ -235,6 +300,7 @@ def check_operators(tree: exp.Expression, base_tables: Collection[str]) -> Calla
         return None
 
     typer = _Typer(trusted, defining)
+    check_boolean_operands(tree, typer.of)
     for node in tree.walk(bfs=False):
         name = written_name(node)
         if name in TEXT_FUNCTIONS:

@@ -131,6 +131,9 @@ class SchemaStatements:
             if n in seen:
                 raise SqlError("42701", f'column "{n}" specified more than once')
             seen.add(n)
+        for n, t in zip(names, types):
+            if (t.element if t.is_array else t).pg.name == "record":
+                raise SqlError("42P16", f'column "{n}" has pseudo-type {t.pg.sql_name}')
         columns = [ColumnDef(n, _storable_type(t)) for n, t in zip(names, types)]
         table = self.new_table(TableDef(schema, ct.name, columns, options=ct.options, comment=ct.comment), info)
         if not isinstance(data, pa.Table):

@@ -1813,7 +1813,7 @@ def convert_batches(batches: Iterator[pa.RecordBatch], fields: list[ResultField]
                 arrays.append(pa.StructArray.from_arrays(parts, names=["q", "a", "b"][:len(parts)]))
                 continue
             arr = storage_to_result(arr, f.type)
-            want = f.type.arrow() if f.type.pg.name not in ("unknown", "record", "void") else None
+            want = f.type.arrow() if f.type.pg.name not in ("unknown", "record", "_record", "void") else None
             if (want is not None and arr.type != want and not pa.types.is_null(arr.type)
                     and not (pa.types.is_decimal(arr.type) and pa.types.is_decimal(want))):
                 try:

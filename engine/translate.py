@@ -299,6 +299,10 @@ def _ntz_trunc(unit: str, value: exp.Expression) -> exp.Expression:
     return _func("make_timestamp_ntz", _func("year", value.copy()), month, *(exp.Literal.number(v) for v in (1, 0, 0, 0)))
 
 
+# date_trunc's units below a day, in microseconds
+_US_UNITS = {"hour": 3_600_000_000, "minute": 60_000_000, "second": 1_000_000, "millisecond": 1_000, "microsecond": 1}
+
+
 def _ntz_from_micros(e: exp.Expression) -> exp.Expression:
     """The timestamp-without-time-zone ``e`` microseconds after 1970-01-01 00:00 (no time zone)."""
     return exp.Anonymous(this="timestampadd", expressions=[exp.var("MICROSECOND"), e,
@@ -341,6 +345,46 @@ def _typed(node: exp.Expression, pg_type: exp.DataType) -> exp.Expression:
     """``node`` annotated with the PostgreSQL type it computes (what an enclosing cast reads)."""
     node.type = pg_type.copy()
     return node
+
+
+# meta of a json/jsonb value computed as JSON text by Spark's variant (json -> key): compact, with
+# Spark's key order; the codec prints it as jsonb prints (ColumnType.exact_op "jsonb")
+_JSON_VALUE = "pg_json_value"
+
+
+def _json_member_path(node: exp.Expression) -> str | None:
+    """The variant path of ``json -> 'key'`` / ``json -> n`` (a constant key, or an index >= 0),
+    else None (the other forms keep their older translation)."""
+    if not isinstance(node, exp.JSONExtract) or _json_kind(node.this) is None:
+        return None
+    path = node.expression
+    if not isinstance(path, exp.JSONPath) or len(path.expressions) != 2:
+        return None
+    part = path.expressions[1]
+    if isinstance(part, exp.JSONPathKey) and isinstance(part.this, str) and "\\" not in part.this:
+        if '"' not in part.this:
+            return f'$["{part.this}"]'
+        return f"$['{part.this}']" if "'" not in part.this else None
+    if isinstance(part, exp.JSONPathSubscript) and isinstance(part.this, int) and part.this >= 0:
+        return f"$[{part.this}]"
+    return None
+
+
+def _row_value(node: exp.Expression) -> bool:
+    """Whether ``node`` is a row value: ``(a, b)``, or a scalar subquery selecting one."""
+    node = node.unnest()
+    if isinstance(node, exp.Select) and len(node.expressions) == 1:
+        node = node.expressions[0].unalias().unnest()
+    return isinstance(node, exp.Tuple)
+
+
+def _json_kind(node: exp.Expression) -> exp.DataType.Type | None:
+    """JSON or JSONB when ``node`` is a json / jsonb value (a member of one included), else None."""
+    node = node.unnest()
+    if isinstance(node, exp.JSONExtract) and _json_member_path(node) is not None:
+        return _json_kind(node.this)
+    kind = _dtype(node)
+    return kind if kind in (_T.JSON, _T.JSONB) else None
 
 
 def _type_params(dt: exp.DataType) -> list[int]:
@@ -456,7 +500,14 @@ def _pg_display_scale(node: exp.Expression) -> int | None:
         args = [a for a in [node.this, *node.expressions] if not isinstance(a, exp.Null)]
         scales = {_pg_display_scale(a) for a in args}
         return scales.pop() if len(scales) == 1 else None
-    if isinstance(node, exp.Round):
+    if isinstance(node, (exp.Lag, exp.Lead)):
+        # the value of another row, or the default: one scale when both have it (as coalesce)
+        default = node.args.get("default")
+        scales = {_pg_display_scale(a) for a in [node.this, default] if a is not None and not isinstance(a, exp.Null)}
+        return scales.pop() if len(scales) == 1 else None
+    if isinstance(node, (exp.FirstValue, exp.LastValue, exp.NthValue)):
+        return _pg_display_scale(node.this)
+    if isinstance(node, (exp.Round, exp.Trunc)):  # round(x, n) and trunc(x, n) print n digits
         digits = node.args.get("decimals")
         if digits is None:
             return 0
@@ -838,6 +889,8 @@ def _name_strength(node: exp.Expression) -> tuple[str, int]:
         return name, strength
     if isinstance(node, exp.Interval):
         return "interval", 1
+    if isinstance(node, exp.Tuple):  # a row constructor
+        return "row", 2
     if isinstance(node, (exp.Window, exp.Filter, exp.WithinGroup)):
         return _name_strength(node.this)
     if isinstance(node, exp.Subquery):
@@ -1576,6 +1629,9 @@ class _Translator:
                 _numeric_literal(literal)
         for collate in list(tree.find_all(exp.Collate)):
             _collate(collate)
+        for join in list(tree.find_all(exp.Join)):
+            if isinstance(join.args.get("on"), exp.Subquery):  # ON (SELECT ...): a condition, not a joined relation
+                join.set("on", exp.Paren(this=join.args["on"]))
         if isinstance(tree, exp.Values) and not isinstance(tree.parent, (exp.From, exp.Join)):
             tree = self._values_statement(tree)
         cte_names = {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}
@@ -1864,14 +1920,20 @@ class _Translator:
             return ColumnType(TYPES_BY_NAME["regtype"])
         if isinstance(node, (exp.Column, exp.Cast, exp.TryCast)):
             return _column_type_of(node.type)
+        if _json_member_path(node) is not None:
+            name = "jsonb" if _json_kind(node.this) == _T.JSONB else "json"
+            return ColumnType(TYPES_BY_NAME[name], exact_op="jsonb" if name == "jsonb" else None)
         inner = node.this if isinstance(node, (exp.Window, exp.Filter)) else node
         if isinstance(inner, exp.Filter):
             inner = inner.this
         if _dtype(node) == _T.DECIMAL and isinstance(inner, (exp.Add, exp.Sub, exp.Mul, exp.Mod, exp.Neg, exp.Min,
                                                              exp.Max, exp.Sum, exp.Abs, exp.Coalesce, exp.Greatest,
-                                                             exp.Least)):
+                                                             exp.Least, exp.Lag, exp.Lead, exp.FirstValue,
+                                                             exp.LastValue, exp.NthValue)):
             return ColumnType(NUMERIC)
-        if isinstance(node, exp.Round) and (_dtype(node.this) == _T.DECIMAL or (
+        if isinstance(node, exp.Sign) and _dtype(node.this) == _T.DECIMAL:
+            return ColumnType(NUMERIC, scale=0)
+        if isinstance(node, (exp.Round, exp.Trunc)) and (_dtype(node.this) == _T.DECIMAL or (
                 node.args.get("decimals") is not None and _surely_integer(node.this))):
             return ColumnType(NUMERIC)
         if isinstance(node, exp.Literal) and not node.is_string and _dtype(node) == _T.DECIMAL:
@@ -1999,6 +2061,33 @@ class _Translator:
                                                     "22003", "value overflows numeric format")])
 
     def _rewrite_node(self, node: exp.Expression) -> exp.Expression | None:  # noqa: C901 - a dispatch table
+        if isinstance(node, exp.JSONExtract) and (path := _json_member_path(node)) is not None:
+            # json -> key: the member as JSON (a string stays quoted, JSON null is 'null', a missing
+            # key SQL NULL); get_json_object gave a string's bare text, and text as its type
+            value = _func("to_json", _func("variant_get", _func("parse_json", node.this), _string(path), _string("variant")))
+            if path == "$[0]" and _json_kind(node.this) == _T.JSONB:
+                # a jsonb scalar is its own element 0 (PostgreSQL keeps it as a one-element array)
+                first = _func("substr", _func("ltrim", node.this.copy()), exp.Literal.number(1), exp.Literal.number(1))
+                value = exp.If(this=exp.In(this=first, expressions=[_string("{"), _string("[")]), true=value,
+                               false=node.this.copy())
+            value.meta[_JSON_VALUE] = True
+            jsonb = _json_kind(node.this) == _T.JSONB
+            value.meta[_PG_TYPE_NAME] = "jsonb" if jsonb else "json"
+            node.type = exp.DataType.build("JSONB" if jsonb else "JSON")  # (sqlglot typed every -> json)
+            return _typed(value, node.type)
+        if isinstance(node, (exp.EQ, exp.NEQ)) and any(
+                o.unnest().meta.get(_JSON_VALUE) and _dtype(o) == _T.JSONB for o in (node.this, node.expression)):
+            # jsonb = jsonb compares values: both sides as the variant's canonical JSON text (a
+            # literal is read as jsonb input first: 22P02 for one that is not JSON)
+            sides = []
+            for side in (node.this, node.expression):
+                literal = side.unnest()
+                if isinstance(literal, exp.Literal) and literal.is_string:
+                    side = _string(pgvalues.jsonb_text(literal.name))
+                elif _dtype(side) != _T.JSONB:
+                    return None
+                sides.append(_func("to_json", _func("parse_json", side)))
+            return type(node)(this=sides[0], expression=sides[1])
         if isinstance(node, (exp.Filter, exp.Window)) and isinstance(node.this, exp.If):
             collected = [n for n in node.this.walk() if n.meta.get("tg_collect")]
             if collected:
@@ -2036,8 +2125,12 @@ class _Translator:
             return _typed(_jsonb_has_key(node.this, node.expression), exp.DataType.build("BOOLEAN"))
         if isinstance(node, exp.Sign) and _dtype(node.this) in _FLOAT_TYPES:
             # PostgreSQL's sign(NaN) is 0 (Spark: NaN)
-            x = exp.paren(node.this.copy())
-            return exp.If(this=_func("isnan", x), true=_cast(exp.Literal.number(0), "DOUBLE"), false=_func("sign", x.copy()))
+            x = exp.paren(node.this.copy())  # (and sign(-0.0) is 0: the + 0.0 turns -0.0 into 0.0)
+            return exp.If(this=_func("isnan", x), true=_cast(exp.Literal.number(0), "DOUBLE"),
+                          false=exp.Add(this=_func("sign", x.copy()), expression=_cast(exp.Literal.number(0), "DOUBLE")))
+        if isinstance(node, exp.Sign) and _dtype(node.this) == _T.DECIMAL:
+            # sign(numeric) is a numeric (-1, 0 or 1), not Spark's double
+            return _typed(_cast(_func("sign", node.this), "DECIMAL(1,0)"), exp.DataType.build("DECIMAL"))
         if isinstance(node, exp.Window) and isinstance(node.this, _FRAMELESS_WINDOW_FUNCTIONS):
             return self._frameless_window(node)
         if isinstance(node, (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod)):
@@ -3066,9 +3159,16 @@ class _Translator:
         def ex(unit: str, src: exp.Expression | None = None) -> exp.Expression:
             return exp.Extract(this=exp.var(unit), expression=(src or source).copy())
 
-        if src_type == _T.INTERVAL:
+        iv = _interval_constant(source) if src_type == _T.INTERVAL else None
+        unit = "epoch" if part == "epoch" else pgvalues.unit_name(part)
+        if iv is not None and unit in pgvalues.INTERVAL_PART_SCALES:
+            # a constant's fields, exactly: its months are no Spark interval's (year-month and
+            # day-time intervals are apart; epoch counts a month as 30 days, a year as 365.25)
+            value: exp.Expression = exp.Literal.number(str(pgvalues.interval_part(iv.months, iv.days, iv.micros, unit)))
+            out_scale = pgvalues.INTERVAL_PART_SCALES[unit]
+        elif src_type == _T.INTERVAL:
             if part == "epoch":
-                value: exp.Expression = exp.Add(
+                value = exp.Add(
                     this=exp.Add(
                         this=exp.Mul(this=ex("DAY"), expression=exp.Literal.number(86400)),
                         expression=exp.Mul(this=ex("HOUR"), expression=exp.Literal.number(3600)),
@@ -3083,7 +3183,7 @@ class _Translator:
                 value = ex(part.upper())
                 out_scale = 6 if part == "second" else 0
             else:
-                raise SqlError("0A000", f'interval units "{part}" not supported')
+                raise SqlError("0A000", f'unit "{part}" not supported for type interval')
         else:
             ts = source
             if part == "epoch":
@@ -3177,6 +3277,14 @@ class _Translator:
         """42883 for an operator PostgreSQL has not for its operand types (engine.pgoperators)."""
         stored = set(self.schema) - set(self.generators)
         pg_type = pgoperators.check_operators(tree, stored)
+        # a string literal where a boolean is required is read as boolean input, as PostgreSQL
+        # reads an 'unknown' there ('on', 'tr', ' yes '); Spark would cast it by its own rules
+        for _, operand in list(pgoperators.boolean_operands(tree)):
+            literal = operand.unnest()
+            if isinstance(literal, exp.Literal) and literal.is_string:
+                literal.replace(exp.Boolean(this=pgvalues.parse_bool(literal.name)))
+            elif isinstance(literal, exp.Null):  # WHERE NULL: Spark's filter refuses an untyped NULL
+                literal.replace(exp.cast(exp.null(), exp.DataType.build("boolean")))
         # sqlglot types time arithmetic as time; PostgreSQL's types decide how it is computed
         # (time - time is an interval, date + time a timestamp) and what the client is told.
         for node in tree.find_all(exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod):
@@ -3277,6 +3385,29 @@ class _Translator:
         unit = node.args.get("unit")
         if not isinstance(unit, (exp.Var, exp.Literal, exp.Identifier)):
             return None
+        zone = node.args.get("zone")
+        if zone is not None:
+            # date_trunc(unit, timestamptz, zone): truncated on the wall clock of that zone, read back
+            # there (a timestamp is a timestamptz in the session's zone first, as PostgreSQL casts it)
+            instant = arg if _dtype(arg) in _TZ_TYPES else _cast(arg, "TIMESTAMP")
+            instant.type = exp.DataType.build("timestamptz")
+            step = _US_UNITS.get(pgvalues.unit_name(unit.name.lower()) or "")
+            if step is not None:
+                # below a day PostgreSQL keeps the value's own UTC offset (a wall time DST repeats
+                # stays the one it was): the wall clock is cut, then read back at that offset
+                spark_zone = _string(pgvalues.spark_zone(zone.name, numeric_east=False)) if isinstance(
+                    zone, exp.Literal) and zone.is_string and pgvalues.known_zone(zone.name, numeric_east=False) else zone
+                wall = _func("unix_micros", _func("from_utc_timestamp", instant.copy(), spark_zone))
+                offset = exp.Sub(this=wall.copy(), expression=_func("unix_micros", instant.copy()))
+                cut = exp.Sub(this=wall, expression=_func("pmod", wall.copy(), exp.Literal.number(step)))
+                return _func("timestamp_micros", exp.Sub(this=cut, expression=exp.paren(offset)))
+            local = self._at_time_zone(instant, zone)
+            local.type = exp.DataType.build("timestamp")
+            truncated = self._date_trunc(exp.TimestampTrunc(this=local, unit=unit.copy()))
+            if truncated is None:
+                return None
+            truncated.type = exp.DataType.build("timestamp")
+            return self._at_time_zone(truncated, zone.copy())
         written = unit.name.lower()
         canonical = pgvalues.unit_name(written)
         with_tz = _dtype(arg) not in _NTZ_TYPES
@@ -3676,6 +3807,10 @@ class _Translator:
         inner_arg = arg.unnest() if isinstance(arg, exp.Paren) else arg
         if isinstance(arg, exp.Literal) and arg.is_string:
             name = "unknown"
+        elif _row_value(inner_arg):
+            name = "record"
+        elif isinstance(inner_arg, exp.Array) and inner_arg.expressions and all(map(_row_value, inner_arg.expressions)):
+            name = "record[]"
         elif _PG_TYPE_NAME in inner_arg.meta:  # operator results typed by engine.pgoperators
             name = inner_arg.meta[_PG_TYPE_NAME]
         else:

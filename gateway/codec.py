@@ -52,7 +52,7 @@ from tidegate.pgvalues import (ARROW_ZONES_END_US, BOOL_FALSE, BOOL_TRUE, cast_n
                                parse_bool, parse_bytea, parse_date, parse_flat_array, parse_float, parse_int,
                                parse_interval_fields, parse_numeric, parse_timestamp, spark_zone, zone_info,
                                zone_offset_at, WIDE_DECIMAL)
-from tidegate.pgtypes import ColumnType
+from tidegate.pgtypes import UNCONSTRAINED_NUMERIC, ColumnType
 from tidegate.results import ResultField
 
 __all__ = [
@@ -411,9 +411,17 @@ def _numeric_text_py(d: decimal.Decimal, scale: int | None) -> str:
 # text output: column encoders
 
 
+def _jsonb_printed(arr: pa.Array) -> pa.Array:
+    """JSON text Spark computed (ColumnType.exact_op "jsonb": compact, its own key order) as
+    jsonb prints it: keys ordered as jsonb orders them, PostgreSQL's spacing."""
+    return pa.array([None if v is None else jsonb_text(v) for v in arr.to_pylist()], pa.string())
+
+
 def encode_text_column(arr: pa.Array | pa.ChunkedArray, ctype: ColumnType, *, timezone: str = "UTC") -> pa.Array:
     """PostgreSQL text output of every value of ``arr`` as a ``pa.string()`` array (nulls kept)."""
     arr = _normalize(arr)
+    if ctype.exact_op == "jsonb" and _is_stringish(arr.type):
+        arr = _jsonb_printed(arr)
     t = arr.type
     name = ctype.pg.name
     if pa.types.is_null(t):
@@ -479,10 +487,43 @@ def _natural_type(t: pa.DataType) -> ColumnType:
     return pg_type_for_arrow(t)
 
 
+_RECORD_QUOTED = re.compile(r'[",\\()\s]')
+
+
+def _record_field(text: str | None) -> str:
+    """One field of record_out: empty for NULL; quoted (\" and \\ doubled) when empty or when it
+    holds a quote, backslash, parenthesis, comma or white space."""
+    if text is None:
+        return ""
+    if text == "" or _RECORD_QUOTED.search(text):
+        return '"' + text.replace("\\", "\\\\").replace('"', '""') + '"'
+    return text
+
+
+def _field_type(t: pa.DataType) -> ColumnType:
+    """A row value's field type from its Arrow type: a decimal prints at its scale (a numeric(p,s)
+    column's), except at the unconstrained numeric's storage scale (printed shortest)."""
+    natural = _natural_type(t)
+    if pa.types.is_decimal(t) and (t.precision, t.scale) != UNCONSTRAINED_NUMERIC:
+        return ColumnType(natural.pg, scale=t.scale)
+    return natural
+
+
+def _text_record(arr: pa.Array, timezone: str) -> pa.Array:
+    """A row value (an Arrow struct) as PostgreSQL's record_out prints it: ``(1,"a b",)``."""
+    fields = [encode_text_column(arr.field(i), _field_type(arr.type.field(i).type), timezone=timezone).to_pylist()
+              for i in range(arr.type.num_fields)]
+    valid = arr.is_valid().to_pylist()
+    return pa.array([("(" + ",".join(_record_field(f[r]) for f in fields) + ")") if valid[r] else None
+                     for r in range(len(arr))], pa.string())
+
+
 def _text_natural(arr: pa.Array, timezone: str) -> pa.Array:
     """Text of a column whose Arrow type does not fit its declared type: use the Arrow type's own."""
     natural = _natural_type(arr.type)
-    if pa.types.is_struct(arr.type) or pa.types.is_map(arr.type):
+    if pa.types.is_struct(arr.type):
+        return _text_record(arr, timezone)
+    if pa.types.is_map(arr.type):
         return pa.array([None if v is None else _json.dumps(v, default=str) for v in arr.to_pylist()], pa.string())
     if natural.pg.name == "text" and not _is_stringish(arr.type):
         try:
@@ -875,6 +916,8 @@ def _text_array(arr: pa.Array, elem: ColumnType, timezone: str) -> pa.Array:
 def encode_binary_column(arr: pa.Array | pa.ChunkedArray, ctype: ColumnType, *, timezone: str = "UTC") -> pa.Array:
     """PostgreSQL binary (send function) form of every value as a ``pa.binary()`` array."""
     arr = _normalize(arr)
+    if ctype.exact_op == "jsonb" and _is_stringish(arr.type):
+        arr = _jsonb_printed(arr)
     t = arr.type
     n = len(arr)
     name = ctype.pg.name
@@ -960,9 +1003,33 @@ def encode_binary_column(arr: pa.Array | pa.ChunkedArray, ctype: ColumnType, *, 
     return _binary_natural(arr, timezone)
 
 
+def _binary_record(arr: pa.Array, timezone: str) -> pa.Array:
+    """A row value as record_send writes it: the field count, then per field its type's oid, its
+    length (-1: NULL) and its binary form."""
+    kinds = [_natural_type(arr.type.field(i).type) for i in range(arr.type.num_fields)]
+    fields = [encode_binary_column(arr.field(i), kinds[i], timezone=timezone).to_pylist()
+              for i in range(arr.type.num_fields)]
+    valid = arr.is_valid().to_pylist()
+    out: list[bytes | None] = []
+    for r in range(len(arr)):
+        if not valid[r]:
+            out.append(None)
+            continue
+        parts = [struct.pack(">i", len(fields))]
+        for kind, values in zip(kinds, fields):
+            value = values[r]
+            parts.append(struct.pack(">Ii", kind.pg.oid, -1 if value is None else len(value)))
+            if value is not None:
+                parts.append(value)
+        out.append(b"".join(parts))
+    return pa.array(out, pa.binary())
+
+
 def _binary_natural(arr: pa.Array, timezone: str) -> pa.Array:
     natural = _natural_type(arr.type)
-    if pa.types.is_struct(arr.type) or pa.types.is_map(arr.type) or natural.pg.name == "text":
+    if pa.types.is_struct(arr.type):
+        return _binary_record(arr, timezone)
+    if pa.types.is_map(arr.type) or natural.pg.name == "text":
         return _text_natural(arr, timezone).cast(pa.binary())
     return encode_binary_column(arr, natural, timezone=timezone)
 
@@ -1321,7 +1388,8 @@ def _few_values(arr: pa.Array, ctype: ColumnType, binary: bool, timezone: str) -
         return [None if v is None else (yes if v else no) for v in arr.to_pylist()]
     if name in _TEXT_LIKE and name != "uuid" and (pa.types.is_string(t) or pa.types.is_large_string(t)):
         prefix = b"\x01" if binary and name == "jsonb" else b""
-        return [None if v is None else prefix + v.encode() for v in arr.to_pylist()]
+        printed = jsonb_text if ctype.exact_op == "jsonb" else str
+        return [None if v is None else prefix + printed(v).encode() for v in arr.to_pylist()]
     if binary and name in _PACK_FLOAT and _PACK_FLOAT[name][0] == t:
         pack = _PACK_FLOAT[name][1]
         return [None if v is None else pack(v) for v in arr.to_pylist()]

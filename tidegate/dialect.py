@@ -365,6 +365,9 @@ _AFTER_LABEL = frozenset({"SENTINEL", "COMMA", "FROM", "R_PAREN", "SEMICOLON", "
 
 class Parser(PostgresParser):
     _pg_projection = False
+    # PostgreSQL has no lambdas: f(j -> 'k') is json's -> inside a call (sqlglot read a lambda);
+    # => stays the named-argument arrow (make_interval(days => 1))
+    LAMBDAS = {k: v for k, v in PostgresParser.LAMBDAS.items() if k != TokenType.ARROW}
 
     # -- PostgreSQL's grammar where sqlglot's is more lenient -----------------------------------
 
@@ -465,6 +468,20 @@ class Parser(PostgresParser):
             self._deferred = False
             return self._parse_column_ops(result)
         return result
+
+    def _parse_is(self, this: Any) -> Any:
+        """``a IS NULL || b`` is ``(a IS NULL) || b`` in PostgreSQL: the postfix test is complete
+        and the operator applies to its result (sqlglot's ``||`` binds tighter, so it stopped)."""
+        result = super()._parse_is(this)
+        while result is not None and self._match(TokenType.DPIPE):
+            result = self.expression(exp.DPipe(this=exp.paren(result, copy=False), expression=self._parse_term(),
+                                               safe=not self.dialect.STRICT_STRING_CONCAT))
+        return result
+
+    def _parse_is_rhs(self, distinct: bool = False) -> Any:
+        if not distinct and self._match_set((TokenType.TRUE, TokenType.FALSE)):  # IS TRUE || x: not TRUE || x
+            return self.expression(exp.Boolean(this=self._prev.token_type == TokenType.TRUE))
+        return super()._parse_is_rhs(distinct)
 
     def _parse_column_ops(self, this: Any) -> Any:
         if self._defer_literal_ops and isinstance(this, exp.Literal) and self._prev is not None \

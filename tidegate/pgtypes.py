@@ -304,4 +304,6 @@ def pg_type_for_arrow(t: pa.DataType) -> ColumnType:
         return pg_type_for_arrow(t.value_type).array_of()
     if pa.types.is_null(t):
         return ColumnType(TEXT)
+    if pa.types.is_struct(t):  # a row value: (a, b), ROW(a, b)
+        return ColumnType(TYPES_BY_NAME["record"])
     return ColumnType(TEXT)

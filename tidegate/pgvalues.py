@@ -457,6 +457,41 @@ def _iso_interval(raw: str, s: str) -> tuple[int, int, int]:
 _FIELD = re.compile(r"([+-]?(?:\d+(?:\.\d*)?|\.\d+))([a-z]*)$")
 
 
+def _c_div(a: int, b: int) -> int:
+    """C's integer division (toward zero), as PostgreSQL's interval fields are split."""
+    q = abs(a) // abs(b)
+    return q if (a >= 0) == (b > 0) else -q
+
+
+# extract(field FROM interval): the display scale of each field's numeric result
+INTERVAL_PART_SCALES = {"microsecond": 0, "millisecond": 3, "second": 6, "minute": 0, "hour": 0, "day": 0,
+                        "month": 0, "quarter": 0, "year": 0, "decade": 0, "century": 0, "millennium": 0,
+                        "epoch": 6}
+
+
+def interval_part(months: int, days: int, micros: int, field: str) -> Decimal:
+    """``extract(field FROM interval)`` (``field``: "epoch" or a name :func:`unit_name` gives),
+    as PostgreSQL 15's interval_part: the value's months,
+    days and microseconds split into fields with C's truncating division (a year is 12 months;
+    hours are not carried into days); epoch counts a year as 365.25 days and a month as 30."""
+    year, month = _c_div(months, 12), months - 12 * _c_div(months, 12)
+    hour = _c_div(micros, 3_600_000_000)
+    rest = micros - hour * 3_600_000_000
+    minute = _c_div(rest, 60_000_000)
+    usecs = rest - minute * 60_000_000  # seconds and their fraction, in microseconds
+    if field == "epoch":
+        seconds = (1461 * year + 120 * month + 4 * days) * 21600
+        return (Decimal(seconds * 1_000_000 + micros) / 1_000_000).quantize(Decimal("0.000001"))
+    values = {"microsecond": Decimal(usecs), "millisecond": (Decimal(usecs) / 1000).quantize(Decimal("0.001")),
+              "second": (Decimal(usecs) / 1_000_000).quantize(Decimal("0.000001")), "minute": Decimal(minute),
+              "hour": Decimal(hour), "day": Decimal(days), "month": Decimal(month),
+              "quarter": Decimal(_c_div(month, 3) + 1), "year": Decimal(year), "decade": Decimal(_c_div(year, 10)),
+              "century": Decimal(_c_div(year, 100)), "millennium": Decimal(_c_div(year, 1000))}
+    if field not in values:
+        raise SqlError("0A000", f'unit "{field}" not supported for type interval')
+    return values[field]
+
+
 def parse_interval_fields(text: str) -> tuple[int, int, int]:
     """PostgreSQL interval input -> (months, days, microseconds); 22007 when malformed.
 
