@@ -2061,6 +2061,32 @@ class _Translator:
                                                     "22003", "value overflows numeric format")])
 
     def _rewrite_node(self, node: exp.Expression) -> exp.Expression | None:  # noqa: C901 - a dispatch table
+        if isinstance(node, exp.Grouping):
+            # grouping(a, b, ...): an integer whose bits say which arguments this row is not grouped
+            # by (the first the most significant); Spark's grouping is one column's, grouping_id all
+            args = node.expressions
+            select = node.find_ancestor(exp.Select)
+            group = select.args.get("group") if select is not None else None
+            if group is None:
+                raise SqlError("42803", "arguments to GROUPING must be grouping expressions of the associated query level")
+            if not any(group.args.get(k) for k in ("grouping_sets", "cube", "rollup")) and not any(
+                    isinstance(e, (exp.Cube, exp.Rollup, exp.GroupingSets)) for e in group.expressions):
+                return _typed(exp.Literal.number(0), exp.DataType.build("INT"))  # every row is grouped by all
+            bits = [exp.Mul(this=_cast(_func("grouping", a), "INT"), expression=exp.Literal.number(1 << (len(args) - 1 - k)))
+                    for k, a in enumerate(args)]
+            total = bits[0]
+            for bit in bits[1:]:
+                total = exp.Add(this=total, expression=bit)
+            return _typed(exp.paren(total), exp.DataType.build("INT"))
+        if isinstance(node, exp.Escape) and isinstance(node.this, (exp.Like, exp.ILike)) \
+                and isinstance(node.expression, exp.Literal) and node.expression.is_string:
+            escape = node.expression.name
+            if len(escape) > 1:
+                raise SqlError("22025", "invalid escape string", hint="Escape string must be empty or one character.")
+            if escape == "":  # no escape character: a backslash in the pattern is itself
+                like = node.this
+                like.set("expression", _func("replace", like.expression, _string("\\"), _string("\\\\")))
+                return like
         if isinstance(node, exp.JSONExtract) and (path := _json_member_path(node)) is not None:
             # json -> key: the member as JSON (a string stays quoted, JSON null is 'null', a missing
             # key SQL NULL); get_json_object gave a string's bare text, and text as its type

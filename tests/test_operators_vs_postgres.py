@@ -256,3 +256,29 @@ def test_row_values_print_as_records(connections) -> None:
     assert not wrong, "\n".join(wrong)
     sql = "CREATE TABLE op_rows AS SELECT (k, t) AS r FROM op_t"
     assert run_raw(sconn, sql)[:2] == run_raw(oconn, sql)[:2] == ("ERROR", "42P16")  # a pseudo-type column
+
+
+# grouping(a, b, ...) under CUBE / ROLLUP / GROUPING SETS (a bit per argument, the first the most
+# significant; any subset, any order; 0 under a plain GROUP BY), and LIKE ... ESCAPE '' (no escape
+# character: a backslash matches itself). grouping() was 42883; ESCAPE '' Spark's XX000.
+GROUPING_STATEMENTS = [
+    "SELECT t, bo, count(*), grouping(t), grouping(t, bo), grouping(bo, t) FROM op_t GROUP BY CUBE (t, bo) ORDER BY 1, 2, 4, 5",
+    "SELECT i, sum(k), grouping(i) FROM op_t GROUP BY ROLLUP (i) ORDER BY 3, 1",
+    "SELECT t, v, grouping(t, v) FROM op_t GROUP BY GROUPING SETS ((t), (v), ()) ORDER BY 3, 1, 2",
+    "SELECT t, v, grouping(v), grouping(t, v) FROM op_t GROUP BY t, ROLLUP (v) ORDER BY 4, 1, 2",
+    "SELECT t, grouping(t) FROM op_t GROUP BY t ORDER BY 1",
+    "SELECT grouping(t) FROM op_t",
+    "SELECT k, 'a\\_c' LIKE 'a\\_c' ESCAPE '', 'a_c' LIKE 'a\\_c' ESCAPE '', v LIKE 'a%' ESCAPE '', "
+    "'AB' ILIKE 'a%' ESCAPE '', 'a%c' LIKE 'a#%c' ESCAPE '#' FROM op_t ORDER BY k",
+    "SELECT 'a%c' LIKE 'a#%c' ESCAPE '##'",
+]
+
+
+def test_grouping_and_like_escape(connections) -> None:
+    oconn, sconn = connections
+    wrong = []
+    for sql in GROUPING_STATEMENTS:
+        expected, got = run_raw(oconn, sql), run_raw(sconn, sql)
+        if got != expected:
+            wrong.append(f"{sql}\n    expected: {expected}\n    actual:   {got}")
+    assert not wrong, "\n".join(wrong)
