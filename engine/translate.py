@@ -2061,6 +2061,10 @@ class _Translator:
                                                     "22003", "value overflows numeric format")])
 
     def _rewrite_node(self, node: exp.Expression) -> exp.Expression | None:  # noqa: C901 - a dispatch table
+        if isinstance(node, exp.Array) and any(isinstance(e.unnest(), exp.Array) for e in node.expressions):
+            raise SqlError("0A000", "multidimensional array literals are not supported",
+                           hint="Spark arrays hold one dimension: an array of arrays is not a PostgreSQL "
+                                "multidimensional array.")
         if isinstance(node, exp.Grouping):
             # grouping(a, b, ...): an integer whose bits say which arguments this row is not grouped
             # by (the first the most significant); Spark's grouping is one column's, grouping_id all

@@ -91,6 +91,21 @@ def _enum(*choices: str, canonical: dict[str, str] | None = None) -> Callable[[s
     return check
 
 
+def _unsupported_output(name: str, value: str, hint: str) -> SqlError:
+    """A value of an output setting the codec does not print in: refused, never ignored."""
+    return SqlError("0A000", f'{name} "{value}" is not supported', hint=hint)
+
+
+def _only(check: Callable[[str, str], str], supported: Callable[[str], bool], hint: str) -> Callable[[str, str], str]:
+    """``check``, then refuse (0A000) a valid value tidegate's output does not follow."""
+    def inner(name: str, raw: str) -> str:
+        value = check(name, raw)
+        if not supported(value):
+            raise _unsupported_output(name, value, hint)
+        return value
+    return inner
+
+
 def _any(name: str, raw: str) -> str:
     return raw
 
@@ -124,6 +139,10 @@ def _datestyle(name: str, raw: str) -> str:
         else:
             raise SqlError("22023", f'invalid value for parameter "{name}": "{raw}"',
                            detail=f'Unrecognized key word: "{part}".')
+    if out_style != "ISO":  # the input order (MDY / DMY / YMD) is kept: non-ISO input is refused by itself
+        raise _unsupported_output(name, f"{out_style}, {order}",
+                                  "Dates and times are printed in the ISO style only: SET DateStyle = 'ISO, "
+                                  f"{order}'.")
     return f"{out_style}, {order}"
 
 
@@ -169,7 +188,8 @@ _GUC_LIST: list[Guc] = [
     Guc("backslash_quote", "safe_encoding", "Sets whether \"\\'\" is allowed in string literals.",
         _enum("safe_encoding", "on", "off")),
     Guc("block_size", "8192", "Shows the size of a disk block.", readonly=True),
-    Guc("bytea_output", "hex", "Sets the output format for bytea.", _enum("hex", "escape")),
+    Guc("bytea_output", "hex", "Sets the output format for bytea.",
+        _only(_enum("hex", "escape"), lambda v: v == "hex", "bytea is printed in the hex format only.")),
     Guc("client_encoding", "UTF8", "Sets the client's character set encoding.", _encoding, reported=True),
     Guc("client_min_messages", "notice", "Sets the message levels that are sent to the client.",
         _enum(*_LEVELS, canonical={"debug": "debug2"})),
@@ -182,13 +202,16 @@ _GUC_LIST: list[Guc] = [
         reported=True),
     Guc("escape_string_warning", "on", "Warn about backslash escapes in ordinary string literals.", _bool),
     Guc("extra_float_digits", "1", "Sets the number of digits displayed for floating-point values.",
-        _int_factory(-15, 3)),
+        _only(_int_factory(-15, 3), lambda v: int(v) >= 1,
+              "Floating-point values are printed exactly (shortest round-trip form, extra_float_digits 1 to 3); "
+              "round them with round() or a cast to numeric.")),
     Guc("idle_in_transaction_session_timeout", "0", "Sets the maximum allowed idle time between queries, when in a transaction.", _ms),
     Guc("idle_session_timeout", "0", "Sets the maximum allowed idle time between queries, when not in a transaction.", _ms),
     Guc("in_hot_standby", "off", "Shows whether hot standby is currently active.", readonly=True, reported=True),
     Guc("integer_datetimes", "on", "Shows whether datetimes are integer based.", readonly=True, reported=True),
     Guc("IntervalStyle", "postgres", "Sets the display format for interval values.",
-        _enum("postgres", "postgres_verbose", "sql_standard", "iso_8601"), reported=True),
+        _only(_enum("postgres", "postgres_verbose", "sql_standard", "iso_8601"), lambda v: v == "postgres",
+              "Intervals are printed in the postgres style only."), reported=True),
     Guc("is_superuser", "on", "Shows whether the current user is a superuser.", readonly=True, reported=True),
     Guc("jit", "off", "Allow JIT compilation.", _bool),
     Guc("lc_collate", "C.UTF-8", "Shows the collation order locale.", readonly=True),

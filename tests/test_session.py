@@ -49,11 +49,11 @@ def test_set_show_reset_with_psycopg(port: int) -> None:
         cur.execute("SET statement_timeout = 5000")
         cur.execute("SHOW statement_timeout")
         assert cur.fetchone() == ("5s",)
-        cur.execute("SET SESSION datestyle = 'sql, dmy'")
+        cur.execute("SET SESSION datestyle = 'iso, dmy'")
         cur.execute("SHOW DateStyle")
         assert cur.description[0].name == "DateStyle"
-        assert cur.fetchone() == ("SQL, DMY",)
-        assert conn.info.parameter_status("DateStyle") == "SQL, DMY"
+        assert cur.fetchone() == ("ISO, DMY",)
+        assert conn.info.parameter_status("DateStyle") == "ISO, DMY"
         cur.execute("RESET datestyle")
         assert conn.info.parameter_status("DateStyle") == "ISO, MDY"
         cur.execute("SET TIME ZONE 'Europe/Paris'")
@@ -333,8 +333,15 @@ def test_guc_unit_parsing_and_formatting() -> None:
     with pytest.raises(SqlError) as exc:
         s.set("statement_timeout", "soon")
     assert exc.value.sqlstate == "22023"
-    s.set("DateStyle", "German")
-    assert s.get("datestyle") == "German, DMY"
+    s.set("DateStyle", "iso, dmy")
+    assert s.get("datestyle") == "ISO, DMY"
+    # output settings tidegate does not print in are refused, never ignored
+    for name, value in [("DateStyle", "German"), ("DateStyle", "sql, dmy"), ("IntervalStyle", "iso_8601"),
+                        ("bytea_output", "escape"), ("extra_float_digits", "0")]:
+        with pytest.raises(SqlError) as exc:
+            s.set(name, value)
+        assert exc.value.sqlstate == "0A000" and exc.value.hint, (name, value)
+    assert s.get("datestyle") == "ISO, DMY" and s.get("intervalstyle") == "postgres"
 
 
 def test_savepoints_recover_from_errors_without_data_changes(port: int) -> None:
@@ -411,8 +418,8 @@ ORACLE_SCRIPTS = [
     ["SET TIME ZONE -7", "SHOW timezone"],
     ["SET TIME ZONE INTERVAL '+02:30' HOUR TO MINUTE", "SHOW time zone"],
     ["SET TIME ZONE 'America/New_York'", "SHOW TimeZone"],
-    ["SET datestyle = 'german'", "SHOW datestyle"],
-    ["SET datestyle TO sql, dmy", "SHOW DateStyle"],
+    ["SET datestyle = 'iso, european'", "SHOW datestyle"],
+    ["SET datestyle TO ymd, iso", "SHOW DateStyle"],
     ["SET client_min_messages = info", "SHOW client_min_messages"],
     ["SET extra_float_digits = 3", "SHOW extra_float_digits"],
     ["SET my.custom = 'v1'", "SHOW my.custom"],
