@@ -282,3 +282,13 @@ def test_grouping_and_like_escape(connections) -> None:
         if got != expected:
             wrong.append(f"{sql}\n    expected: {expected}\n    actual:   {got}")
     assert not wrong, "\n".join(wrong)
+
+
+def test_unicode_escape_strings(connections) -> None:
+    """U&'...' [UESCAPE 'c'] reaches every evaluator as its value (Spark's parser had the U&
+    form: 42601 "Referenced column U")."""
+    oconn, sconn = connections
+    for sql in ["SELECT k, U&'caf\\00e9' || t, U&'d!0061t' UESCAPE '!', length(U&'\\+01F600') FROM op_t ORDER BY k",
+                "SELECT k FROM op_t WHERE U&'\\0031\\0032' = t ORDER BY k"]:
+        expected = run_raw(oconn, sql)
+        assert expected[0] != "ERROR" and run_raw(sconn, sql) == expected, sql

@@ -368,6 +368,15 @@ class Parser(PostgresParser):
     # PostgreSQL has no lambdas: f(j -> 'k') is json's -> inside a call (sqlglot read a lambda);
     # => stays the named-argument arrow (make_interval(days => 1))
     LAMBDAS = {k: v for k, v in PostgresParser.LAMBDAS.items() if k != TokenType.ARROW}
+    # U&'d\0061t' [UESCAPE '!']: its value, as a plain string (no evaluator has to know the form;
+    # Spark's parser did not: 42601)
+    PRIMARY_PARSERS = {**PostgresParser.PRIMARY_PARSERS,
+                       TokenType.UNICODE_STRING: lambda self, token: self._unicode_string(token)}
+
+    def _unicode_string(self, token: GlotToken) -> exp.Expression:
+        escape = self._parse_string() if self._match_text_seq("UESCAPE") else None
+        value = sqllex.unicode_value(token.text, escape.name if isinstance(escape, exp.Literal) else "\\")
+        return self.expression(exp.Literal(this=value, is_string=True), token)
 
     # -- PostgreSQL's grammar where sqlglot's is more lenient -----------------------------------
 

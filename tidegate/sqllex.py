@@ -343,6 +343,22 @@ def _unicode_escapes(body: str) -> str:
     return out
 
 
+def unicode_value(body: str, escape: str = "\\") -> str:
+    """The value of a ``U&'...'`` literal's body with its escape character (``UESCAPE '!'``):
+    ``\\XXXX``, ``\\+XXXXXX`` and a doubled escape character."""
+    if escape == "\\":
+        return _unicode_escapes(body)
+    if len(escape) != 1 or escape in "0123456789abcdefABCDEF+'\" \t\n\r":
+        raise SqlError("22025", "invalid Unicode escape character")
+    e = re.escape(escape)
+    pattern = re.compile(f"{e}{e}|{e}([0-9A-Fa-f]{{4}})|{e}\\+([0-9A-Fa-f]{{6}})")
+    if escape in pattern.sub("", body):
+        raise SqlError("22025", "invalid Unicode escape",
+                       hint=f"Unicode escapes must be {escape}XXXX or {escape}+XXXXXX.")
+    return pattern.sub(lambda m: escape if m.group() == escape * 2 else _code_point(int(m.group(1) or m.group(2), 16)),
+                       body)
+
+
 def string_value(text: str) -> str:
     """The value of a string literal as written (``'..'``, ``E'..'``, ``U&'..'``, ``B''``, ``X''``,
     ``N''``, ``$tag$..$tag$``, continued over newlines)."""
