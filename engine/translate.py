@@ -25,6 +25,7 @@ import functools
 import itertools
 import logging
 import math
+import operator
 import re
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
@@ -1218,6 +1219,51 @@ def _interval_constant(value: exp.Expression) -> PgInterval | None:
     return value.meta.get("pg_interval") if value.meta else None
 
 
+def _number_constant(node: exp.Expression) -> float | None:
+    node = node.unnest()
+    sign = 1.0
+    if isinstance(node, exp.Neg):
+        node, sign = node.this.unnest(), -1.0
+    if isinstance(node, exp.Literal) and not node.is_string:
+        return sign * float(node.name)
+    return None
+
+
+_INTERVAL_COMPARISONS = {exp.EQ: operator.eq, exp.NEQ: operator.ne, exp.LT: operator.lt, exp.LTE: operator.le,
+                         exp.GT: operator.gt, exp.GTE: operator.ge}
+
+
+def _fold_interval_constants(node: exp.Expression) -> exp.Expression | None:
+    """Arithmetic and comparisons of interval constants, computed here by PostgreSQL's rules
+    (tidegate.pgvalues): Spark keeps year-month and day-time intervals apart, so '1 month' * 1.5,
+    '1 month' = '30 days' or '1 day' = '24 hours' failed with its own wording, and it carries a
+    product's hours into days. None when ``node`` is not such a computation."""
+    if not isinstance(node, exp.Binary) and not isinstance(node, exp.Neg):
+        return None
+    if isinstance(node, exp.Neg):
+        iv = _interval_constant(node.this)
+        return None if iv is None else _interval_value(PgInterval(-iv.months, -iv.days, -iv.micros), node)
+    left, right = _interval_constant(node.this), _interval_constant(node.expression)
+    if isinstance(node, (exp.Mul, exp.Div)) and (left is None) != (right is None):
+        iv = left or right
+        factor = _number_constant(node.expression if left is not None else node.this)
+        if factor is None or (isinstance(node, exp.Div) and left is None):
+            return None
+        scaled = pgvalues.interval_scale(iv.months, iv.days, iv.micros, factor, divide=isinstance(node, exp.Div))
+        return _interval_value(PgInterval(*scaled), node)
+    if left is None or right is None:
+        return None
+    if isinstance(node, (exp.Add, exp.Sub)):
+        sign = 1 if isinstance(node, exp.Add) else -1
+        return _interval_value(PgInterval(left.months + sign * right.months, left.days + sign * right.days,
+                                          left.micros + sign * right.micros), node)
+    compare = _INTERVAL_COMPARISONS.get(type(node))
+    if compare is None:
+        return None
+    spans = [pgvalues.interval_span(iv.months, iv.days, iv.micros) for iv in (left, right)]
+    return _typed(exp.Boolean(this=compare(*spans)), exp.DataType.build("BOOLEAN"))
+
+
 def _interval_valued(value: exp.Expression) -> bool:
     """Whether ``value`` is an interval (its type, or PostgreSQL's for time arithmetic: ts - ts)."""
     value = value.unnest()
@@ -2061,6 +2107,9 @@ class _Translator:
                                                     "22003", "value overflows numeric format")])
 
     def _rewrite_node(self, node: exp.Expression) -> exp.Expression | None:  # noqa: C901 - a dispatch table
+        folded = _fold_interval_constants(node)
+        if folded is not None:
+            return folded
         if isinstance(node, exp.Array) and any(isinstance(e.unnest(), exp.Array) for e in node.expressions):
             raise SqlError("0A000", "multidimensional array literals are not supported",
                            hint="Spark arrays hold one dimension: an array of arrays is not a PostgreSQL "

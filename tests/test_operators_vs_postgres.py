@@ -292,3 +292,29 @@ def test_unicode_escape_strings(connections) -> None:
                 "SELECT k FROM op_t WHERE U&'\\0031\\0032' = t ORDER BY k"]:
         expected = run_raw(oconn, sql)
         assert expected[0] != "ERROR" and run_raw(sconn, sql) == expected, sql
+
+
+# Interval constants computed together: * and / by a number (fractions of months cascade to days,
+# of days to time; nothing carried up), + and -, unary minus, and comparisons ('1 month' = '30
+# days'): Spark failed with its own wording where a year-month and a day-time interval met.
+INTERVAL_FACTORS = ["2", "1.5", "-0.5", "3", "0.1", "7", "0"]
+
+
+def test_interval_constant_arithmetic(connections) -> None:
+    oconn, sconn = connections
+    statements = []
+    for iv in INTERVALS:
+        items = [f"interval '{iv}' * {f}" for f in INTERVAL_FACTORS] + [f"interval '{iv}' / {f}" for f in INTERVAL_FACTORS[:-1]]
+        statements.append("SELECT " + ", ".join(items) + f", {INTERVAL_FACTORS[1]} * interval '{iv}', -interval '{iv}'")
+        statements.append(f"SELECT interval '{iv}' / 0")
+    for a, b in itertools.combinations(INTERVALS[:6], 2):
+        statements.append(f"SELECT interval '{a}' + interval '{b}', interval '{a}' - interval '{b}', "
+                          f"interval '{a}' < interval '{b}', interval '{a}' = interval '{b}', interval '{a}' >= interval '{b}'")
+    statements += ["SELECT interval '1 month' = interval '30 days', interval '1 day' = interval '24 hours'",
+                   "SELECT k, ts + interval '1 month' * 1.5, d + interval '1 day' * 2.5 FROM op_t ORDER BY k"]
+    wrong = []
+    for sql in statements:
+        expected, got = run_raw(oconn, sql), run_raw(sconn, sql)
+        if got != expected:
+            wrong.append(f"{sql}\n    expected: {expected}\n    actual:   {got}")
+    assert not wrong, f"{len(wrong)} of {len(statements)} differ:\n" + "\n".join(wrong[:20])

@@ -457,12 +457,6 @@ def _iso_interval(raw: str, s: str) -> tuple[int, int, int]:
 _FIELD = re.compile(r"([+-]?(?:\d+(?:\.\d*)?|\.\d+))([a-z]*)$")
 
 
-def _c_div(a: int, b: int) -> int:
-    """C's integer division (toward zero), as PostgreSQL's interval fields are split."""
-    q = abs(a) // abs(b)
-    return q if (a >= 0) == (b > 0) else -q
-
-
 # extract(field FROM interval): the display scale of each field's numeric result
 INTERVAL_PART_SCALES = {"microsecond": 0, "millisecond": 3, "second": 6, "minute": 0, "hour": 0, "day": 0,
                         "month": 0, "quarter": 0, "year": 0, "decade": 0, "century": 0, "millennium": 0,
@@ -1292,6 +1286,44 @@ def justify_days(months: int, days: int, micros: int) -> tuple[int, int, int]:
     whole = _c_div(days, _MONTH_DAYS)
     months, days = _agree(months + whole, days - whole * _MONTH_DAYS, _MONTH_DAYS)
     return months, days, micros
+
+
+def _tsround(value: float) -> float:
+    """PostgreSQL's TSROUND: to the microsecond, as its interval arithmetic rounds fractions."""
+    return round(value * 1_000_000.0) / 1_000_000.0
+
+
+def interval_scale(months: int, days: int, micros: int, factor: float, divide: bool = False) -> tuple[int, int, int]:
+    """``interval * factor`` (``/ factor`` with ``divide``), as PostgreSQL 15's interval_mul /
+    interval_div: whole months and days multiplied apart, their fractions cascaded down (a month
+    is 30 days, a day 24 hours), never up; 22012 for a division by zero, 22008 out of range."""
+    if divide and factor == 0:
+        raise SqlError("22012", "division by zero")
+
+    def times(x: float) -> float:
+        return x / factor if divide else x * factor
+
+    whole_months, whole_days = times(months), times(days)
+    if math.isnan(whole_months) or math.isnan(whole_days) or not (-2**31 <= whole_months <= 2**31 - 1) \
+            or not (-2**31 <= whole_days <= 2**31 - 1):
+        raise SqlError("22008", "interval out of range")
+    new_months, new_days = int(whole_months), int(whole_days)
+    month_days = _tsround((times(months) - new_months) * _MONTH_DAYS)
+    seconds = _tsround((times(days) - new_days + month_days - int(month_days)) * 86400)
+    if abs(seconds) >= 86400:
+        new_days += int(seconds / 86400)
+        seconds -= int(seconds / 86400) * 86400
+    new_days += int(month_days)
+    new_micros = round(times(micros) + seconds * 1_000_000)
+    if not -2**63 <= new_micros < 2**63:
+        raise SqlError("22008", "interval out of range")
+    return new_months, new_days, int(new_micros)
+
+
+def interval_span(months: int, days: int, micros: int) -> int:
+    """The key PostgreSQL compares intervals by (interval_cmp_value): a month is 30 days, a day 24
+    hours, so '1 month' = '30 days' and '1 day' = '24 hours'."""
+    return micros + (days + months * _MONTH_DAYS) * _DAY_US
 
 
 def justify_interval(months: int, days: int, micros: int) -> tuple[int, int, int]:
