@@ -16,7 +16,7 @@ from engine.dml import fill_params, target_columns
 from engine.flows import statements as flow_statements
 from engine.resolver import StatementResolver, node_name, param_index
 from engine.storage import convert_batches
-from engine.translate import translate_query, use_session_zone
+from engine.translate import TypedNull, translate_query, use_session_zone
 from tidegate import dialect, pgvalues, sqllex, statements
 from tidegate.errors import SqlError
 from tidegate.pgtypes import ColumnType, pg_type_for_arrow, TEXT
@@ -342,7 +342,7 @@ class QueryStatements:
 
             def work() -> list[ResultField]:
                 self._analyzed = None
-                tq, resolver = self._translate(tree, [None] * len(types), info, client=True)
+                tq, resolver = self._translate(tree, [TypedNull.of(t) for t in types], info, client=True)
                 df = self.spark.sql(tq.spark_sql)
                 arrow = sparkmod.arrow_schema_of(df)
                 if not types:  # no parameters: the Execute that follows runs this very plan

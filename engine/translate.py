@@ -775,10 +775,32 @@ def _micros_literal(td: _dt.timedelta) -> int:
     return (td.days * 86_400 + td.seconds) * 1_000_000 + td.microseconds
 
 
+class TypedNull:
+    """A parameter whose value is not known yet (Describe before Bind), of a type known: Spark
+    analyses the statement with a NULL of that type (an untyped NULL in ``ts < $1 + interval '1
+    day'`` failed Spark's analysis where the client had said $1 is a timestamptz)."""
+
+    _SPARK_TYPES = {"int2": "SMALLINT", "int4": "INT", "int8": "BIGINT", "float4": "FLOAT", "float8": "DOUBLE",
+                    "bool": "BOOLEAN", "date": "DATE", "timestamp": "TIMESTAMP_NTZ",
+                    "timestamptz": "TIMESTAMP"}
+
+    def __init__(self, spark_type: str) -> None:
+        self.spark_type = spark_type
+
+    @classmethod
+    def of(cls, ctype: ColumnType | None) -> TypedNull | None:
+        """The typed NULL standing for a parameter of ``ctype``; None (an untyped NULL) for text,
+        unknown and the types whose literals the translator reads by their text."""
+        spark_type = cls._SPARK_TYPES.get(ctype.pg.name) if ctype is not None and not ctype.is_array else None
+        return cls(spark_type) if spark_type else None
+
+
 def param_literal(value: Any) -> exp.Expression:
     """A Python parameter value as a typed Spark literal expression."""
     if value is None:
         return exp.Null()
+    if isinstance(value, TypedNull):
+        return _cast(exp.Null(), value.spark_type)
     if isinstance(value, bool):
         return exp.Boolean(this=value)
     if isinstance(value, int):
@@ -1219,6 +1241,13 @@ def _interval_constant(value: exp.Expression) -> PgInterval | None:
     return value.meta.get("pg_interval") if value.meta else None
 
 
+def _against(node: exp.Binary, other: exp.Expression) -> exp.Expression:
+    """``node``'s comparison (=, <, [NOT] [I]LIKE ...) of its left operand against ``other``."""
+    out = node.copy()
+    out.set("expression", other)
+    return out
+
+
 def _number_constant(node: exp.Expression) -> float | None:
     node = node.unnest()
     sign = 1.0
@@ -1653,7 +1682,8 @@ class _Translator:
             holder = node.parent
             while isinstance(holder, (exp.Paren, exp.Cast)):  # LIMIT $1::INTEGER (SQLAlchemy on psycopg)
                 holder = holder.parent
-            if value is None and isinstance(holder, (exp.Limit, exp.Offset, exp.Fetch)) and holder.parent is not None:
+            if (value is None or isinstance(value, TypedNull)) and isinstance(holder, (exp.Limit, exp.Offset, exp.Fetch)) \
+                    and holder.parent is not None:
                 holder.pop()  # LIMIT NULL / OFFSET NULL / FETCH FIRST NULL ROWS: no limit, no offset
                 continue
             literal = param_literal(value)
@@ -2439,9 +2469,11 @@ class _Translator:
             return None
         if isinstance(node, exp.ArrayAgg):
             return self._array_agg(node)
-        if isinstance(node, (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE)) and isinstance(
+        if isinstance(node, (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.Like, exp.ILike)) and isinstance(
             node.expression, (exp.Any, exp.All)
         ):
+            # (Spark's own LIKE ANY takes a list of patterns: an array there was one pattern,
+            # its text, and matched nothing)
             return self._quantified(node)
         if isinstance(node, exp.Select):
             self._check_grouping(node)
@@ -4074,7 +4106,7 @@ class _Translator:
             if isinstance(node, exp.NEQ) and isinstance(quant, exp.All):
                 return exp.Not(this=exp.In(this=node.this, query=exp.Subquery(this=inner)))
             alias = self._name("__q")
-            comparison: exp.Expression = type(node)(this=node.this, expression=exp.column("__x", table=alias))
+            comparison: exp.Expression = _against(node, exp.column("__x", table=alias))
             if isinstance(quant, exp.All):
                 # a row where the comparison is not true (false or unknown) refutes ALL
                 comparison = exp.Coalesce(this=exp.Not(this=exp.Paren(this=comparison)), expressions=[exp.true()])
@@ -4105,8 +4137,7 @@ class _Translator:
             elem = left_type.sql("spark") if left_type is not None else "STRING"
             inner = _cast(exp.Null(), f"ARRAY<{elem}>")
         var = exp.to_identifier("__e")
-        comparison = type(node)(this=node.this, expression=exp.column("__e"))
-        lam = exp.Lambda(this=comparison, expressions=[var])
+        lam = exp.Lambda(this=_against(node, exp.column("__e")), expressions=[var])
         return _func("exists" if isinstance(quant, exp.Any) else "forall", inner, lam)
 
     @staticmethod

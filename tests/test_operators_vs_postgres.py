@@ -318,3 +318,42 @@ def test_interval_constant_arithmetic(connections) -> None:
         if got != expected:
             wrong.append(f"{sql}\n    expected: {expected}\n    actual:   {got}")
     assert not wrong, f"{len(wrong)} of {len(statements)} differ:\n" + "\n".join(wrong[:20])
+
+
+# [NOT] [I]LIKE ANY / ALL over an array (a parameter, a constructor, an array literal, a subquery):
+# Spark's own LIKE ANY takes a list of patterns, and an array given to it was one pattern (its
+# text) that matched nothing: WHERE name ILIKE ANY($1) returned no rows.
+def test_like_any_all_over_arrays(connections) -> None:
+    oconn, sconn = connections
+    wrong = []
+    statements = [
+        ("SELECT k, t ILIKE ANY(%s), v LIKE ALL(%s), v NOT LIKE ANY(%s), v NOT ILIKE ALL(%s) FROM op_t ORDER BY k",
+         (["1%", "A%"], ["a%", "%b"], ["a%"], ["%B"])),
+        ("SELECT k FROM op_t WHERE v LIKE ANY(ARRAY['x%', NULL, 'a%']) ORDER BY k", None),
+        ("SELECT k, v LIKE ANY(ARRAY['a%', NULL]), v LIKE ALL(ARRAY['a%', NULL]) FROM op_t ORDER BY k", None),
+        ("SELECT k FROM op_t WHERE v ILIKE ANY('{A%,x%}') ORDER BY k", None),
+        ("SELECT k FROM op_t WHERE v LIKE ANY(SELECT v FROM op_t) ORDER BY k", None),
+        ("SELECT k, v LIKE ANY(ARRAY[]::text[]), v LIKE ALL(ARRAY[]::text[]) FROM op_t ORDER BY k", None),
+    ]
+    for sql, params in statements:
+        for binary in (False, True):
+            expected, got = (c.cursor(binary=binary).execute(sql, params).fetchall() for c in (oconn, sconn))
+            if got != expected:
+                wrong.append(f"{sql} {params} binary={binary}\n    expected: {expected}\n    actual:   {got}")
+    assert not wrong, "\n".join(wrong)
+
+
+# A timestamptz parameter in arithmetic: the statement is described (before its values are bound)
+# with a NULL of each declared type, so Spark's analysis sees a timestamp where an untyped NULL
+# failed it ("created < NULL + INTERVAL ..."), and the column is described as PostgreSQL does.
+def test_typed_parameters_in_arithmetic(connections) -> None:
+    import datetime as dt
+
+    oconn, sconn = connections
+    when = dt.datetime(2024, 3, 10, tzinfo=dt.timezone.utc)
+    for sql, params in [("SELECT k FROM op_t WHERE tz > %s - interval '30 days' ORDER BY k", (when,)),
+                        ("SELECT k, %s + interval '1 day', %s::date - 1 FROM op_t ORDER BY k", (when, when.date())),
+                        ("SELECT k FROM op_t WHERE d < %s + 1 ORDER BY k", (dt.date(2024, 3, 1),)),
+                        ("SELECT k, %s + k FROM op_t ORDER BY k", (2**40,))]:
+        expected, got = (c.execute(sql, params).fetchall() for c in (oconn, sconn))
+        assert got == expected, sql
