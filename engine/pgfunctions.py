@@ -80,7 +80,7 @@ PG_FUNCTIONS: frozenset[str] = frozenset({
     "count", "min", "max", "bool_and", "bool_or", "every", "stddev", "stddev_samp", "stddev_pop",
     "variance", "var_samp", "var_pop", "corr", "covar_pop", "covar_samp", "regr_avgx", "regr_avgy",
     "regr_count", "regr_intercept", "regr_r2", "regr_slope", "regr_sxx", "regr_sxy", "regr_syy",
-    "bit_and", "bit_or", "bit_xor", "any_value", "mode", "grouping",
+    "bit_and", "bit_or", "bit_xor", "any_value", "mode", "grouping", "json_agg", "jsonb_agg",
     # -- window functions
     "row_number", "rank", "dense_rank", "percent_rank", "cume_dist", "ntile", "lag", "lead",
     "first_value", "last_value", "nth_value",

@@ -351,6 +351,8 @@ def _typed(node: exp.Expression, pg_type: exp.DataType) -> exp.Expression:
 # meta of a json/jsonb value computed as JSON text by Spark's variant (json -> key): compact, with
 # Spark's key order; the codec prints it as jsonb prints (ColumnType.exact_op "jsonb")
 _JSON_VALUE = "pg_json_value"
+# meta of an expression around a collecting aggregate (json_agg's text around its array_agg)
+_WRAPS_COLLECT = "tg_wraps_collect"
 
 
 def _json_member_path(node: exp.Expression) -> str | None:
@@ -853,6 +855,7 @@ def param_literal(value: Any) -> exp.Expression:
 
 _CLASS_NAMES: dict[type, str] = {
     exp.CurrentTimestamp: "current_timestamp",
+    exp.JSONArrayAgg: "json_agg",
     exp.CurrentDate: "current_date",
     exp.CurrentTime: "current_time",
     exp.Localtimestamp: "localtimestamp",
@@ -1329,7 +1332,7 @@ _JSON_SCALAR_TEXT = {_T.JSON, _T.JSONB}
 _JSON_RESULTS = {"json_build_object": "json", "json_build_array": "json", "to_json": "json",
                  "jsonb_build_object": "jsonb", "jsonb_build_array": "jsonb", "to_jsonb": "jsonb",
                  "json_typeof": "text", "jsonb_typeof": "text", "json_array_length": "int4",
-                 "jsonb_array_length": "int4"}
+                 "jsonb_array_length": "int4", "jsonb_agg": "jsonb"}
 
 
 def _json_value(x: exp.Expression, jsonb: bool = False) -> exp.Expression:
@@ -1996,6 +1999,8 @@ class _Translator:
             return ColumnType(TYPES_BY_NAME["regtype"])
         if isinstance(node, (exp.Column, exp.Cast, exp.TryCast)):
             return _column_type_of(node.type)
+        if isinstance(node, exp.JSONArrayAgg):
+            return ColumnType(TYPES_BY_NAME["json"])
         if _json_member_path(node) is not None:
             name = "jsonb" if _json_kind(node.this) == _T.JSONB else "json"
             return ColumnType(TYPES_BY_NAME[name], exact_op="jsonb" if name == "jsonb" else None)
@@ -2140,6 +2145,9 @@ class _Translator:
         folded = _fold_interval_constants(node)
         if folded is not None:
             return folded
+        if isinstance(node, exp.JSONArrayAgg) or (isinstance(node, exp.Anonymous) and node.name.lower() == "jsonb_agg"
+                                                  and len(node.expressions) == 1):
+            return self._json_agg(node)
         if isinstance(node, exp.Array) and any(isinstance(e.unnest(), exp.Array) for e in node.expressions):
             raise SqlError("0A000", "multidimensional array literals are not supported",
                            hint="Spark arrays hold one dimension: an array of arrays is not a PostgreSQL "
@@ -2197,7 +2205,7 @@ class _Translator:
                     return None
                 sides.append(_func("to_json", _func("parse_json", side)))
             return type(node)(this=sides[0], expression=sides[1])
-        if isinstance(node, (exp.Filter, exp.Window)) and isinstance(node.this, exp.If):
+        if isinstance(node, (exp.Filter, exp.Window)) and (isinstance(node.this, exp.If) or node.this.meta.get(_WRAPS_COLLECT)):
             collected = [n for n in node.this.walk() if n.meta.get("tg_collect")]
             if collected:
                 # array_agg(...) FILTER (WHERE c) / OVER (...): Spark filters, or computes over the
@@ -2469,6 +2477,7 @@ class _Translator:
             return None
         if isinstance(node, exp.ArrayAgg):
             return self._array_agg(node)
+
         if isinstance(node, (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.Like, exp.ILike)) and isinstance(
             node.expression, (exp.Any, exp.All)
         ):
@@ -4036,6 +4045,23 @@ class _Translator:
         return exp.Case(ifs=[exp.If(this=cond, true=seq)])
 
     # -- aggregates
+
+    def _json_agg(self, node: exp.Expression) -> exp.Expression:
+        """json_agg / jsonb_agg (x [ORDER BY ...]): each value's JSON text (SQL NULL is null), kept
+        in order by array_agg's machinery and joined as PostgreSQL prints the array (``[1, null]``);
+        NULL over no rows."""
+        jsonb = not isinstance(node, exp.JSONArrayAgg)
+        arg = node.this if isinstance(node, exp.JSONArrayAgg) else node.expressions[0]
+        order = arg if isinstance(arg, exp.Order) else None
+        value = order.this if order is not None else arg
+        if isinstance(value, exp.Distinct):
+            raise SqlError("0A000", f"{'jsonb' if jsonb else 'json'}_agg(DISTINCT ...) is not supported",
+                           hint="Aggregate the DISTINCT values in a subquery first.")
+        element = _json_value(value, jsonb=jsonb)
+        agg = exp.ArrayAgg(this=exp.Order(this=element, expressions=order.expressions) if order is not None else element)
+        joined = _func("concat", _string("["), _func("array_join", self._array_agg(agg), _string(", ")), _string("]"))
+        joined.meta[_WRAPS_COLLECT] = True  # FILTER / OVER go to the collecting aggregate inside
+        return _typed(joined, exp.DataType.build("JSONB" if jsonb else "JSON"))
 
     def _array_agg(self, node: exp.ArrayAgg) -> exp.Expression:
         arg = node.this

@@ -124,6 +124,17 @@ def test_text_functions_take_text_only(connections) -> None:
     assert refused > len(TEXT_CALLS) * 8, refused  # most column types have no text functions
 
 
+def _differences(oconn: psycopg.Connection, sconn: psycopg.Connection, statements: list[str]) -> list[str]:
+    """The statements whose outcome on tidegate (rows as text, or SQLSTATE and message) is not
+    PostgreSQL's, each with both outcomes."""
+    wrong = []
+    for sql in statements:
+        expected, got = run_raw(oconn, sql), run_raw(sconn, sql)
+        if got != expected:
+            wrong.append(f"{sql}\n    expected: {expected}\n    actual:   {got}")
+    return wrong
+
+
 # Boolean contexts: PostgreSQL requires a boolean operand of NOT / AND / OR / WHERE / HAVING /
 # JOIN ON / CASE WHEN / IS TRUE / FILTER (42804 "argument of WHERE must be type boolean, not type
 # integer"), reads a string literal there by boolean input ('on', ' yes ', 'tr'), and takes NULL.
@@ -180,29 +191,23 @@ INTERVAL_FIELDS = ["epoch", "microseconds", "milliseconds", "second", "minute", 
 
 def test_extract_from_interval_constants(connections) -> None:
     oconn, sconn = connections
-    wrong = []
+    statements = []
     for iv in INTERVALS:
         items = ", ".join(f"extract({f} from interval '{iv}')" for f in INTERVAL_FIELDS[:-1])
-        statements = [f"SELECT {items}", f"SELECT date_part('epoch', interval '{iv}'), date_part('day', interval '{iv}')",
-                      f"SELECT extract(week from interval '{iv}')"]
-        for sql in statements:
-            expected, got = run_raw(oconn, sql), run_raw(sconn, sql)
-            if got != expected:
-                wrong.append(f"{sql}\n    expected: {expected}\n    actual:   {got}")
+        statements += [f"SELECT {items}", f"SELECT date_part('epoch', interval '{iv}'), date_part('day', interval '{iv}')",
+                       f"SELECT extract(week from interval '{iv}')"]
+    wrong = _differences(oconn, sconn, statements)
     assert not wrong, "\n".join(wrong)
 
 
 # date_trunc(unit, timestamptz, zone): truncated on that zone's wall clock (DST days included).
 def test_date_trunc_in_a_zone(connections) -> None:
     oconn, sconn = connections
-    wrong = []
-    for zone, unit in itertools.product(["America/New_York", "Asia/Kolkata", "UTC", "Australia/Lord_Howe"],
-                                        ["minute", "hour", "day", "week", "month", "year", "decade"]):
-        for value in ["tz", "ts", "timestamptz '2024-03-10 06:59:59+00'", "timestamptz '2024-11-03 05:30:00+00'"]:
-            sql = f"SELECT k, date_trunc('{unit}', {value}, '{zone}') FROM op_t ORDER BY k"
-            expected, got = run_raw(oconn, sql), run_raw(sconn, sql)
-            if got != expected:
-                wrong.append(f"{sql}\n    expected: {expected}\n    actual:   {got}")
+    zones = ["America/New_York", "Asia/Kolkata", "UTC", "Australia/Lord_Howe"]
+    units = ["minute", "hour", "day", "week", "month", "year", "decade"]
+    values = ["tz", "ts", "timestamptz '2024-03-10 06:59:59+00'", "timestamptz '2024-11-03 05:30:00+00'"]
+    wrong = _differences(oconn, sconn, [f"SELECT k, date_trunc('{unit}', {value}, '{zone}') FROM op_t ORDER BY k"
+                                        for zone, unit, value in itertools.product(zones, units, values)])
     assert not wrong, f"{len(wrong)} differ:\n" + "\n".join(wrong[:30])
 
 
@@ -226,12 +231,7 @@ def test_json_members_match_postgres(connections) -> None:
         conn.execute("CREATE TABLE op_json (k int, j jsonb, js json)")
         for k, doc in enumerate(JSON_DOCS):
             conn.execute(f"INSERT INTO op_json VALUES ({k}, {doc}, {doc})")
-    wrong = []
-    for e in JSON_EXPRESSIONS:
-        sql = f"SELECT k, {e} FROM op_json ORDER BY k"
-        expected, got = run_raw(oconn, sql), run_raw(sconn, sql)
-        if got != expected:
-            wrong.append(f"{sql}\n    expected: {expected}\n    actual:   {got}")
+    wrong = _differences(oconn, sconn, [f"SELECT k, {e} FROM op_json ORDER BY k" for e in JSON_EXPRESSIONS])
     assert not wrong, "\n".join(wrong)
 
 
@@ -276,11 +276,7 @@ GROUPING_STATEMENTS = [
 
 def test_grouping_and_like_escape(connections) -> None:
     oconn, sconn = connections
-    wrong = []
-    for sql in GROUPING_STATEMENTS:
-        expected, got = run_raw(oconn, sql), run_raw(sconn, sql)
-        if got != expected:
-            wrong.append(f"{sql}\n    expected: {expected}\n    actual:   {got}")
+    wrong = _differences(oconn, sconn, GROUPING_STATEMENTS)
     assert not wrong, "\n".join(wrong)
 
 
@@ -312,11 +308,7 @@ def test_interval_constant_arithmetic(connections) -> None:
                           f"interval '{a}' < interval '{b}', interval '{a}' = interval '{b}', interval '{a}' >= interval '{b}'")
     statements += ["SELECT interval '1 month' = interval '30 days', interval '1 day' = interval '24 hours'",
                    "SELECT k, ts + interval '1 month' * 1.5, d + interval '1 day' * 2.5 FROM op_t ORDER BY k"]
-    wrong = []
-    for sql in statements:
-        expected, got = run_raw(oconn, sql), run_raw(sconn, sql)
-        if got != expected:
-            wrong.append(f"{sql}\n    expected: {expected}\n    actual:   {got}")
+    wrong = _differences(oconn, sconn, statements)
     assert not wrong, f"{len(wrong)} of {len(statements)} differ:\n" + "\n".join(wrong[:20])
 
 
@@ -357,3 +349,20 @@ def test_typed_parameters_in_arithmetic(connections) -> None:
                         ("SELECT k, %s + k FROM op_t ORDER BY k", (2**40,))]:
         expected, got = (c.execute(sql, params).fetchall() for c in (oconn, sconn))
         assert got == expected, sql
+
+
+# json_agg / jsonb_agg (were 42883 / a Spark syntax error with ORDER BY): each value's JSON text,
+# SQL NULL as null, in ORDER BY order, FILTER and OVER applied, NULL over no rows.
+JSON_AGG_STATEMENTS = [
+    "SELECT json_agg(t), jsonb_agg(v ORDER BY k DESC), json_agg(n ORDER BY k), json_agg(bo ORDER BY k) FROM op_t",
+    "SELECT json_agg(d ORDER BY d NULLS FIRST), jsonb_agg(i ORDER BY i) FROM op_t",
+    "SELECT k, json_agg(k) FILTER (WHERE i IS NOT NULL) FROM op_t GROUP BY k ORDER BY k",
+    "SELECT k, jsonb_agg(v) OVER (ORDER BY k) FROM op_t ORDER BY k",
+    "SELECT json_agg(t) FROM op_t WHERE false",
+]
+
+
+def test_json_agg(connections) -> None:
+    oconn, sconn = connections
+    wrong = _differences(oconn, sconn, JSON_AGG_STATEMENTS)
+    assert not wrong, "\n".join(wrong)
