@@ -354,7 +354,7 @@ def test_typed_parameters_in_arithmetic(connections) -> None:
 # json_agg / jsonb_agg (were 42883 / a Spark syntax error with ORDER BY): each value's JSON text,
 # SQL NULL as null, in ORDER BY order, FILTER and OVER applied, NULL over no rows.
 JSON_AGG_STATEMENTS = [
-    "SELECT json_agg(t), jsonb_agg(v ORDER BY k DESC), json_agg(n ORDER BY k), json_agg(bo ORDER BY k) FROM op_t",
+    "SELECT json_agg(t ORDER BY k), jsonb_agg(v ORDER BY k DESC), json_agg(n ORDER BY k), json_agg(bo ORDER BY k) FROM op_t",
     "SELECT json_agg(d ORDER BY d NULLS FIRST), jsonb_agg(i ORDER BY i) FROM op_t",
     "SELECT k, json_agg(k) FILTER (WHERE i IS NOT NULL) FROM op_t GROUP BY k ORDER BY k",
     "SELECT k, jsonb_agg(v) OVER (ORDER BY k) FROM op_t ORDER BY k",
