@@ -718,10 +718,9 @@ _BOOLEAN_CONTEXT_WORDS = frozenset({"not", "and", "or", "where", "when", "is", "
 def _literal_as_boolean(toks: list[Token]) -> bool:
     """Whether a number or a string literal stands next to a word that wants a boolean
     (``WHERE 1``, ``NOT 'abc'``, ``1 IS TRUE``): the engine's typing answers those as PostgreSQL."""
-    solid = [t for t in toks if t.text not in ("(", ")")]
-    for k, t in enumerate(solid):
+    for k, t in enumerate(toks):  # direct neighbours only: to_regclass('x') IS NULL is a call's argument
         if t.kind in ("num", "str"):
-            around = solid[k - 1:k] + solid[k + 1:k + 2]
+            around = toks[max(k - 1, 0):k] + toks[k + 1:k + 2]
             if any(n.kind == "word" and n.lower in _BOOLEAN_CONTEXT_WORDS for n in around):
                 return True
     return False
