@@ -274,10 +274,6 @@ GROUPING_STATEMENTS = [
 ]
 
 
-def test_grouping_and_like_escape(connections) -> None:
-    oconn, sconn = connections
-    wrong = _differences(oconn, sconn, GROUPING_STATEMENTS)
-    assert not wrong, "\n".join(wrong)
 
 
 def test_unicode_escape_strings(connections) -> None:
@@ -362,7 +358,8 @@ JSON_AGG_STATEMENTS = [
 ]
 
 
-def test_json_agg(connections) -> None:
+@pytest.mark.parametrize("statements", [GROUPING_STATEMENTS, JSON_AGG_STATEMENTS], ids=["grouping_like_escape", "json_agg"])
+def test_scripted_statements(connections, statements: list[str]) -> None:
     oconn, sconn = connections
-    wrong = _differences(oconn, sconn, JSON_AGG_STATEMENTS)
+    wrong = _differences(oconn, sconn, statements)
     assert not wrong, "\n".join(wrong)
