@@ -304,6 +304,14 @@ def _ntz_trunc(unit: str, value: exp.Expression) -> exp.Expression:
 _US_UNITS = {"hour": 3_600_000_000, "minute": 60_000_000, "second": 1_000_000, "millisecond": 1_000, "microsecond": 1}
 
 
+def _spark_zone_arg(zone: exp.Expression) -> exp.Expression:
+    """A zone argument as Spark reads it: PostgreSQL's spelling of a constant ('-7' and 'UTC+5'
+    are POSIX: hours west) as a Spark zone id; anything else as it is."""
+    if isinstance(zone, exp.Literal) and zone.is_string and pgvalues.known_zone(zone.name, numeric_east=False):
+        return _string(pgvalues.spark_zone(zone.name, numeric_east=False))
+    return zone
+
+
 def _ntz_from_micros(e: exp.Expression) -> exp.Expression:
     """The timestamp-without-time-zone ``e`` microseconds after 1970-01-01 00:00 (no time zone)."""
     return exp.Anonymous(this="timestampadd", expressions=[exp.var("MICROSECOND"), e,
@@ -2571,9 +2579,7 @@ class _Translator:
         timestamp -> the instant whose wall time in ``zone`` it is; timestamptz -> its wall time
         in ``zone``. (Spark's to/from_utc_timestamp work on UTC-read wall times, so the
         timestamp-without-time-zone side goes through its microseconds, not a session-zone cast.)"""
-        if isinstance(zone, exp.Literal) and zone.is_string and pgvalues.known_zone(zone.name, numeric_east=False):
-            # PostgreSQL's spelling ('-7' and 'UTC+5' are POSIX: hours west) as a Spark zone id
-            zone = _string(pgvalues.spark_zone(zone.name, numeric_east=False))
+        zone = _spark_zone_arg(zone)
         if _dtype(value) in _NTZ_TYPES:
             # a wall time a DST fall-back repeats is the later instant, as in PostgreSQL (Java: the earlier)
             wall = _ntz_micros(value)
@@ -3515,9 +3521,7 @@ class _Translator:
             if step is not None:
                 # below a day PostgreSQL keeps the value's own UTC offset (a wall time DST repeats
                 # stays the one it was): the wall clock is cut, then read back at that offset
-                spark_zone = _string(pgvalues.spark_zone(zone.name, numeric_east=False)) if isinstance(
-                    zone, exp.Literal) and zone.is_string and pgvalues.known_zone(zone.name, numeric_east=False) else zone
-                wall = _func("unix_micros", _func("from_utc_timestamp", instant.copy(), spark_zone))
+                wall = _func("unix_micros", _func("from_utc_timestamp", instant.copy(), _spark_zone_arg(zone.copy())))
                 offset = exp.Sub(this=wall.copy(), expression=_func("unix_micros", instant.copy()))
                 cut = exp.Sub(this=wall, expression=_func("pmod", wall.copy(), exp.Literal.number(step)))
                 return _func("timestamp_micros", exp.Sub(this=cut, expression=exp.paren(offset)))

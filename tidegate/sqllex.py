@@ -331,27 +331,16 @@ def _e_escape(m: re.Match) -> str:
     return _E_SIMPLE.get(other, other)
 
 
-def _unicode_escapes(body: str) -> str:
-    def one(m: re.Match) -> str:
-        if m.group() == "\\\\":
-            return "\\"
-        return _code_point(int(m.group(1) or m.group(2), 16))
-
-    out = _U_ESCAPE.sub(one, body)
-    if "\\" in _U_ESCAPE.sub("", body):
-        raise SqlError("22025", "invalid Unicode escape", hint="Unicode escapes must be \\XXXX or \\+XXXXXX.")
-    return out
-
-
 def unicode_value(body: str, escape: str = "\\") -> str:
     """The value of a ``U&'...'`` literal's body with its escape character (``UESCAPE '!'``):
     ``\\XXXX``, ``\\+XXXXXX`` and a doubled escape character."""
     if escape == "\\":
-        return _unicode_escapes(body)
-    if len(escape) != 1 or escape in "0123456789abcdefABCDEF+'\" \t\n\r":
+        pattern = _U_ESCAPE
+    elif len(escape) != 1 or escape in "0123456789abcdefABCDEF+'\" \t\n\r":
         raise SqlError("22025", "invalid Unicode escape character")
-    e = re.escape(escape)
-    pattern = re.compile(f"{e}{e}|{e}([0-9A-Fa-f]{{4}})|{e}\\+([0-9A-Fa-f]{{6}})")
+    else:
+        e = re.escape(escape)
+        pattern = re.compile(f"{e}(?:{e}|([0-9A-Fa-f]{{4}})|\\+([0-9A-Fa-f]{{6}}))")
     if escape in pattern.sub("", body):
         raise SqlError("22025", "invalid Unicode escape",
                        hint=f"Unicode escapes must be {escape}XXXX or {escape}+XXXXXX.")
@@ -369,7 +358,7 @@ def string_value(text: str) -> str:
         return text[k:-k]
     head = text[0]
     if head in "uU" and text[1:2] == "&":
-        return _unicode_escapes("".join(p.replace("''", "'") for p in _PIECE.findall(text[2:])))
+        return unicode_value("".join(p.replace("''", "'") for p in _PIECE.findall(text[2:])))
     body = text[1:] if head in "eEbBxXnN" else text
     if head in "eE":
         # pieces of an E'' string: a backslash-escaped quote is part of the body
@@ -389,7 +378,7 @@ def identifier_value(text: str) -> str:
     if text[0] == "`":
         return text[1:-1].replace("``", "`")
     if text[0] in "uU":
-        return _unicode_escapes(text[3:-1].replace('""', '"'))
+        return unicode_value(text[3:-1].replace('""', '"'))
     return text[1:-1].replace('""', '"')
 
 
