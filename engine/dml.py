@@ -432,7 +432,7 @@ class DmlStatements:
         keys = self._keys(t)
         if not (sparkwrite.upsert_target(t) or skip_existing or sparkwrite.deterministic(frame)):
             return None
-        with self.store.lock(t.location or ""):
+        with self.store.write_lock(t.location or ""):
             if sparkwrite.upsert_target(t):
                 return sparkwrite.upsert(self.spark, frame, t, keys)
             if skip_existing:

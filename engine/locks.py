@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 
+from catalog.shared_locks import GATE_NS, SharedLocks
 from tidegate.errors import SqlError
 
 _POLL_S = 0.1
@@ -88,12 +89,20 @@ class VisibilityGate:
     Reading is re-entrant within a thread (a view's query is resolved inside its statement's).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, shared: SharedLocks | None = None) -> None:
+        """``shared``: the gateways of a PostgreSQL catalog share the gate (its second half there,
+        catalog/shared_locks.py), as they share the warehouse."""
         self._cond = threading.Condition()
         self._readers = 0
         self._writer = False
         self._waiting_writers = 0
         self._local = threading.local()
+        self._shared = shared
+
+    def _across_gateways(self, *, reader: bool, wait: bool = True) -> AbstractContextManager[None]:
+        if self._shared is None:
+            return nullcontext()
+        return self._shared.hold(GATE_NS, 0, shared=reader, wait=wait)
 
     @contextmanager
     def reading(self) -> Iterator[None]:
@@ -105,22 +114,28 @@ class VisibilityGate:
                 self._readers += 1
         self._local.depth = depth + 1
         try:
-            yield
+            if depth == 0:
+                with self._across_gateways(reader=True):
+                    yield
+            else:
+                yield
         finally:
             self._local.depth = depth
             if depth == 0:
-                with self._cond:
-                    self._readers -= 1
-                    if not self._readers:
-                        self._cond.notify_all()
+                self._leave()
 
     @contextmanager
     def reading_now(self) -> Iterator[bool]:
         """:meth:`reading` if it can start without waiting: yields True inside it, or False (not
-        entered) while a commit holds the gate or waits for it."""
+        entered) while a commit holds the gate or waits for it. Gateways sharing the gate never
+        enter here: their half of it is a round trip to the catalog database, which must not
+        hold up the event loop that calls this."""
         if getattr(self._local, "depth", 0):
             with self.reading():
                 yield True
+            return
+        if self._shared is not None:
+            yield False
             return
         with self._cond:
             entered = not (self._writer or self._waiting_writers)
@@ -134,10 +149,13 @@ class VisibilityGate:
             yield True
         finally:
             self._local.depth = 0
-            with self._cond:
-                self._readers -= 1
-                if not self._readers:
-                    self._cond.notify_all()
+            self._leave()
+
+    def _leave(self) -> None:
+        with self._cond:
+            self._readers -= 1
+            if not self._readers:
+                self._cond.notify_all()
 
     @contextmanager
     def committing(self) -> Iterator[None]:
@@ -151,7 +169,8 @@ class VisibilityGate:
                 self._waiting_writers -= 1
             self._writer = True
         try:
-            yield
+            with self._across_gateways(reader=False):
+                yield
         finally:
             with self._cond:
                 self._writer = False

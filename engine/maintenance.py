@@ -162,7 +162,7 @@ class Maintenance:
         about ``target`` (engine.sparkwrite.optimize), in Spark's background pool, under the
         table's lock (this gateway's rewrites by key would otherwise lose the race to it and run
         again); returns the files removed."""
-        with self.store.lock(location), background_jobs(spark):
+        with self.store.write_lock(location), background_jobs(spark):
             try:
                 metrics = sparkwrite.optimize(spark, location, target, full=False)
             finally:

@@ -1084,7 +1084,7 @@ class RefreshManager:
         frame = sparkwrite.storage_frame(staged, t, {c.name: staged.columns.index(c.name) for c in t.columns}, {})
         self._pause("commit")
         try:
-            with store.lock(location):
+            with store.write_lock(location):
                 if not DeltaTable(location).file_uris():
                     # An empty table (the first load): every row is new, and an append is what a
                     # MERGE would commit, without its join; the feed reads added files as inserts.

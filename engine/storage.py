@@ -62,6 +62,7 @@ import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 from deltalake import CommitProperties, DeltaTable, Transaction, WriterProperties, write_deltalake
 
+from catalog.shared_locks import TABLE_NS, LockBusy, SharedLocks, table_key
 from catalog.store import Catalog, ColumnDef, TableDef
 from tidegate import pgvalues
 from tidegate.errors import SqlError
@@ -546,15 +547,19 @@ class ActionColumns(Mapping[str, list[Any]]):
 class TableStore:
     """Creates, reads and commits Delta tables; caches one DeltaTable per location."""
 
-    def __init__(self, warehouse: Path) -> None:
+    def __init__(self, warehouse: Path, shared: SharedLocks | None = None) -> None:
+        """``shared``: the locks of the gateways sharing this warehouse through a PostgreSQL
+        catalog (catalog/shared_locks.py); None for the only gateway of an embedded catalog."""
         self.warehouse = Path(warehouse)
+        self.shared = shared
+        self._held = threading.local()  # location -> depth of this thread's write_lock
         self._tables: dict[str, DeltaTable] = {}
         self._stats: dict[str, tuple[Snapshot, ActionColumns]] = {}  # snapshot_with_stats
         # the flattened add actions of the version in _stats (rewrites by key find their files there)
         self._actions: dict[str, pa.Table] = {}
         self._locks: dict[str, threading.RLock] = {}
         self._guard = threading.Lock()
-        self.gate = VisibilityGate()  # a multi-commit transaction becomes visible at once
+        self.gate = VisibilityGate(shared)  # a multi-commit transaction becomes visible at once
 
     def location_for(self, schema_oid: int, table_oid: int) -> str:
         return str(self.warehouse.resolve() / str(int(schema_oid)) / str(int(table_oid)))
@@ -569,9 +574,40 @@ class TableStore:
         return real
 
     def lock(self, location: str) -> threading.RLock:
+        """The table's lock among this gateway's threads: its cached state (readers take it)."""
         with self._guard:
             return self._locks.setdefault(location, threading.RLock())
 
+    @contextmanager
+    def write_lock(self, location: str, *, wait: bool = True) -> Iterator[None]:
+        """The table's lock for a writer: :meth:`lock`, and while the outermost of a thread's
+        write locks on the table is held, the table's commit lock among every gateway of the
+        catalog (catalog/shared_locks.py). Whatever checks a write's rules and commits it runs
+        under it, so no other gateway commits in between. Without ``wait``, :class:`LockBusy`
+        (55P03) when another thread or gateway holds it."""
+        lock = self.lock(location)
+        if not lock.acquire(blocking=wait):
+            raise LockBusy()
+        with ExitStack() as stack:
+            stack.callback(lock.release)
+            if self.shared is None:
+                yield
+                return
+            held = self._held.__dict__
+            depth = held.get(location, 0)
+            if depth:
+                held[location] = depth + 1
+                try:
+                    yield
+                finally:
+                    held[location] = depth
+                return
+            with self.shared.hold(TABLE_NS, table_key(location), wait=wait):
+                held[location] = 1
+                try:
+                    yield
+                finally:
+                    del held[location]
 
     def _table(self, location: str) -> DeltaTable:
         with self._guard:
@@ -592,7 +628,7 @@ class TableStore:
         (flow sinks, compaction). Reuses the cached table: opening one fresh replays the log,
         ~25 ms per commit on a busy flow sink. A failed write drops the cached copy. What the
         writer committed is fsync'd before the block ends (engine/durability.py)."""
-        with self.lock(location):
+        with self.write_lock(location):
             dt = self._table(location)
             before = dt.version()
             try:
@@ -802,7 +838,7 @@ class TableStore:
             props = CommitProperties(app_transactions=[Transaction(op.app_id, int(op.app_version or 0))])
         if op.kind in ("update", "delete") and op.data is not None and not isinstance(op.data, pa.Table):
             op = replace(op, data=op.data.read_all())
-        with self.lock(location):
+        with self.write_lock(location):
             if op.kind in ("update", "delete"):
                 version = self._rewrite_current(op)
                 if version is not None:
@@ -1016,7 +1052,7 @@ class TableStore:
         with ExitStack() as held:
             held.enter_context(self.gate.committing())
             for location in locations:
-                held.enter_context(self.lock(location))
+                held.enter_context(self.write_lock(location))
             if ddl is not None:
                 assert catalog is not None
                 held.enter_context(catalog.exclusive())
@@ -1123,7 +1159,7 @@ class TableStore:
         """Bring the table's statistics properties (:func:`stats_properties`) up to date after its
         keys or indexes changed; one commit (on disk when this returns), only when they differ."""
         if table.location and table.kind == "table":
-            with self.lock(table.location):
+            with self.write_lock(table.location):
                 committed = self._set_stats_properties(table.location, table)
                 if committed is not None:
                     durability.sync_versions(table.location, committed, committed)
@@ -1144,7 +1180,7 @@ class TableStore:
     def add_columns(self, location: str, columns: Sequence[ColumnDef]) -> None:
         from deltalake.schema import Field as DField
 
-        with self.lock(location):
+        with self.write_lock(location):
             dt = self._table(location)
             fields = []
             for c in columns:

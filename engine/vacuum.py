@@ -23,6 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from catalog.shared_locks import LockBusy
 from catalog.store import DATABASE_NAME, TableDef, is_temp_schema
 from engine import sparkwrite
 from engine.maintenance import TARGET_FILE_ROWS
@@ -176,24 +177,27 @@ def _owned(catalog: Any, info: SessionInfo, t: TableDef) -> bool:
 
 def _vacuum_table(session: EngineSession, t: TableDef, v: Vacuum, info: SessionInfo) -> str | None:
     """Compact and vacuum ``t``; what was done (VERBOSE), or None when skipped (SKIP_LOCKED)."""
-    store = session.store
     location = t.location or ""
-    lock = store.lock(location)
-    if not lock.acquire(blocking=not v.skip_locked):
-        return None
     try:
-        hours = session.engine.settings.vacuum_retention_hours
-        sizes = store.file_actions(location).column("size_bytes").to_pylist()
-        if _on_spark(sizes, info):
-            return _on_spark_now(session, location, v.full, hours)
-        maintenance = session.engine.maintenance
-        small, _ = maintenance.small_files(location)
-        compacted = maintenance.compact(location) if small > 1 or (v.full and len(sizes) > 1) else 0
-        removed = maintenance.vacuum(location)
-        return (f"{compacted} data files compacted, {removed} files no version needs removed (delta-rs); "
-                f"files of about {TARGET_FILE_ROWS} rows are the target")
-    finally:
-        lock.release()
+        with session.store.write_lock(location, wait=not v.skip_locked):
+            return _vacuum_locked(session, location, v, info)
+    except LockBusy:
+        return None
+
+
+def _vacuum_locked(session: EngineSession, location: str, v: Vacuum, info: SessionInfo) -> str:
+    """:func:`_vacuum_table` under the table's write lock."""
+    store = session.store
+    hours = session.engine.settings.vacuum_retention_hours
+    sizes = store.file_actions(location).column("size_bytes").to_pylist()
+    if _on_spark(sizes, info):
+        return _on_spark_now(session, location, v.full, hours)
+    maintenance = session.engine.maintenance
+    small, _ = maintenance.small_files(location)
+    compacted = maintenance.compact(location) if small > 1 or (v.full and len(sizes) > 1) else 0
+    removed = maintenance.vacuum(location)
+    return (f"{compacted} data files compacted, {removed} files no version needs removed (delta-rs); "
+            f"files of about {TARGET_FILE_ROWS} rows are the target")
 
 
 def _on_spark(sizes: list[int], info: SessionInfo) -> bool:

@@ -259,7 +259,7 @@ class BatchExecutor(FlowExecutor):
         (engine.sparkwrite.sink_merge) under the sink's lock, skipped when this run already landed."""
         store = self.runtime.store
         location = sink.location or ""
-        with store.lock(location), self._tagged(af, frame.sparkSession) if af else contextlib.nullcontext():
+        with store.write_lock(location), self._tagged(af, frame.sparkSession) if af else contextlib.nullcontext():
             try:
                 landed = store.app_version(location, aid)
                 if landed is not None and landed >= seq:

@@ -1,0 +1,166 @@
+"""Gateways sharing one warehouse through a PostgreSQL catalog: their table stores serialise
+commits to a table and make multi-commit transactions visible at once across processes.
+
+Each test runs several real OS processes, each with its own TableStore (delta-rs, Delta tables on
+disk) and its own connections to a real PostgreSQL 15 catalog database: what two gateway processes
+do to one table, without the parts of a gateway that are not under test.
+"""
+
+from __future__ import annotations
+
+import itertools
+import multiprocessing
+import random
+import time
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from deltalake import DeltaTable
+
+from catalog.shared_locks import SharedLocks
+from catalog.store import ColumnDef, TableDef
+from engine.storage import TableStore, storage_schema
+from engine.txnlog import Journal, WriteOp
+from tests.catalog_db import create_database
+from tidegate.errors import SqlError
+from tidegate.pgtypes import TYPES_BY_NAME, ColumnType
+
+_names = itertools.count()
+_SPAWN = multiprocessing.get_context("spawn")
+
+
+def _table(warehouse: Path, name: str, oid: int) -> TableDef:
+    return TableDef("public", name, [ColumnDef("id", ColumnType(TYPES_BY_NAME["int8"]), not_null=True),
+                                     ColumnDef("w", ColumnType(TYPES_BY_NAME["int8"]))],
+                    primary_key=["id"], location=str(warehouse.resolve() / "2200" / str(oid)), oid=oid)
+
+
+def _rows(t: TableDef, ids: list[int], writer: int) -> pa.Table:
+    return pa.table({"id": pa.array(ids, pa.int64()), "w": pa.array([writer] * len(ids), pa.int64())},
+                    schema=storage_schema(t.columns))
+
+
+def _insert_keys(url: str, warehouse: str, t: TableDef, writer: int, keys: list[int], out) -> None:
+    """A writer process: inserts each key of ``keys`` on its own (a PRIMARY KEY append, checked
+    at commit); reports the keys whose insert succeeded."""
+    store = TableStore(Path(warehouse), SharedLocks(url))
+    stored, refused = [], 0
+    for k in keys:
+        try:
+            store.apply(WriteOp(t, "append", _rows(t, [k], writer), keys=["id"], unique=True))
+            stored.append(k)
+        except SqlError as exc:
+            assert exc.sqlstate == "23505", exc.message
+            refused += 1
+    out.put((writer, stored, refused))
+
+
+def _shared_catalog(pg_oracle) -> str:
+    return create_database(pg_oracle.url, f"tg_locks_{next(_names)}_{int(time.time() * 1000) % 10**9}")
+
+
+def test_one_primary_key_stored_once_across_processes(pg_oracle, tmp_path: Path) -> None:
+    """Four writer processes insert overlapping keys into one PRIMARY KEY table: each key is
+    stored once, by the one writer told it succeeded; every other attempt was refused with 23505."""
+    url = _shared_catalog(pg_oracle)
+    warehouse = tmp_path / "warehouse"
+    t = _table(warehouse, "k", 16400)
+    TableStore(warehouse).create(t)
+    rng = random.Random(7)
+    plans = [rng.sample(range(60), 40) for _ in range(4)]
+    out = _SPAWN.Queue()
+    procs = [_SPAWN.Process(target=_insert_keys, args=(url, str(warehouse), t, w, keys, out))
+             for w, keys in enumerate(plans)]
+    for p in procs:
+        p.start()
+    results = [out.get(timeout=300) for _ in procs]
+    for p in procs:
+        p.join(timeout=60)
+        assert p.exitcode == 0
+    stored = pa.table(DeltaTable(t.location).to_pyarrow_table()).to_pylist()
+    ids = [r["id"] for r in stored]
+    assert len(ids) == len(set(ids)), f"duplicate keys: {sorted(i for i in ids if ids.count(i) > 1)}"
+    told = {k: w for w, keys, _ in results for k in keys}
+    assert sum(len(keys) for _, keys, _ in results) == len(told)  # no key acknowledged twice
+    assert {r["id"]: r["w"] for r in stored} == told
+    assert set(told) == set().union(*plans)
+    assert sum(refused for _, _, refused in results) == sum(map(len, plans)) - len(told)
+
+
+def _transfer(url: str, warehouse: str, tables: tuple[TableDef, TableDef], rounds: int, out) -> None:
+    """A committer process: each transaction appends one row to each of two tables (two Delta
+    commits, journaled)."""
+    store = TableStore(Path(warehouse), SharedLocks(url))
+    journal = Journal(Path(warehouse).parent / f"txn-{random.random()}")
+    a, b = tables
+    for i in range(rounds):
+        store.commit_all([WriteOp(a, "append", _rows(a, [i], 0)), WriteOp(b, "append", _rows(b, [i], 0))], journal)
+    out.put(("committer", rounds))
+
+
+def _watch(url: str, warehouse: str, tables: tuple[TableDef, TableDef], seconds: float, out) -> None:
+    """A reader process: pins both tables' versions under the gate, as a statement resolving
+    them does, and counts the rows of each at those versions."""
+    store = TableStore(Path(warehouse), SharedLocks(url))
+    a, b = tables
+    torn, reads = [], 0
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        with store.gate.reading():
+            va, vb = store.snapshot(a.location).version, store.snapshot(b.location).version
+        na = sum(DeltaTable(a.location, version=va).get_add_actions(flatten=True).column("num_records").to_pylist())
+        nb = sum(DeltaTable(b.location, version=vb).get_add_actions(flatten=True).column("num_records").to_pylist())
+        reads += 1
+        if na != nb:
+            torn.append((va, na, vb, nb))
+    out.put(("reader", reads, torn))
+
+
+def test_a_transaction_over_two_tables_is_seen_whole_by_another_process(pg_oracle, tmp_path: Path) -> None:
+    """One process commits transactions of two commits each (one row into each of two tables);
+    two other processes read both tables again and again: none ever sees one table's row of a
+    transaction without the other's."""
+    url = _shared_catalog(pg_oracle)
+    warehouse = tmp_path / "warehouse"
+    a, b = _table(warehouse, "a", 16410), _table(warehouse, "b", 16411)
+    for t in (a, b):
+        TableStore(warehouse).create(t)
+    out = _SPAWN.Queue()
+    procs = [_SPAWN.Process(target=_watch, args=(url, str(warehouse), (a, b), 25.0, out)) for _ in range(2)]
+    procs.append(_SPAWN.Process(target=_transfer, args=(url, str(warehouse), (a, b), 60, out)))
+    for p in procs:
+        p.start()
+    results = [out.get(timeout=300) for _ in procs]
+    for p in procs:
+        p.join(timeout=60)
+        assert p.exitcode == 0
+    readers = [r for r in results if r[0] == "reader"]
+    assert all(r[1] > 20 for r in readers), readers  # the readers did read while commits went on
+    assert [r[2] for r in readers] == [[], []]
+    assert DeltaTable(a.location).to_pyarrow_table().num_rows == 60
+    assert DeltaTable(b.location).to_pyarrow_table().num_rows == 60
+
+
+def test_a_lock_another_gateway_holds_is_not_taken(pg_oracle, tmp_path: Path) -> None:
+    """VACUUM (SKIP_LOCKED)'s try: a table's write lock held by one process is busy for another
+    (55P03), and free again once released; an unreachable catalog database fails with 58030."""
+    url = _shared_catalog(pg_oracle)
+    warehouse = tmp_path / "warehouse"
+    t = _table(warehouse, "v", 16420)
+    TableStore(warehouse).create(t)
+    mine, theirs = TableStore(warehouse, SharedLocks(url)), TableStore(warehouse, SharedLocks(url))
+    with mine.write_lock(t.location):
+        with mine.write_lock(t.location, wait=False):  # re-entrant within the holder
+            pass
+        with pytest.raises(SqlError) as busy:
+            with theirs.write_lock(t.location, wait=False):
+                pass
+        assert busy.value.sqlstate == "55P03"
+    with theirs.write_lock(t.location, wait=False):
+        pass
+    gone = TableStore(warehouse, SharedLocks("postgresql://nobody@127.0.0.1:1/none"))
+    with pytest.raises(SqlError) as down:
+        gone.apply(WriteOp(t, "append", _rows(t, [1], 9), keys=["id"], unique=True))
+    assert down.value.sqlstate == "58030"
+    assert DeltaTable(t.location).to_pyarrow_table().num_rows == 0
