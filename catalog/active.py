@@ -75,6 +75,26 @@ def _connection_options() -> dict[str, Any]:
             "tcp_user_timeout": CHECK_TIMEOUT_S * 1000}
 
 
+def fenced_connection(url: str, name: str) -> Any:
+    """A connection to hold a lock on: a confirmation over a dead link fails within CHECK_TIMEOUT_S,
+    and the database drops the connection (and what it holds) after about SERVER_DROP_S of silence.
+    DataDirLockError when the database cannot be reached."""
+    import psycopg
+
+    try:
+        conn = psycopg.connect(url, autocommit=True, connect_timeout=CHECK_TIMEOUT_S,
+                               application_name=name, **_connection_options())
+    except psycopg.Error as exc:
+        raise DataDirLockError(f"could not connect to the catalog database {redact(url)}: "
+                               f"{str(exc).strip()}") from None
+    try:  # the database's side: drop this connection (and the lock) once it falls silent
+        conn.execute(f"SET tcp_keepalives_idle = {SERVER_DROP_S - 6}; SET tcp_keepalives_interval = 2; "
+                     f"SET tcp_keepalives_count = 3; SET tcp_user_timeout = {SERVER_DROP_S * 1000}")
+    except psycopg.Error:  # a Unix socket has no TCP settings
+        pass
+    return conn
+
+
 class CatalogLock:
     """The active gateway's lock on a PostgreSQL catalog (see the module docstring)."""
 
@@ -128,20 +148,7 @@ class CatalogLock:
             pass  # the watcher takes the lock again, under the new name
 
     def _connect(self) -> Any:
-        import psycopg
-
-        try:
-            conn = psycopg.connect(self._url, autocommit=True, connect_timeout=CHECK_TIMEOUT_S,
-                                   application_name=self._name(), **_connection_options())
-        except psycopg.Error as exc:
-            raise DataDirLockError(f"could not connect to the catalog database {redact(self._url)}: "
-                                   f"{str(exc).strip()}") from None
-        try:  # the database's side: drop this connection (and the lock) once it falls silent
-            conn.execute(f"SET tcp_keepalives_idle = {SERVER_DROP_S - 6}; SET tcp_keepalives_interval = 2; "
-                         f"SET tcp_keepalives_count = 3; SET tcp_user_timeout = {SERVER_DROP_S * 1000}")
-        except psycopg.Error:  # a Unix socket has no TCP settings
-            pass
-        return conn
+        return fenced_connection(self._url, self._name())
 
     def _take(self, conn: Any = None) -> Any:
         conn = conn or self._connect()

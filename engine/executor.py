@@ -38,7 +38,10 @@ import pyarrow.compute as pc
 from sqlglot import exp
 
 from catalog.roles import DATABASE_OID
-from catalog.store import Catalog, TableDef, is_temp_schema
+from catalog import slots
+from catalog.db import is_postgres
+from catalog.slots import GatewaySlot
+from catalog.store import TEMP_SCHEMA_PREFIX, Catalog, TableDef, is_temp_schema
 from catalog.txn import CatalogTxn
 from engine import constraints, ddl, interactive, plans, privileges, scalar, ttl, txnlog, vacuum
 from engine import spark as sparkmod
@@ -69,6 +72,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 _session_ids = itertools.count(1)
+SWEEP_S = 5.0  # how often a gateway of a shared catalog looks for dead gateways' slots
 # Spark sessions of closed connections kept for the next ones, with their temp views: a new
 # connection's first query then skips creating the views of the tables it reads (30-45 ms each).
 _IDLE_SPARK_SESSIONS = 8
@@ -80,28 +84,36 @@ _IDLE_SPARK_SESSIONS = 8
 class Engine:
     """Owns Spark, the Delta table store and background maintenance for one gateway."""
 
-    def __init__(self, settings: Settings, catalog: Catalog, runtime: sparkmod.SparkRuntime | None = None) -> None:
-        """``runtime``: Spark, possibly started already (a standby gateway warms it while it waits)."""
+    def __init__(self, settings: Settings, catalog: Catalog, runtime: sparkmod.SparkRuntime | None = None,
+                 slot: GatewaySlot | None = None) -> None:
+        """``runtime``: Spark, possibly started already (a standby gateway warms it while it waits).
+        ``slot``: this gateway's slot among the gateways of its catalog (catalog/slots.py; slot 0,
+        the only one, on an embedded catalog)."""
         from engine.maintenance import Maintenance
 
         self.settings = settings
         self.catalog = catalog
+        self.slot = slot or GatewaySlot(settings.catalog_target).take()
+        self._stopping = threading.Event()
         self.runtime = runtime or sparkmod.SparkRuntime(settings)
         self.reaper = TaskReaper(lambda: self.runtime.wait(0))  # tasks that ignore a cancel
         self.store = TableStore(settings.warehouse_dir)
         configure_file_cache(settings.interactive_cache_mb * 1024 * 1024)
         self.locks = TableLocks()  # UPDATE/DELETE/upsert write locks, held to transaction end
-        # Transactions interrupted during COMMIT are completed before anything else runs.
-        self.journal = txnlog.Journal(settings.data_dir / "txn")
+        # Transactions interrupted during COMMIT are completed before anything else runs: this
+        # slot's, then those of slots whose gateway died and was not replaced.
+        n = self.slot.number
+        self.journal = txnlog.Journal(slots.journal_dir(settings.data_dir, n), slots.app_id(n))
         # Notes of recovered commits (CommitHooks): the jobs whose commits a crash interrupted.
         self.recovered_notes: list[dict] = []
         recovered = txnlog.recover(self.store, self.journal, catalog, self.recovered_notes)
         if recovered:
             log.info("completed %d transaction(s) interrupted during COMMIT", recovered)
-        # Temporary tables of sessions of a gateway that died (kill -9) belong to no session now.
-        for s in catalog.temp_schemas():
-            log.info("removing temporary schema %s left by a previous run", s.name)
-            self.discard_temp_schema(s.name)
+        # Temporary tables of sessions of a gateway that died (kill -9) belong to no session now:
+        # every one on an embedded catalog (one gateway), this slot's and jobs' on a shared one.
+        shared = is_postgres(settings.catalog_target)
+        self._discard_temp_schemas(lambda pid: not shared or slots.slot_of_pid(pid) in (n, None))
+        self.sweep_slots()
         # The events table exists from the first start on; its recorder queues events at once
         # and commits them once started (engine.events).
         from engine.events import EventRecorder, ensure_events_table
@@ -123,6 +135,8 @@ class Engine:
         self._idle_lock = threading.Lock()
 
     def start(self) -> None:
+        if self.slot.shared:
+            threading.Thread(target=self._sweep_slots_loop, name="tidegate-slot-sweeper", daemon=True).start()
         self.events.start()
         self.runtime.start()
         self.maintenance.start()
@@ -144,6 +158,39 @@ class Engine:
 
     def open_session(self) -> EngineSession:
         return EngineSession(self)
+
+    def _sweep_slots_loop(self) -> None:
+        """A dead gateway's slot may still look held at start (the database has not yet ended the
+        connection of a gateway cut off from it): look again every SWEEP_S."""
+        while not self._stopping.wait(SWEEP_S):
+            try:
+                self.sweep_slots()
+            except Exception:  # noqa: BLE001 - retried at the next sweep
+                log.exception("sweeping the slots of dead gateways failed")
+
+    def sweep_slots(self) -> list[int]:
+        """Recover the slots of gateways that died and were not replaced (:meth:`recover_slot`)."""
+        left = set(slots.journal_slots(self.settings.data_dir))
+        left.update(s for s in (slots.slot_of_pid(int(t.name[len(TEMP_SCHEMA_PREFIX):]))
+                                for t in self.catalog.temp_schemas()) if s is not None)
+        return self.slot.sweep(left, self.recover_slot)
+
+    def recover_slot(self, n: int) -> None:
+        """Complete what the dead gateway of slot ``n`` left: the transactions its journal holds
+        and its sessions' temporary schemas (its slot's lock held by the caller)."""
+        journal = txnlog.Journal(slots.journal_dir(self.settings.data_dir, n), slots.app_id(n))
+        done = txnlog.recover(self.store, journal, self.catalog, self.recovered_notes)
+        log.info("gateway slot %d: completed %d transaction(s) its dead gateway left", n, done)
+        self._discard_temp_schemas(lambda pid: slots.slot_of_pid(pid) == n)
+
+    def _discard_temp_schemas(self, dead: Callable[[int], bool]) -> None:
+        """Drop the temporary schemas (``pg_temp_<backend pid>``) of the sessions ``dead`` names.
+        Jobs' sessions (pids of no slot) belong to the active gateway, which starts after the last
+        one died."""
+        for s in self.catalog.temp_schemas():
+            if dead(int(s.name[len(TEMP_SCHEMA_PREFIX):])):
+                log.info("removing temporary schema %s left by a gateway that died", s.name)
+                self.discard_temp_schema(s.name)
 
     def discard_temp_schema(self, name: str) -> None:
         """Drop a session's temporary schema with its relations, their grants, sequence values
@@ -181,6 +228,7 @@ class Engine:
             _drop_view(spark, entry.view_name)
 
     def shutdown(self) -> None:
+        self._stopping.set()
         self.jobs.shutdown()  # running jobs stop and wait PENDING for the next start
         self.refresh.shutdown()
         self.flows.shutdown()

@@ -10,7 +10,8 @@ three steps, under the locks of every table it writes (``TableStore.commit_all``
    them (written to a temporary name, fsync'd, renamed, directory fsync'd). This is the commit
    point;
 3. the writes are applied in order, each as a Delta commit carrying the application transaction
-   ``tidegate-txn`` = ``id * 10000 + position``; then the record is removed.
+   ``tidegate-txn`` (the journal's :attr:`Journal.app_id`) = ``id * 10000 + position``; then the
+   record is removed.
 
 A transaction that ran DDL also records its catalog changes (final states by oid and schema
 name), applied after its writes, then the storage of the tables it dropped is removed; the catalog
@@ -90,10 +91,14 @@ def app_version(txid: int, position: int) -> int:
 
 
 class Journal:
-    """The records of transactions being committed, under ``<data dir>/txn``."""
+    """The records of transactions being committed, under ``<data dir>/txn`` (``txn-<slot>`` for the
+    gateways of a shared catalog other than slot 0's, catalog/slots.py)."""
 
-    def __init__(self, root: Path | str) -> None:
+    def __init__(self, root: Path | str, app_id: str = APP_ID) -> None:
+        """``app_id``: the Delta application id of this journal's commits (one per gateway slot,
+        catalog/slots.py: a table keeps one version per application id)."""
         self.root = Path(root)
+        self.app_id = app_id
         self.root.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
         seq = self.root / "sequence"
@@ -252,9 +257,9 @@ def apply_all(store: TableStore, journal: Journal, txid: int, ops: list[WriteOp]
         if not os.path.exists(location):
             log.warning("transaction %s: table %s is gone; its write is dropped", txid, op.table.qualified_name)
             continue
-        if (store.app_version(location, APP_ID) or 0) >= version:
+        if (store.app_version(location, journal.app_id) or 0) >= version:
             continue
-        store.apply(replace(op, app_id=APP_ID, app_version=version, base_version=None, unique=False,
+        store.apply(replace(op, app_id=journal.app_id, app_version=version, base_version=None, unique=False,
                             skip_existing=False))
     if ddl is not None:
         assert catalog is not None, "a transaction with DDL needs the catalog to commit"

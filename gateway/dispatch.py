@@ -817,6 +817,7 @@ class RoutedBackend:
         from catalog.db import is_postgres
         from catalog.lock import DataDirLock
         from catalog.pgcatalog import CatalogQueries
+        from catalog.slots import GatewaySlot
         from catalog.store import Catalog
         from engine import Engine, SparkRuntime
 
@@ -838,22 +839,27 @@ class RoutedBackend:
             if self.catalog_lock is not None:
                 self.catalog_lock.release()
             raise
+        self.slot: GatewaySlot | None = None
         try:
             settings.data_dir.mkdir(parents=True, exist_ok=True)
             self.settings = settings
             self.catalog = Catalog(settings.catalog_target)
             self.catalog.bind_data_dir(settings.data_dir)
+            # this gateway's journal, Delta application id and backend pids (catalog.slots)
+            self.slot = GatewaySlot(settings.catalog_target).take(on_lost=_fence_this_gateway)
             # Sessions' temporary schemas are not in the shared mirror (see _catalog_queries).
             from catalog.txn import SessionView
 
             self.queries = CatalogQueries(SessionView(self.catalog, None))
-            self.engine = Engine(settings, self.catalog, runtime)
+            self.engine = Engine(settings, self.catalog, runtime, self.slot)
             self.engine.jobs.catalog_queries = self.queries  # jobs of catalog-only statements
             self.catalog.roles.sync_configured([(u.name, u.superuser) for u in settings.users])
         except BaseException:
             catalog = getattr(self, "catalog", None)
             if catalog is not None:
                 catalog.close()
+            if self.slot is not None:
+                self.slot.release()
             if self.catalog_lock is not None:
                 self.catalog_lock.release()
             self.data_dir_lock.release()
@@ -939,6 +945,8 @@ class RoutedBackend:
             if close is not None:
                 close()
         finally:
+            if self.slot is not None:
+                self.slot.release()
             if self.catalog_lock is not None:
                 self.catalog_lock.release()
             self.data_dir_lock.release()  # last: a gateway started next may use the dir at once

@@ -15,6 +15,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from catalog.slots import pid_range
 from gateway import messages as m
 from gateway.auth import Authenticator
 from gateway.connection import Connection, too_many_clients
@@ -108,9 +109,12 @@ class Server:
 
     # ------------------------------------------------------------------ sessions and cancel keys
     def register(self, conn: Connection) -> None:
-        """Give an authenticated ``conn`` a unique pid and secret (max_connections is enforced at accept)."""
+        """Give an authenticated ``conn`` a unique pid (in this gateway's slot's range, so unique
+        among the gateways of a catalog: catalog.slots) and secret (max_connections is enforced
+        at accept)."""
+        pids = pid_range(getattr(getattr(self.backend, "slot", None), "number", 0))  # unique among gateways
         while True:
-            pid = secrets.randbelow(2 ** 31 - 2) + 1
+            pid = pids.start + secrets.randbelow(len(pids))
             if pid not in self.connections:
                 break
         conn.pid = pid

@@ -1,0 +1,204 @@
+"""Gateway slots: what each gateway of one catalog and warehouse keeps apart from the others.
+
+Gateways sharing a PostgreSQL catalog and a data directory must not share a commit journal (each
+recovers its own after a crash), must not tag their multi-commit transactions with one Delta
+application id (a table keeps one version per application id: two gateways' transaction ids
+would overtake each other and recovery would skip writes), and must not hand two sessions one
+backend pid (``pg_temp_<pid>`` names a session's temporary schema in the shared catalog).
+
+Each gateway therefore holds a *slot*, a small number, for its life: on a PostgreSQL catalog the
+lowest ``n`` whose session-level advisory lock ``(b"tdsl", n)`` it can take, held on a connection of
+its own (PostgreSQL releases it when the gateway dies, kill -9 included); on an embedded catalog
+always slot 0 (the data-dir lock makes it the only gateway). Slot 0 keeps the names tidegate used
+before slots existed (``<data dir>/txn``, application id ``tidegate-txn``, backend pids below
+2**24), so data directories from earlier versions recover as they did.
+
+A slot whose lock nobody holds belongs to a gateway that died: whoever takes the slot next
+completes what its journal holds and drops its sessions' temporary schemas first, and a running
+gateway sweeps free slots it finds journals for (:meth:`GatewaySlot.sweep`), holding each one's lock
+while it does, so a dead gateway's interrupted commits land even when no gateway replaces it.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from catalog.active import FENCE_S, WATCH_S, fenced_connection
+from catalog.db import is_postgres, redact
+from catalog.lock import DataDirLockError
+
+log = logging.getLogger(__name__)
+
+SLOT_NS = int.from_bytes(b"tdsl", "big", signed=True)
+MAX_SLOTS = 32  # backend pids are slot << PID_BITS | n, below jobs' pids (10**9 + job number)
+PID_BITS = 24
+_JOURNAL = re.compile(r"^txn(?:-(\d+))?$")
+
+
+def journal_dir(data_dir: Path | str, slot: int) -> Path:
+    """The commit journal of ``slot``'s gateway."""
+    return Path(data_dir) / ("txn" if slot == 0 else f"txn-{slot}")
+
+
+def app_id(slot: int) -> str:
+    """The Delta application id ``slot``'s gateway tags its transactions' commits with."""
+    return "tidegate-txn" if slot == 0 else f"tidegate-txn-{slot}"
+
+
+def pid_range(slot: int) -> range:
+    """The backend pids ``slot``'s gateway hands out."""
+    return range((slot << PID_BITS) + 1, (slot + 1) << PID_BITS)
+
+
+def slot_of_pid(pid: int) -> int | None:
+    """The slot whose gateway handed out backend ``pid`` (None: a job's session, or no gateway's)."""
+    slot = pid >> PID_BITS
+    return slot if 0 <= slot < MAX_SLOTS and pid > 0 else None
+
+
+def journal_slots(data_dir: Path | str) -> list[int]:
+    """The slots that have a journal directory under ``data_dir``."""
+    root = Path(data_dir)
+    if not root.is_dir():
+        return []
+    found = []
+    for p in root.iterdir():
+        m = _JOURNAL.match(p.name)
+        if m is not None and p.is_dir():
+            found.append(int(m.group(1) or 0))
+    return sorted(found)
+
+
+class GatewaySlot:
+    """This gateway's slot among the gateways of the catalog at ``target`` (see the module docstring)."""
+
+    def __init__(self, target: str | Path) -> None:
+        self._url = str(target) if is_postgres(target) else None
+        self._conn: Any = None
+        self._guard = threading.Lock()
+        self._stop = threading.Event()
+        self._confirmed = 0.0
+        self.number = 0
+
+    @property
+    def shared(self) -> bool:
+        """Whether other gateways may share the catalog (a PostgreSQL one)."""
+        return self._url is not None
+
+    def take(self, on_lost: Callable[[str], None] | None = None) -> GatewaySlot:
+        """Take the lowest free slot (slot 0 on an embedded catalog). A watcher confirms it every
+        WATCH_S; a connection the database ended is replaced and the slot taken again, and when
+        another gateway holds it by then, ``on_lost`` is called (the gateway must stop)."""
+        if self._url is None:
+            return self
+        import psycopg
+
+        try:
+            self._conn = self._connect()
+            for n in range(MAX_SLOTS):
+                if self._conn.execute("SELECT pg_try_advisory_lock(%s, %s)", (SLOT_NS, n)).fetchone()[0]:
+                    self.number = n
+                    self._confirmed = time.monotonic()
+                    threading.Thread(target=self._watch, args=(on_lost,), name="gateway-slot", daemon=True).start()
+                    threading.Thread(target=self._fence, args=(on_lost,), name="gateway-slot-fence",
+                                     daemon=True).start()
+                    return self
+        except psycopg.Error as exc:
+            raise DataDirLockError(f"could not take a gateway slot in the catalog database {redact(self._url)}: "
+                                   f"{str(exc).strip()}") from None
+        self._conn.close()
+        raise DataDirLockError(f"all {MAX_SLOTS} gateway slots of the catalog {redact(self._url)} are taken: "
+                               "stop a gateway before starting another")
+
+    def _connect(self) -> Any:
+        assert self._url is not None
+        return fenced_connection(self._url, "tidegate slot")
+
+    def _watch(self, on_lost: Callable[[str], None] | None) -> None:
+        """Confirm the slot every WATCH_S, as the active gateway confirms the catalog's lock."""
+        import psycopg
+
+        while not self._stop.wait(WATCH_S):
+            with self._guard:
+                if self._stop.is_set():
+                    return
+                try:
+                    self._conn.execute("SELECT 1")
+                    self._confirmed = time.monotonic()
+                    continue
+                except psycopg.Error:
+                    pass
+                try:
+                    self._conn.close()
+                    self._conn = self._connect()
+                    held = self._conn.execute("SELECT pg_try_advisory_lock(%s, %s)",
+                                              (SLOT_NS, self.number)).fetchone()[0]
+                except (psycopg.Error, DataDirLockError) as exc:
+                    log.warning("gateway slot %d not confirmed (retrying): %s", self.number, exc)
+                    continue
+                if held:
+                    self._confirmed = time.monotonic()
+                    continue
+            self._lost(on_lost, f"gateway slot {self.number} was taken by another gateway while this one was cut off")
+            return
+
+    def _fence(self, on_lost: Callable[[str], None] | None) -> None:
+        """Stop the gateway when the slot has not been confirmed for FENCE_S (the confirmation may
+        hang on a database that stopped answering), before the database lets another take it."""
+        while not self._stop.wait(0.5):
+            if time.monotonic() - self._confirmed >= FENCE_S:
+                self._lost(on_lost, f"could not confirm gateway slot {self.number} for {FENCE_S:.0f} s")
+                return
+
+    def _lost(self, on_lost: Callable[[str], None] | None, why: str) -> None:
+        if self._stop.is_set():
+            return
+        self._stop.set()
+        log.critical("%s: stopping", why)
+        if on_lost is not None:
+            on_lost(why)
+
+    def sweep(self, candidates: Iterable[int], recover: Callable[[int], None]) -> list[int]:
+        """Call ``recover(slot)`` for each other slot of ``candidates`` (those with something
+        left: a journal, temporary schemas) whose lock nobody holds (its gateway died), holding
+        that slot's lock meanwhile so no gateway starting now takes it half-recovered. Returns
+        the slots recovered."""
+        if self._url is None:
+            return []
+        import psycopg
+
+        done = []
+        for n in sorted(set(candidates)):
+            if n == self.number:
+                continue
+            with self._guard:
+                try:
+                    free = self._conn.execute("SELECT pg_try_advisory_lock(%s, %s)", (SLOT_NS, n)).fetchone()[0]
+                except psycopg.Error as exc:
+                    log.warning("could not look at gateway slot %d: %s", n, exc)
+                    continue
+            if not free:
+                continue
+            try:
+                recover(n)
+                done.append(n)
+            finally:
+                with self._guard:
+                    try:
+                        self._conn.execute("SELECT pg_advisory_unlock(%s, %s)", (SLOT_NS, n))
+                    except psycopg.Error:
+                        pass  # the connection's end releases it
+        return done
+
+    def release(self) -> None:
+        self._stop.set()
+        with self._guard:
+            if self._conn is not None and not self._conn.closed:
+                self._conn.close()
+            self._conn = None
