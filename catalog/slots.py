@@ -39,6 +39,8 @@ SLOT_NS = int.from_bytes(b"tdsl", "big", signed=True)
 MAX_SLOTS = 32  # backend pids are slot << PID_BITS | n, below jobs' pids (10**9 + job number)
 PID_BITS = 24
 _JOURNAL = re.compile(r"^txn(?:-(\d+))?$")
+NAME_PREFIX = "tidegate slot "
+_LISTENING = re.compile(r"^tidegate slot \d+ listening on (\S+):(\d+)$")
 
 
 def journal_dir(data_dir: Path | str, slot: int) -> Path:
@@ -84,6 +86,7 @@ class GatewaySlot:
         self._guard = threading.Lock()
         self._stop = threading.Event()
         self._confirmed = 0.0
+        self._listen = ""
         self.number = 0
 
     @property
@@ -104,6 +107,7 @@ class GatewaySlot:
             for n in range(MAX_SLOTS):
                 if self._conn.execute("SELECT pg_try_advisory_lock(%s, %s)", (SLOT_NS, n)).fetchone()[0]:
                     self.number = n
+                    self._conn.execute("SELECT set_config('application_name', %s, false)", (self._name(),))
                     self._confirmed = time.monotonic()
                     threading.Thread(target=self._watch, args=(on_lost,), name="gateway-slot", daemon=True).start()
                     threading.Thread(target=self._fence, args=(on_lost,), name="gateway-slot-fence",
@@ -118,7 +122,53 @@ class GatewaySlot:
 
     def _connect(self) -> Any:
         assert self._url is not None
-        return fenced_connection(self._url, "tidegate slot")
+        return fenced_connection(self._url, self._name())
+
+    def _name(self) -> str:
+        """The slot connection's application_name: how other gateways find this one's address."""
+        return f"{NAME_PREFIX}{self.number}" + (f" listening on {self._listen}" if self._listen else "")
+
+    def update(self, listen: str) -> None:
+        """The address this gateway listens on (host:port), for the other gateways to reach it
+        (forwarded cancel requests). A wildcard host is replaced by this host's address as the
+        catalog database sees it."""
+        if self._url is None:
+            return
+        import psycopg
+
+        host, _, port = listen.rpartition(":")
+        with self._guard:
+            try:
+                if host.strip("[]") in ("", "0.0.0.0", "::", "*"):
+                    seen = self._conn.execute("SELECT host(inet_client_addr())").fetchone()[0]
+                    host = seen if seen else "127.0.0.1"
+                    host = f"[{host}]" if ":" in host else host
+                self._listen = f"{host}:{port}"
+                self._conn.execute("SELECT set_config('application_name', %s, false)", (self._name(),))
+            except psycopg.Error as exc:
+                log.warning("could not record this gateway's address in its slot: %s", exc)
+
+    def address_of(self, n: int) -> tuple[str, int] | None:
+        """Where the gateway holding slot ``n`` listens (None: no live gateway holds it, or it
+        has not said)."""
+        if self._url is None:
+            return None
+        import psycopg
+
+        with self._guard:
+            try:
+                row = self._conn.execute(
+                    "SELECT a.application_name FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid "
+                    "WHERE l.locktype = 'advisory' AND l.granted AND l.classid = %s AND l.objid = %s "
+                    "AND l.objsubid = 2 AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())",
+                    (SLOT_NS & 0xFFFFFFFF, n)).fetchone()
+            except psycopg.Error as exc:
+                log.warning("could not look up gateway slot %d: %s", n, exc)
+                return None
+        m = _LISTENING.match(row[0]) if row else None
+        if m is None:
+            return None
+        return m.group(1).strip("[]"), int(m.group(2))
 
     def _watch(self, on_lost: Callable[[str], None] | None) -> None:
         """Confirm the slot every WATCH_S, as the active gateway confirms the catalog's lock."""

@@ -868,6 +868,10 @@ class RoutedBackend:
         self._constant = lru_cache(maxsize=8192)(self._constant_uncached)
         self._started: float | None = None  # monotonic time of start() (gateway.stopped's uptime)
 
+    def peer_address(self, slot: int) -> tuple[str, int] | None:
+        """Where the gateway of ``slot`` (catalog.slots) listens, for a cancel request it owns."""
+        return self.slot.address_of(slot) if self.slot is not None else None
+
     def _handles_uncached(self, sql: str) -> bool:
         return bool(self.queries.handles(sql))
 
@@ -890,6 +894,8 @@ class RoutedBackend:
 
         self._started = time.monotonic()
         this_gateway(listen or f"{self.settings.host}:{self.settings.port}")
+        if self.slot is not None:
+            self.slot.update(listen or f"{self.settings.host}:{self.settings.port}")
         if listen:
             self.engine.events.gateway = listen
         s = self.settings

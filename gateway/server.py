@@ -10,12 +10,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import secrets
+import socket
 import ssl
+import struct
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from catalog.slots import pid_range
+from catalog.slots import pid_range, slot_of_pid
 from gateway import messages as m
 from gateway.auth import Authenticator
 from gateway.connection import Connection, too_many_clients
@@ -30,6 +32,7 @@ log = logging.getLogger("tidegate.gateway")
 # CancelRequest still works when the server is full, and a client is told 53300 after its SSL
 # negotiation. Beyond that a socket is answered 53300 at once, unread, like PostgreSQL's postmaster
 # does when even its extra children are used up.
+FORWARD_TIMEOUT_S = 2.0  # connecting to, and telling, the gateway a cancel request belongs to
 MAX_REFUSING = 100
 
 
@@ -84,8 +87,6 @@ class Server:
         try:
             sock = writer.get_extra_info("socket")
             if sock is not None:
-                import socket
-
                 try:
                     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
                 except OSError:
@@ -112,7 +113,7 @@ class Server:
         """Give an authenticated ``conn`` a unique pid (in this gateway's slot's range, so unique
         among the gateways of a catalog: catalog.slots) and secret (max_connections is enforced
         at accept)."""
-        pids = pid_range(getattr(getattr(self.backend, "slot", None), "number", 0))  # unique among gateways
+        pids = pid_range(self._slot())  # unique among the gateways of a catalog
         while True:
             pid = pids.start + secrets.randbelow(len(pids))
             if pid not in self.connections:
@@ -127,8 +128,37 @@ class Server:
 
     def cancel(self, pid: int, secret: int) -> None:
         conn = self.connections.get(pid)
-        if conn is not None and conn.secret_matches(secret):
-            conn.request_cancel("user")
+        if conn is not None:
+            if conn.secret_matches(secret):
+                conn.request_cancel("user")
+            return
+        self._forward_cancel(pid, secret)
+
+    def _slot(self) -> int:
+        return getattr(getattr(self.backend, "slot", None), "number", 0) or 0
+
+    def _forward_cancel(self, pid: int, secret: int) -> None:
+        """A cancel key this gateway did not hand out may be another gateway's of the same
+        catalog (a client's CancelRequest reaches whichever gateway the load balancer picks): the
+        request goes on, unchanged, to the gateway holding the pid's slot (catalog.slots), found
+        through ``backend.peer_address``. A gateway forwards only keys of other slots, so a
+        request travels at most once; nothing is answered either way, as in PostgreSQL."""
+        slot = slot_of_pid(pid)
+        peer = getattr(self.backend, "peer_address", None)
+        if slot is None or slot == self._slot() or peer is None:
+            return
+
+        def forward() -> None:
+            address = peer(slot)
+            if address is None:
+                return
+            try:
+                with socket.create_connection(address, timeout=FORWARD_TIMEOUT_S) as sock:
+                    sock.sendall(struct.pack("!iiii", 16, m.CANCEL_REQUEST, pid, secret))
+            except OSError as exc:
+                log.warning("could not forward a cancel request to gateway slot %d at %s: %s", slot, address, exc)
+
+        asyncio.get_running_loop().run_in_executor(self.executor, forward)
 
     # ------------------------------------------------------------------ shutdown
     async def stop(self) -> None:

@@ -14,11 +14,13 @@ import struct
 import threading
 import time
 from collections.abc import Iterator, Sequence
+from types import SimpleNamespace
 from typing import Any
 
 import pyarrow as pa
 import pytest
 
+from catalog import slots
 from gateway.server import ServerThread
 from tidegate.config import Settings
 from tidegate.errors import SqlError
@@ -742,6 +744,58 @@ def test_cancel_request_interrupts_running_statement(port: int, backend: ProtoBa
     canceller.close()
     assert tags(c.query("SELECT 1")) == ["SELECT 1"]
     c.close()
+
+
+class _SlotBackend(ProtoBackend):
+    """A backend of gateway slot ``number`` that knows where the other slots' gateways listen."""
+
+    def __init__(self, number: int, peers: dict[int, tuple[str, int]]) -> None:
+        super().__init__()
+        self.slot = SimpleNamespace(number=number)
+        self.peers = peers
+        self.asked: list[int] = []
+
+    def peer_address(self, slot: int) -> tuple[str, int] | None:
+        self.asked.append(slot)
+        return self.peers.get(slot)
+
+
+def test_a_cancel_request_sent_to_another_gateway_reaches_the_statement() -> None:
+    """Two gateways of one catalog (slots 0 and 1): a client's CancelRequest that a load balancer
+    sends to the other gateway is forwarded to the one running the statement, by the slot its
+    pid names. A wrong secret still cancels nothing, and a pid of the receiving gateway's own slot
+    it does not know is not sent anywhere."""
+    peers: dict[int, tuple[str, int]] = {}
+    running, other = _SlotBackend(0, peers), _SlotBackend(1, peers)
+    with ServerThread(Settings(port=0), running) as a, ServerThread(Settings(port=0), other) as b:
+        assert a.server is not None and b.server is not None and a.server.address and b.server.address
+        peers[0], peers[1] = ("127.0.0.1", a.server.address[1]), ("127.0.0.1", b.server.address[1])
+        c = Raw(a.server.address[1])
+        assert c.pid in slots.pid_range(0)
+        assert Raw(b.server.address[1]).pid in slots.pid_range(1)
+        running.sleeping.clear()
+        c.send(b"Q", b"SELECT pg_sleep_forever()\0")
+        assert running.sleeping.wait(5)
+        wrong = Raw(b.server.address[1], startup=False)
+        wrong.sendall(struct.pack("!iiii", 16, 80877102, c.pid, c.secret + 1))
+        wrong.close()
+        mine = Raw(b.server.address[1], startup=False)  # slot 1's own range: not forwarded
+        mine.sendall(struct.pack("!iiii", 16, 80877102, slots.pid_range(1).start + 3, c.secret))
+        mine.close()
+        time.sleep(0.5)
+        assert other.asked == [0]
+        c.sock.settimeout(0.3)
+        with pytest.raises(socket.timeout):  # still running: the wrong key cancelled nothing
+            c.sock.recv(1)
+        c.sock.settimeout(10)
+        canceller = Raw(b.server.address[1], startup=False)
+        canceller.sendall(struct.pack("!iiii", 16, 80877102, c.pid, c.secret))
+        msgs = c.until()
+        assert kinds(msgs) == "EZ" and fields_of(msgs[0][1])["C"] == "57014"
+        canceller.close()
+        assert tags(c.query("SELECT 1")) == ["SELECT 1"]
+        assert other.asked == [0, 0]
+        c.close()
 
 
 def test_cancel_while_backend_is_planning_still_fails_the_statement(port: int, backend: ProtoBackend) -> None:

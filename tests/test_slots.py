@@ -171,3 +171,21 @@ def test_a_starting_gateway_drops_the_temporary_schemas_of_dead_gateways_only(pg
     finally:
         engine.shutdown()
         catalog.close()
+
+
+def test_a_gateway_finds_where_the_holder_of_a_slot_listens(pg_oracle) -> None:
+    """What forwards a cancel request: the address a slot's gateway recorded (a wildcard host
+    replaced by the address the catalog database sees), and nothing for a slot nobody holds."""
+    url = _catalog_url(pg_oracle)
+    first, second = GatewaySlot(url).take(), GatewaySlot(url).take()
+    assert second.address_of(first.number) is None  # not listening yet
+    first.update("0.0.0.0:6432")
+    second.update("db-gw-2.internal:6433")
+    assert second.address_of(first.number) == ("127.0.0.1", 6432)
+    assert first.address_of(second.number) == ("db-gw-2.internal", 6433)
+    first.release()
+    deadline = time.monotonic() + 10
+    while second.address_of(0) is not None:  # the database ends the closed session's backend
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    second.release()
