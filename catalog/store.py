@@ -11,8 +11,10 @@ under concurrent sessions.
 from __future__ import annotations
 
 import json
+import logging
+import threading
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timezone
@@ -24,6 +26,8 @@ from catalog.db import CatalogStore
 from catalog.lock import DataDirLockError
 from tidegate.errors import SqlError
 from tidegate.pgtypes import TYPES_BY_OID, ColumnType
+
+log = logging.getLogger(__name__)
 
 DATABASE_NAME = "tidegate"
 # OIDs below this are PostgreSQL's own (pg_catalog objects, types); user objects start here.
@@ -233,6 +237,53 @@ class RelationReads(ABC):
             raise SqlError("42701", f'column "{dupes[0]}" specified more than once')
 
 
+CHANGES_CHANNEL = "tidegate_catalog"  # NOTIFY'd by every change of a shared catalog
+
+
+class _ChangeListener:
+    """LISTENs for the changes other gateways commit to a shared catalog and calls ``changed``
+    for each (and after every reconnection, when some may have been missed)."""
+
+    RETRY_S = 1.0
+
+    def __init__(self, url: str, changed: Callable[[], None]) -> None:
+        self._url = url
+        self._changed = changed
+        self._stop = threading.Event()
+        self._conn: Any = None
+        self._thread = threading.Thread(target=self._run, name="tidegate-catalog-changes", daemon=True)
+        self._ready = threading.Event()
+        self._thread.start()
+        self._ready.wait(10)
+
+    def _run(self) -> None:
+        import psycopg
+
+        while not self._stop.is_set():
+            try:
+                self._conn = psycopg.connect(self._url, autocommit=True, connect_timeout=10,
+                                             application_name="tidegate catalog changes")
+                self._conn.execute(f"LISTEN {CHANGES_CHANNEL}")
+                self._changed()  # whatever changed while not listening
+                self._ready.set()
+                while not self._stop.is_set():
+                    for _ in self._conn.notifies(timeout=0.5):
+                        self._changed()
+            except psycopg.Error as exc:
+                if self._stop.is_set():
+                    return
+                log.warning("listening for catalog changes failed (retrying): %s", exc)
+                self._changed()
+                self._stop.wait(self.RETRY_S)
+            finally:
+                if self._conn is not None:
+                    self._conn.close()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(5)
+
+
 class Catalog(CatalogStore, RelationReads):
     """Thread-safe metadata store. Every mutation bumps :attr:`version`.
 
@@ -242,7 +293,10 @@ class Catalog(CatalogStore, RelationReads):
 
     database = DATABASE_NAME
 
-    def __init__(self, path: Path | str) -> None:
+    def __init__(self, path: Path | str, *, shared: bool = False) -> None:
+        """``shared``: other gateways change this (PostgreSQL) catalog too; the version is then
+        forgotten when one of them commits a change (:class:`_ChangeListener`) and at each
+        statement's start (:meth:`fresh`)."""
         super().__init__(path, _SCHEMA_SQL)
         with self._lock:
             self._conn.execute("INSERT INTO meta VALUES ('next_oid', ?) ON CONFLICT DO NOTHING", (str(FIRST_USER_OID),))
@@ -252,6 +306,8 @@ class Catalog(CatalogStore, RelationReads):
         self._cache: dict[tuple[str, str], TableDef] | None = None
         self._cache_version = -1
         self._version: int | None = None  # see version
+        self.shared = shared and self.backend == "postgresql"
+        self._listener = _ChangeListener(str(path), self._forget_version) if self.shared else None
         self.roles = Roles(self)
         self.sequences = Sequences(self)
 
@@ -263,15 +319,33 @@ class Catalog(CatalogStore, RelationReads):
 
     def _bump(self) -> None:
         self._conn.execute("UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'version'")
+        if self.shared:  # sent when the transaction commits, to every listening gateway
+            self._conn.execute(f"NOTIFY {CHANGES_CHANNEL}")
         self._cache = None
         self._version = None
+
+    def _forget_version(self) -> None:
+        self._version = None
+
+    def fresh(self) -> None:
+        """A statement starts: on a shared catalog, forget the kept version, so the statement
+        sees every change another gateway committed before it (one read of the version). A
+        change notice may still be on its way; this read is what makes DDL through one gateway
+        visible through every other at once."""
+        if self.shared and self._depth == 0:
+            self._version = None
+
+    def close(self) -> None:
+        if self._listener is not None:
+            self._listener.stop()
+        super().close()
 
     @property
     def version(self) -> int:
         """The catalog's version, bumped by every change. Kept in memory once read outside a
-        transaction (only this process writes the catalog: the data dir lock): every statement
-        asks, and the query under the catalog's lock was a third of a cached lookup's time with
-        50 clients."""
+        transaction: every statement asks, and the query under the catalog's lock was a third of
+        a cached lookup's time with 50 clients. Only this process writes an unshared catalog (the
+        data dir lock); a shared one forgets it on other gateways' changes and at :meth:`fresh`."""
         kept = self._version
         if kept is not None:
             return kept

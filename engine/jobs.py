@@ -238,15 +238,23 @@ class JobManager:
     def _recover(self) -> None:
         """Jobs a previous process left: commits recovery completed are SUCCEEDED; RUNNING jobs
         are taken over (the embedded catalog's data-dir lock makes every other owner dead)."""
-        for note in self.engine.recovered_notes:
+        self._finish_recovered()
+        for job in self.store.with_status(RUNNING):
+            self._take_over(job, "its gateway stopped")
+
+    def _finish_recovered(self) -> None:
+        """Jobs whose commit recovery completed are SUCCEEDED: at start, and when a running
+        gateway completed a dead one's journal (engine.Engine.sweep_slots), before any job whose
+        lease expired is taken over and run again."""
+        notes = self.engine.recovered_notes
+        while notes:
+            note = notes.pop(0)
             job_id = note.get("job")
             if job_id:
                 self.store.finish(job_id, SUCCEEDED, rows=note.get("rows"), tag=note.get("tag"),
                                   result=note.get("result"), result_expires=self._expiry(),
                                   progress="committed (completed after a restart)")
                 self._finished_event(job_id)
-        for job in self.store.with_status(RUNNING):
-            self._take_over(job, "its gateway stopped")
 
     def _take_over(self, job: Job, why: str) -> None:
         if job.cancel_requested:
@@ -292,6 +300,7 @@ class JobManager:
         """Renew this gateway's leases; act on cancels asked through the catalog; take over the
         RUNNING jobs whose owner's lease expired."""
         self.store.renew(self.owner, self.lease_s)
+        self._finish_recovered()
         with self._guard:
             running = dict(self._running)
         for job_id in self.store.cancel_requests(list(running)):
@@ -303,12 +312,21 @@ class JobManager:
                     self._progress(run, text)
         leases = self.store.leases()
         now = time.time()
-        for job in self.store.with_status(RUNNING):
-            if job.job_id in running:
-                continue
+
+        def expired(job: Job) -> bool:
             lease = leases.get(jobsmeta.job_resource(job.job_id))
-            if lease is None or lease[1] < now:
-                self._take_over(job, "its gateway stopped renewing its lease")
+            return lease is None or lease[1] < now
+
+        orphans = [job for job in self.store.with_status(RUNNING) if job.job_id not in running and expired(job)]
+        if orphans:
+            # A dead gateway's interrupted commits first: a job whose commit they complete has
+            # run, and must not run again.
+            self.engine.sweep_slots()
+            self._finish_recovered()
+        for job in orphans:
+            current = self.store.get(job.job_id)
+            if current is not None and current.status == RUNNING:
+                self._take_over(current, "its gateway stopped renewing its lease")
 
     def _spark_progress(self, tag: str) -> str | None:
         """``running: Spark stage 12, 3 of 8 tasks done`` for the Spark jobs tagged ``tag``."""

@@ -659,14 +659,22 @@ class RoutedSession:
             self._block_queries = ((id(base), own), CatalogQueries(SessionView(base, own), warm=False), base)
         return self._block_queries[1]
 
+    def _fresh(self) -> None:
+        """A statement starts: it sees what other gateways of a shared catalog changed before."""
+        catalog = getattr(self._backend, "catalog", None)
+        if catalog is not None:
+            catalog.fresh()
+
     def execute(self, sql: str, params: Sequence[Any], info: SessionInfo) -> Result:
         self._pid = info.backend_pid
+        self._fresh()
         if self._backend.catalog_handles(sql):
             return self._catalog_queries().execute(sql, params, info)
         return self._engine_for_statement().execute(sql, params, info)
 
     def describe(self, sql: str, param_types: Sequence[ColumnType | None],
                  info: SessionInfo) -> tuple[list[ColumnType], list[ResultField] | None]:
+        self._fresh()
         if self._backend.catalog_handles(sql):
             return self._catalog_queries().describe(sql, param_types, info)
         from catalog.pgcatalog import typed_param_columns
@@ -677,6 +685,7 @@ class RoutedSession:
         return types, typed_param_columns(sql, fields, param_types)
 
     def copy_target(self, sql: str, info: SessionInfo) -> CopyTarget:
+        self._fresh()
         return self.engine.copy_target(sql, info)
 
     def copy_from(self, target: CopyTarget, batches: Iterator[pa.RecordBatch], info: SessionInfo) -> int:

@@ -273,3 +273,34 @@ def test_a_gateway_that_loses_the_catalog_lock_takes_it_again_or_stops(pg_oracle
                 time.sleep(0.1)
     finally:
         server.stop()
+
+
+def test_a_shared_catalog_sees_another_gateways_ddl_at_once(pg_oracle) -> None:
+    """Two gateways' catalogs on one PostgreSQL database (shared): a table one creates, alters or
+    drops is what the other finds at its next statement's start (Catalog.fresh), and without a
+    statement starting, once the change notice arrives; an unshared catalog keeps its version."""
+    url = create_database(pg_oracle.url, f"tg_shared_{next(_names)}_{int(time.time() * 1000) % 10**9}")
+    one, other, unshared = Catalog(url, shared=True), Catalog(url, shared=True), Catalog(url)
+    try:
+        assert other.get_table("public", "orders") is None and unshared.get_table("public", "orders") is None
+        one.create_table(_table("orders", one.next_oid()))
+        other.fresh()
+        assert other.get_table("public", "orders") is not None
+        unshared.fresh()
+        assert unshared.get_table("public", "orders") is None  # one writer process: kept
+        one.drop_table("public", "orders")
+        deadline = time.monotonic() + 5
+        while other.get_table("public", "orders") is not None:  # the notice, no statement start
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        for _ in range(200):  # the DDL then a statement at once: never the old definition
+            t = _table("orders", one.next_oid())
+            one.create_table(t)
+            other.fresh()
+            assert other.get_table("public", "orders").oid == t.oid
+            one.drop_table("public", "orders")
+            other.fresh()
+            assert other.get_table("public", "orders") is None
+    finally:
+        for c in (one, other, unshared):
+            c.close()
