@@ -365,8 +365,8 @@ _WRAPS_COLLECT = "tg_wraps_collect"
 
 def _json_member_path(node: exp.Expression) -> str | None:
     """The variant path of ``json -> 'key'`` / ``json -> n`` (a constant key, or an index >= 0),
-    else None (the other forms keep their older translation)."""
-    if not isinstance(node, exp.JSONExtract) or _json_kind(node.this) is None:
+    and of ``->>`` likewise, else None (the other forms keep their older translation)."""
+    if not isinstance(node, (exp.JSONExtract, exp.JSONExtractScalar)) or _json_kind(node.this) is None:
         return None
     path = node.expression
     if not isinstance(path, exp.JSONPath) or len(path.expressions) != 2:
@@ -379,6 +379,66 @@ def _json_member_path(node: exp.Expression) -> str | None:
     if isinstance(part, exp.JSONPathSubscript) and isinstance(part.this, int) and part.this >= 0:
         return f"$[{part.this}]"
     return None
+
+
+_JSON_PATH_CHOICES = 16  # variant paths tried for one #> path (numeric elements: index or key)
+
+
+def _json_path_extract(node: exp.JSONBExtract | exp.JSONBExtractScalar) -> exp.Expression:
+    """``json #> path`` / ``json #>> path`` with a constant text array path: its elements are
+    object keys, or array indexes when they read as integers (PostgreSQL decides per level by what
+    it finds there; a level is one or the other, so the variant paths of every reading are tried
+    in turn). A NULL element gives NULL; a jsonb scalar has no element 0 here (unlike ->)."""
+    scalar = isinstance(node, exp.JSONBExtractScalar)
+    operator = "#>>" if scalar else "#>"
+    path = node.expression.unnest()
+    if isinstance(path, exp.Literal) and path.is_string:
+        elements = pgvalues.parse_flat_array(path.name)
+    elif isinstance(path, exp.Array) and all(isinstance(e, exp.Literal) and e.is_string for e in path.expressions):
+        elements = [e.name for e in path.expressions]
+    else:
+        raise SqlError("0A000", f"the path of {operator} must be a constant text array here",
+                       hint=f"Write it as a literal such as '{{key,0}}', or chain -> / ->> for each step.")
+    jsonb = _json_kind(node.this) == _T.JSONB
+    result_type = exp.DataType.build("TEXT" if scalar else "JSONB" if jsonb else "JSON")
+    if any(e is None for e in elements):
+        return _typed(exp.Cast(this=exp.Null(), to=exp.DataType.build("STRING")), result_type)
+    readings: list[str] = [""]
+    for element in elements:
+        assert element is not None
+        if "\\" in element or ('"' in element and "'" in element):
+            raise SqlError("0A000", f"{operator} path elements with backslashes or both quote marks are not supported",
+                           hint="Chain -> / ->> for that step.")
+        steps = [f'["{element}"]' if '"' not in element else f"['{element}']"]
+        index = _array_index(element)
+        if index is not None and index < 0:
+            raise SqlError("0A000", f"negative array subscripts in {operator} paths are not supported",
+                           hint="Count from the start (jsonb_array_length gives the length).")
+        if index is not None:
+            steps.append(f"[{index}]")
+        readings = [r + step for r in readings for step in steps]
+        if len(readings) > _JSON_PATH_CHOICES:
+            raise SqlError("0A000", f"{operator} paths with more than four numeric elements are not supported",
+                           hint="Chain -> / ->> for the later steps.")
+    kind = "string" if scalar else "variant"
+    gets = [_func("variant_get", _func("parse_json", node.this.copy()), _string("$" + r), _string(kind))
+            for r in readings]
+    value = gets[0] if len(gets) == 1 else _func("coalesce", *gets)
+    if not scalar:
+        value = _func("to_json", value)
+        value.meta[_JSON_VALUE] = True
+    value.meta[_PG_TYPE_NAME] = "text" if scalar else "jsonb" if jsonb else "json"
+    return _typed(value, result_type)
+
+
+def _array_index(text: str) -> int | None:
+    """``text`` as PostgreSQL reads a path element as an array subscript (strtol: a sign, digits,
+    nothing after), else None."""
+    digits = text[1:] if text[:1] in "+-" else text
+    if not digits.isascii() or not digits.isdigit():
+        return None
+    value = int(text)
+    return value if -(2 ** 31) <= value < 2 ** 31 else None
 
 
 def _row_value(node: exp.Expression) -> bool:
@@ -2009,7 +2069,10 @@ class _Translator:
             return _column_type_of(node.type)
         if isinstance(node, exp.JSONArrayAgg):
             return ColumnType(TYPES_BY_NAME["json"])
-        if _json_member_path(node) is not None:
+        if isinstance(node, exp.JSONBExtractScalar) and _json_kind(node.this) is not None:
+            return ColumnType(TYPES_BY_NAME["text"])  # json #>> path
+        if (isinstance(node, exp.JSONExtract) and _json_member_path(node) is not None) \
+                or (isinstance(node, exp.JSONBExtract) and _json_kind(node.this) is not None):
             name = "jsonb" if _json_kind(node.this) == _T.JSONB else "json"
             return ColumnType(TYPES_BY_NAME[name], exact_op="jsonb" if name == "jsonb" else None)
         inner = node.this if isinstance(node, (exp.Window, exp.Filter)) else node
@@ -2200,6 +2263,21 @@ class _Translator:
             value.meta[_PG_TYPE_NAME] = "jsonb" if jsonb else "json"
             node.type = exp.DataType.build("JSONB" if jsonb else "JSON")  # (sqlglot typed every -> json)
             return _typed(value, node.type)
+        if isinstance(node, (exp.JSONBExtract, exp.JSONBExtractScalar)) and _json_kind(node.this) is not None:
+            return _json_path_extract(node)
+        if isinstance(node, exp.JSONExtractScalar) and (path := _json_member_path(node)) is not None:
+            # json ->> key: the member as text. Spark's get_json_object re-reads a number as a
+            # double (12345678901234567890.10 came back as 1.2345678901234567E19); the variant
+            # keeps its digits (trailing zeros of a fraction still go: docs/UNSUPPORTED.md)
+            value = _func("variant_get", _func("parse_json", node.this), _string(path), _string("string"))
+            if path == "$[0]" and _json_kind(node.this) == _T.JSONB:
+                # a jsonb scalar is its own element 0 (see json -> above)
+                first = _func("substr", _func("ltrim", node.this.copy()), exp.Literal.number(1), exp.Literal.number(1))
+                scalar = _func("variant_get", _func("parse_json", node.this.copy()), _string("$"), _string("string"))
+                value = exp.If(this=exp.In(this=first, expressions=[_string("{"), _string("[")]), true=value,
+                               false=scalar)
+            value.meta[_PG_TYPE_NAME] = "text"
+            return _typed(value, exp.DataType.build("TEXT"))
         if isinstance(node, (exp.EQ, exp.NEQ)) and any(
                 o.unnest().meta.get(_JSON_VALUE) and _dtype(o) == _T.JSONB for o in (node.this, node.expression)):
             # jsonb = jsonb compares values: both sides as the variant's canonical JSON text (a
@@ -3131,6 +3209,8 @@ class _Translator:
             return _regexp_replace(_regexp_replace(_cast(arg, "STRING"), "(\\.[0-9]*?)0+$", "$1"), "\\.$", "")
         if t in (_T.TEXT, _T.VARCHAR, _T.CHAR) and src == _T.BOOLEAN:
             return _bool_text(arg, "true", "false")
+        if t == _T.JSON:  # json text, known as json to the operators on it (->, #>)
+            return _typed(_cast(arg, "STRING"), to)
         return _cast(arg, self._spark_type(to))
 
     def _timestamp_literal(self, arg: exp.Expression, with_tz: bool) -> exp.Expression | None:

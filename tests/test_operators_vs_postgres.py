@@ -235,6 +235,40 @@ def test_json_members_match_postgres(connections) -> None:
     assert not wrong, "\n".join(wrong)
 
 
+# json ->> and #> / #>> paths: a member as text keeps its digits (get_json_object read
+# 12345678901234567890.12 as a double: 1.2345678901234567E19); #> / #>> were 42883. A path element
+# is an object key, or an array index where it reads as an integer ('00', '+1'), per level; a NULL
+# element gives NULL; a jsonb scalar has no element 0 for #> (it has for ->>).
+JSON_PATH_DOCS = ["'{\"big\": 12345678901234567890.12, \"tiny\": -0.000000000000000000000123, \"i\": 123456789012345678901234567890, "
+                  "\"s\": \"caf\u00e9 \\n \\\"q\\\"\", \"t\": true, \"n\": null, \"o\": {\"1\": \"one\", \"a\": [10, {\"c\": \"deep\"}]}}'",
+                  "'[{\"a\": {\"b\": [10, {\"c\": [7, 8]}]}}, 5, \"x\", [1, [2, 3]]]'", "'\"scalar\"'", "'42'", "'{}'", "NULL"]
+JSON_PATHS = ["'{big}'", "'{tiny}'", "'{i}'", "'{s}'", "'{t}'", "'{n}'", "'{o,1}'", "'{o,a,1,c}'", "'{o,a,0}'",
+              "'{o,a,00}'", "'{o,a,+1,c}'", "'{0,a,b,1,c,1}'", "'{3,1,0}'", "'{1}'", "'{0}'", "'{missing}'",
+              "'{o,NULL}'", "'{o, a , 1}'", "ARRAY['o', 'a']"]
+# paths to an object or array: as text (#>>, ->>) tidegate prints them compactly (documented)
+_CONTAINER_PATHS = {"'{0}'", "'{o, a , 1}'", "ARRAY['o', 'a']"}
+JSON_PATH_EXPRESSIONS = (
+    [f"j #> {path}" for path in JSON_PATHS]
+    + [f"{c} #>> {path}" for c in ("j", "js") for path in JSON_PATHS if path not in _CONTAINER_PATHS]
+    + ["j ->> 'big'", "j ->> 'tiny'", "j ->> 'i'", "j ->> 's'", "j ->> 'n'", "j ->> 't'", "j ->> 1", "j ->> 2",
+       "j -> 'o' ->> '1'", "j -> 'o' -> 'a' ->> 0", "js ->> 'big'", "js ->> 2", "j #> '{}'",
+       "pg_typeof(j #>> '{o}')::text", "pg_typeof(js #> '{o}')::text", "pg_typeof(j ->> 'o')::text",
+       "(j #>> '{big}')::numeric + 1", "j #>> '{o,a,0}' = '10'"])
+
+
+def test_json_paths_match_postgres(connections) -> None:
+    oconn, sconn = connections
+    for conn in (oconn, sconn):
+        conn.execute("DROP TABLE IF EXISTS op_jpath")
+        conn.execute("CREATE TABLE op_jpath (k int, j jsonb, js json)")
+        for k, doc in enumerate(JSON_PATH_DOCS):
+            conn.execute(f"INSERT INTO op_jpath VALUES ({k}, {doc}, {doc})")
+    statements = [f"SELECT k, {e} FROM op_jpath ORDER BY k" for e in JSON_PATH_EXPRESSIONS]
+    statements += [f"SELECT {doc}::jsonb #>> {path}" for doc in JSON_PATH_DOCS[:2] for path in JSON_PATHS[:8]]
+    wrong = _differences(oconn, sconn, statements)
+    assert not wrong, f"{len(wrong)} of {len(statements)} differ:\n" + "\n".join(wrong[:30])
+
+
 # Row values: (a, b) prints as record_out prints it ("(1,x)", fields quoted when empty or holding
 # quotes, commas, parentheses, backslashes or spaces; NULL empty), typed record, in text and binary
 # (record_send); it printed as JSON ('{"a": 1, ...}') before.
