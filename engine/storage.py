@@ -181,12 +181,7 @@ def _parse_timestamp(text: str, with_tz: bool) -> datetime:
 
 
 def _parse_time_us(text: str) -> int:
-    s = text.strip()
-    s = re.sub(r"([+-]\d{2}(:?\d{2})?|Z)$", "", s) if re.search(r"\d[+-]\d{2}(:?\d{2})?$|Z$", s) else s
-    t = time.fromisoformat(s) if s.count(":") >= 1 else None
-    if t is None:
-        raise ValueError(text)
-    return ((t.hour * 60 + t.minute) * 60 + t.second) * 1_000_000 + t.microsecond
+    return pgvalues.parse_time(text)
 
 
 def _time_us(v: Any) -> int:

@@ -441,6 +441,12 @@ def _array_index(text: str) -> int | None:
     return value if -(2 ** 31) <= value < 2 ** 31 else None
 
 
+# expressions whose value is one of their operands' (or an aggregate / window of it): over time
+# (stored and computed as microseconds since midnight) their result is time, printed as time
+_TIME_KEEPING = (exp.Min, exp.Max, exp.Coalesce, exp.Greatest, exp.Least, exp.Lag, exp.Lead, exp.FirstValue,
+                 exp.LastValue, exp.NthValue, exp.Case, exp.If, exp.Nullif, exp.AnyValue, exp.Bracket)
+
+
 def _row_value(node: exp.Expression) -> bool:
     """Whether ``node`` is a row value: ``(a, b)``, or a scalar subquery selecting one."""
     node = node.unnest()
@@ -829,16 +835,8 @@ def _interval_value(iv: PgInterval, node: exp.Expression) -> exp.Expression:
 
 
 def _time_micros(text: str) -> int:
-    """'HH:MM[:SS[.ffffff]]' -> microseconds since midnight (22007 when malformed)."""
-    match = re.fullmatch(r"\s*(\d{1,2}):(\d{2})(?::(\d{2})(?:\.(\d{1,6}))?)?\s*", text)
-    if not match:
-        raise SqlError("22007", f'invalid input syntax for type time: "{text}"')
-    hours, minutes = int(match.group(1)), int(match.group(2))
-    seconds = int(match.group(3) or 0)
-    frac = int((match.group(4) or "0").ljust(6, "0"))
-    if hours > 24 or minutes > 59 or seconds > 60:
-        raise SqlError("22008", f'date/time field value out of range: "{text}"')
-    return ((hours * 60 + minutes) * 60 + seconds) * 1_000_000 + frac
+    """time input -> microseconds since midnight (tidegate.pgvalues.parse_time: 24:00:00 included)."""
+    return pgvalues.parse_time(text)
 
 
 def _micros_literal(td: _dt.timedelta) -> int:
@@ -2092,6 +2090,19 @@ class _Translator:
             return ColumnType(NUMERIC)  # 1.50 keeps its written scale
         if isinstance(node, (exp.Add, exp.Sub)) and _dtype(node) == _T.TIME:
             return ColumnType(TIME)
+        if _dtype(node) == _T.TIME and isinstance(inner, _TIME_KEEPING):
+            return ColumnType(TIME)  # a time column's value chosen or carried (kept as microseconds)
+        if isinstance(node, exp.Subquery) and isinstance(node.this, exp.Select) and len(node.this.expressions) == 1:
+            carried = _Translator._output_type_base(node.this.expressions[0].unalias())
+            if carried is not None and carried.pg == TIME:
+                return carried  # (SELECT max(t) ...): a time
+        if isinstance(node, exp.WithinGroup) and isinstance(node.this, (exp.PercentileDisc, exp.Mode)) \
+                and isinstance(node.expression, exp.Order) and node.expression.expressions \
+                and _dtype(node.expression.expressions[0].this) == _T.TIME:
+            return ColumnType(TIME)
+        if isinstance(inner, exp.ArrayAgg) and _dtype(_aggregate_value(
+                inner.this.this if isinstance(inner.this, exp.Order) else inner.this)) == _T.TIME:
+            return _column_type_of(exp.DataType.build("ARRAY<TIME>"))
         if isinstance(node, (exp.Interval, exp.MakeInterval, exp.JustifyHours, exp.JustifyDays, exp.JustifyInterval)) or (
                 isinstance(node, (exp.Add, exp.Sub, exp.Neg)) and _dtype(node) == _T.INTERVAL):
             return ColumnType(INTERVAL)
@@ -2368,6 +2379,21 @@ class _Translator:
             self._coerce_literal_operands(node)
             if isinstance(node, (exp.EQ, exp.NEQ, exp.NullSafeEQ, exp.NullSafeNEQ)):
                 self._interval_text_operands(node)
+        if isinstance(node, (exp.Coalesce, exp.Greatest, exp.Least, exp.Nullif, exp.Case, exp.Lag, exp.Lead)):
+            # a time among the values chosen from: an untyped literal beside it is a time (kept as
+            # microseconds); Spark would refuse BIGINT beside STRING
+            if isinstance(node, exp.Case):
+                values = [i.args.get("true") for i in node.args.get("ifs") or []] + [node.args.get("default")]
+            elif isinstance(node, (exp.Lag, exp.Lead)):
+                values = [node.this, node.args.get("default")]
+            elif isinstance(node, exp.Nullif):
+                values = [node.this, node.expression]
+            else:
+                values = [node.this, *node.expressions]
+            clock = next((v for v in values if v is not None and _dtype(v) == _T.TIME), None)
+            if clock is not None:
+                for v in values:
+                    self._coerce_literal(v, clock)
         if isinstance(node, exp.Between):  # x BETWEEN 'a' AND 'b': the bounds take x's type
             for bound in ("low", "high"):
                 self._coerce_literal(node.args.get(bound), node.this)
@@ -2683,6 +2709,8 @@ class _Translator:
         key = keys[0].this if isinstance(keys[0], exp.Ordered) else keys[0]
         if name == "percentile_disc" and (_dtype(key) in _INTEGER_TYPES or _dtype(key) == _T.DECIMAL):
             out = _cast(out, self._spark_type(key.type))
+        elif name == "percentile_disc" and _dtype(key) == _T.TIME:
+            out = _typed(_cast(out, "BIGINT"), key.type)  # one of the times (microseconds), a time
         return out
 
     def _div(self, node: exp.Div) -> exp.Expression | None:
@@ -3154,7 +3182,7 @@ class _Translator:
             return _func("rpad", _func("substring", text, exp.Literal.number(1), exp.Literal.number(n)),
                          exp.Literal.number(n), _string(" "))
         if t == _T.TIME:
-            return self._time_value(arg, src)
+            return _typed(self._time_value(arg, src), to)
         if t == _T.DATE and isinstance(arg, exp.Literal) and arg.is_string:
             # date input by PostgreSQL's rules (tidegate.pgvalues, as parameters, COPY and storage
             # read it): '20240101', 'epoch', 'today' in the session zone; infinity refused
@@ -3372,6 +3400,25 @@ class _Translator:
             # day-time intervals are apart; epoch counts a month as 30 days, a year as 365.25)
             value: exp.Expression = exp.Literal.number(str(pgvalues.interval_part(iv.months, iv.days, iv.micros, unit)))
             out_scale = pgvalues.INTERVAL_PART_SCALES[unit]
+        elif src_type == _T.TIME:
+            # time is microseconds since midnight here (24:00:00 is 86400000000)
+            us = _cast(source.copy(), "DECIMAL(20,0)")
+            within_minute = exp.Mod(this=us.copy(), expression=exp.Literal.number(60_000_000))
+            if part == "hour":
+                value = _func("floor", exp.Div(this=us, expression=exp.Literal.number(3_600_000_000)))
+            elif part == "minute":
+                value = exp.Mod(this=_func("floor", exp.Div(this=us, expression=exp.Literal.number(60_000_000))),
+                                expression=exp.Literal.number(60))
+            elif part == "second":
+                value, out_scale = exp.Div(this=within_minute, expression=exp.Literal.number(1_000_000)), 6
+            elif part == "milliseconds":
+                value, out_scale = exp.Div(this=within_minute, expression=exp.Literal.number(1000)), 3
+            elif part == "microseconds":
+                value = within_minute
+            elif part == "epoch":
+                value, out_scale = exp.Div(this=us, expression=exp.Literal.number(1_000_000)), 6
+            else:
+                raise SqlError("0A000", f'unit "{part}" not supported for type time without time zone')
         elif src_type == _T.INTERVAL:
             if part == "epoch":
                 value = exp.Add(

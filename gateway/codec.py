@@ -50,7 +50,7 @@ from tidegate.errors import SqlError
 from tidegate.pgvalues import (ARROW_ZONES_END_US, BOOL_FALSE, BOOL_TRUE, cast_number_texts, check_json, jsonb_text,
                                datetime_input_error, infinity_refused, numeric_at_scale, numeric_exact, own_scale,
                                parse_bool, parse_bytea, parse_date, parse_flat_array, parse_float, parse_int,
-                               parse_interval_fields, parse_numeric, parse_timestamp, spark_zone, zone_info,
+                               parse_interval_fields, parse_numeric, parse_time, parse_timestamp, spark_zone, zone_info,
                                zone_offset_at, WIDE_DECIMAL)
 from tidegate.pgtypes import UNCONSTRAINED_NUMERIC, ColumnType
 from tidegate.results import ResultField
@@ -743,8 +743,12 @@ def _text_time(arr: pa.Array) -> pa.Array:
     if arr.type != pa.time64("us"):
         arr = arr.cast(pa.time64("us"), safe=False)
     us = _to_np(arr.cast(pa.int64()))
-    plain = pa.Array.from_buffers(pa.time64("us"), len(arr), [None, pa.py_buffer(us.astype(np.int64))])
-    return _with_nulls(_trim_fraction_fixed(pc.cast(plain, pa.string()), us), arr)
+    midnight = us == _US_PER_DAY  # 24:00:00, which PostgreSQL's time holds and Arrow cannot print
+    plain = pa.Array.from_buffers(pa.time64("us"), len(arr), [None, pa.py_buffer(np.where(midnight, 0, us).astype(np.int64))])
+    text = _trim_fraction_fixed(pc.cast(plain, pa.string()), us)
+    if midnight.any():
+        text = pc.if_else(pa.array(midnight), pa.scalar("24:00:00"), text)
+    return _with_nulls(text, arr)
 
 
 @lru_cache(maxsize=64)
@@ -1518,9 +1522,6 @@ def _syntax(ctype_name: str, s: str) -> SqlError:
     return SqlError(code, f'invalid input syntax for type {_ERR_TYPE_NAMES.get(ctype_name, ctype_name)}: "{s}"')
 
 
-_TIME_RE = re.compile(r"(\d{1,2}):(\d{1,2})(?::(\d{1,2})(?:\.(\d*))?)?")
-
-
 def _parse_numeric(ctype: ColumnType, s: str) -> decimal.Decimal:
     d = parse_numeric(s)
     if ctype.precision is not None and d.is_finite():
@@ -1536,30 +1537,6 @@ def _parse_numeric(ctype: ColumnType, s: str) -> decimal.Decimal:
 
 def _days_to_date(days: int) -> _dt.date:
     return _dt.date(1970, 1, 1) + _dt.timedelta(days=days)
-
-
-def _time_us(name: str, s: str, h: str, mi: str, sec: str | None, frac: str | None) -> int:
-    hh, mm, ss = int(h), int(mi), int(sec or 0)
-    us = int(((frac or "") + "000000")[:6]) if frac else 0
-    if frac and len(frac) > 6 and frac[6] >= "5":
-        us += 1
-    if mm > 59 or ss > 60 or hh > 24 or (hh == 24 and (mm or ss or us)):
-        raise SqlError("22008", f'date/time field value out of range: "{s}"')
-    return ((hh * 60 + mm) * 60 + ss) * 1_000_000 + us
-
-
-_TIME_TZ = re.compile(r"\s*(?:Z|UTC|GMT|[+-]\d{1,2}(?::?\d{2}(?::?\d{2})?)?)\Z", re.I)
-
-
-def _parse_time_us(s: str) -> int:
-    text = s.strip()
-    m = _TIME_RE.match(text)
-    if m and m.end() < len(text) and _TIME_TZ.fullmatch(text[m.end():]):
-        text = text[:m.end()]  # time without time zone ignores a zone, as PostgreSQL does
-    m = _TIME_RE.fullmatch(text)
-    if not m:
-        raise _syntax("time", s)
-    return _time_us("time", s, *m.groups())
 
 
 _EPOCH = _dt.datetime(1970, 1, 1)
@@ -1636,7 +1613,7 @@ def parse_text_value(ctype: ColumnType, s: str, *, timezone: str = "UTC") -> Any
         except ValueError:
             raise datetime_input_error(s, "date") from None
     if name == "time":
-        us = _parse_time_us(s)
+        us = parse_time(s)
         if us == _US_PER_DAY:
             return _dt.time(23, 59, 59, 999999)
         return (_dt.datetime.min + _dt.timedelta(microseconds=us)).time()
@@ -1882,7 +1859,7 @@ def _text_to_arrow_slow(strings: pa.Array, ctype: ColumnType, timezone: str) -> 
             continue
         try:
             if name == "time":
-                out.append(_parse_time_us(s))
+                out.append(parse_time(s))
                 continue
             out.append(_py_for_arrow(parse_text_value(ctype, s, timezone=timezone), ctype))
         except SqlError as e:

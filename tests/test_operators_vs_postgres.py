@@ -269,6 +269,42 @@ def test_json_paths_match_postgres(connections) -> None:
     assert not wrong, f"{len(wrong)} of {len(statements)} differ:\n" + "\n".join(wrong[:30])
 
 
+# time values carried by aggregates, windows, CASE and the like (time is kept as microseconds
+# since midnight): max(t), lag(t), CASE ... printed the microseconds as a number; extract / date_part
+# of a time and greatest(t, '10:30') failed with Spark's wording; '24:00:00' (a time PostgreSQL
+# holds) read as 00:00 as a constant and was refused in INSERT.
+TIME_ROWS = ["(1, '10:00', 1)", "(2, '11:30:00.5', 1)", "(3, NULL, 2)", "(4, '24:00:00', 2)", "(5, '23:59:60', 3)",
+             "(6, '00:00:00.000001', 3)", "(7, '23:59:59.9999995', 3)"]
+TIME_VALUES = ["t", "time '10:15'", "'24:00'::time"]
+TIME_EXPRESSIONS = [
+    "max({x})", "min({x})", "max(DISTINCT {x})", "array_agg({x} ORDER BY k)", "(array_agg({x} ORDER BY k))[2]",
+    "percentile_disc(0.5) WITHIN GROUP (ORDER BY {x})", "mode() WITHIN GROUP (ORDER BY {x})",
+]
+TIME_ROW_EXPRESSIONS = [
+    "{x}", "extract(hour from {x})", "extract(minute from {x})", "extract(second from {x})", "extract(epoch from {x})",
+    "extract(milliseconds from {x})", "extract(microseconds from {x})", "date_part('hour', {x})",
+    "greatest({x}, '10:30')", "least({x}, time '10:30')", "coalesce({x}, '00:01')", "nullif({x}, '10:00')",
+    "CASE WHEN k % 2 = 0 THEN {x} ELSE '09:00' END", "lag({x}) OVER (ORDER BY k)", "lead({x}, 1, '05:00') OVER (ORDER BY k)",
+    "first_value({x}) OVER (PARTITION BY g ORDER BY k)", "max({x}) OVER (PARTITION BY g)", "{x} + interval '1 minute'",
+    "{x}::text", "{x} = '24:00:00'", "{x} > '23:59:59'", "(SELECT max(t) FROM op_time i WHERE i.k < op_time.k)",
+]
+
+
+def test_time_values_print_as_time(connections) -> None:
+    oconn, sconn = connections
+    for conn in (oconn, sconn):
+        conn.execute("DROP TABLE IF EXISTS op_time")
+        conn.execute("CREATE TABLE op_time (k int, t time, g int)")
+        conn.execute(f"INSERT INTO op_time VALUES {', '.join(TIME_ROWS)}")
+    statements = [f"SELECT {e.format(x=x)} FROM op_time" for e in TIME_EXPRESSIONS for x in TIME_VALUES[:1]]
+    statements += [f"SELECT g, {e.format(x='t')} FROM op_time GROUP BY g ORDER BY g" for e in TIME_EXPRESSIONS[:4]]
+    statements += [f"SELECT k, {e.format(x=x)} FROM op_time ORDER BY k" for e in TIME_ROW_EXPRESSIONS for x in TIME_VALUES]
+    statements += ["SELECT '24:00:00'::time, '23:59:60'::time, '23:59:59.9999995'::time", "SELECT '24:00:00.5'::time",
+                   "SELECT extract(day from time '10:00')", "SELECT k, t FROM op_time ORDER BY t, k"]
+    wrong = _differences(oconn, sconn, statements)
+    assert not wrong, f"{len(wrong)} of {len(statements)} differ:\n" + "\n".join(wrong[:30])
+
+
 # Row values: (a, b) prints as record_out prints it ("(1,x)", fields quoted when empty or holding
 # quotes, commas, parentheses, backslashes or spaces; NULL empty), typed record, in text and binary
 # (record_send); it printed as JSON ('{"a": 1, ...}') before.

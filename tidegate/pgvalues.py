@@ -1009,6 +1009,34 @@ def _reject_constant(name: str) -> None:
     raise ValueError(name)  # NaN, Infinity: Python's json accepts them, JSON does not
 
 
+_TIME_RE = re.compile(r"(\d{1,2}):(\d{1,2})(?::(\d{1,2})(?:\.(\d*))?)?")
+_TIME_ZONE_SUFFIX = re.compile(r"\s*(?:Z|UTC|GMT|[+-]\d{1,2}(?::?\d{2}(?::?\d{2})?)?)\Z", re.I)
+DAY_US = 86_400_000_000  # 24:00:00, the largest time PostgreSQL takes
+
+
+def parse_time(text: str) -> int:
+    """time input as PostgreSQL reads it, in microseconds after midnight: ``HH:MM[:SS[.f]]``, a
+    zone after it ignored (time without time zone), a fraction rounded to microseconds, second 60
+    and 24:00:00 itself taken (0 .. DAY_US). 22007 for malformed text, 22008 for a field out of
+    range."""
+    stripped = text.strip()
+    m = _TIME_RE.match(stripped)
+    if m and m.end() < len(stripped) and _TIME_ZONE_SUFFIX.fullmatch(stripped[m.end():]):
+        stripped = stripped[:m.end()]
+    m = _TIME_RE.fullmatch(stripped)
+    if not m:
+        raise SqlError("22007", f'invalid input syntax for type time: "{text}"')
+    h, mi, sec, frac = m.groups()
+    hh, mm, ss = int(h), int(mi), int(sec or 0)
+    us = int(((frac or "") + "000000")[:6]) if frac else 0
+    if frac and len(frac) > 6 and frac[6] >= "5":
+        us += 1
+    total = ((hh * 60 + mm) * 60 + ss) * 1_000_000 + us
+    if mm > 59 or ss > 60 or hh > 24 or total > DAY_US:
+        raise SqlError("22008", f'date/time field value out of range: "{text}"')
+    return total
+
+
 def check_json(text: str) -> None:
     """json / jsonb input: 22P02 unless ``text`` is one JSON value."""
     _json_document(text)
