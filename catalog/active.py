@@ -95,19 +95,89 @@ def fenced_connection(url: str, name: str) -> Any:
     return conn
 
 
-class CatalogLock:
-    """The active gateway's lock on a PostgreSQL catalog (see the module docstring)."""
+class TakenElsewhere(Exception):
+    """Another gateway holds the lock a :class:`ConfirmedLock` tried to take again."""
 
-    def __init__(self, url: str) -> None:
-        self._url = url
+
+class ConfirmedLock:
+    """A session-level advisory lock held on a connection of its own (``_conn``), confirmed every
+    WATCH_S by :meth:`_watch` (a connection the database ended is replaced and the lock taken again
+    by :meth:`_retake`) and fenced by :meth:`_fence`: unconfirmed for FENCE_S, or taken elsewhere,
+    :meth:`_lost` stops the gateway before the database can let another gateway have it."""
+
+    what = "the lock"  # how the log names it
+
+    def __init__(self) -> None:
         self._conn: Any = None
-        self._listen = ""
-        self._role = ACTIVE_PREFIX
-        self._on_lost: Callable[[str], None] | None = None
         self._guard = threading.Lock()
         self._stop = threading.Event()
-        self._watcher: threading.Thread | None = None
         self._confirmed = 0.0
+        self._on_lost: Callable[[str], None] | None = None
+
+    def _retake(self) -> None:
+        """Open a new connection and take the lock again on it; TakenElsewhere when another
+        gateway holds it, DataDirLockError or psycopg.Error when it cannot tell now."""
+        raise NotImplementedError
+
+    def _watch(self) -> None:
+        import psycopg
+
+        threading.Thread(target=self._fence, name="tidegate-lock-fence", daemon=True).start()
+        while not self._stop.wait(WATCH_S):
+            with self._guard:
+                if self._stop.is_set():
+                    return
+                try:
+                    self._conn.execute("SELECT 1")
+                    self._confirmed = time.monotonic()
+                    continue
+                except psycopg.Error:
+                    pass
+                try:
+                    self._conn.close()
+                except psycopg.Error:
+                    pass
+                try:
+                    self._retake()
+                    self._confirmed = time.monotonic()
+                    log.warning("the catalog database ended the connection holding %s; taken again", self.what)
+                    continue
+                except TakenElsewhere as exc:
+                    why = f"lost {self.what} to another gateway: {exc}"
+                except (psycopg.Error, DataDirLockError) as exc:
+                    log.warning("%s is not confirmed (retrying): %s", self.what, exc)
+                    continue
+            self._lost(why)
+            return
+
+    def _fence(self) -> None:
+        while not self._stop.wait(0.5):
+            unconfirmed = time.monotonic() - self._confirmed
+            if unconfirmed >= FENCE_S:
+                self._lost(f"could not confirm {self.what} for {unconfirmed:.0f} s: stopping before "
+                           "another gateway may take over")
+                return
+
+    def _lost(self, why: str) -> None:
+        if self._stop.is_set():
+            return
+        self._stop.set()
+        log.critical("%s", why)
+        if self._on_lost is not None:
+            self._on_lost(why)
+
+
+class CatalogLock(ConfirmedLock):
+    """The active gateway's lock on a PostgreSQL catalog (see the module docstring)."""
+
+    what = "the catalog's lock"
+
+    def __init__(self, url: str) -> None:
+        super().__init__()
+        self._url = url
+        self._listen = ""
+        self._role = ACTIVE_PREFIX
+        self._watcher: threading.Thread | None = None
 
     def acquire(self, listen: str = "", on_lost: Callable[[str], None] | None = None,
                 standby: Callable[[str], None] | None = None) -> CatalogLock:
@@ -188,51 +258,11 @@ class CatalogLock:
                 time.sleep(1.0)
             time.sleep(POLL_S)
 
-    def _watch(self) -> None:
-        """Confirm the lock every WATCH_S (taking it again on a new connection when the database
-        ended the old one). The confirmation itself may hang (a database that stops answering):
-        :meth:`_fence` watches its age from a thread of its own."""
-        import psycopg
-
-        threading.Thread(target=self._fence, name="catalog-lock-fence", daemon=True).start()
-        while not self._stop.wait(WATCH_S):
-            with self._guard:
-                if self._stop.is_set():
-                    return
-                try:
-                    self._conn.execute("SELECT 1")
-                    self._confirmed = time.monotonic()
-                    continue
-                except psycopg.Error:
-                    pass
-                try:
-                    self._conn.close()
-                except psycopg.Error:
-                    pass
-                try:
-                    self._conn = self._take()
-                    self._confirmed = time.monotonic()
-                    log.warning("the catalog database ended the connection holding the catalog's lock; "
-                                "taken again")
-                except CatalogInUse as exc:
-                    self._lost(f"lost the catalog's lock to another gateway: {exc}")
-                    return
-                except DataDirLockError as exc:
-                    log.warning("the catalog's lock is not confirmed (retrying): %s", exc)
-
-    def _fence(self) -> None:
-        while not self._stop.wait(0.5):
-            unconfirmed = time.monotonic() - self._confirmed
-            if unconfirmed >= FENCE_S:
-                self._lost(f"could not confirm the catalog's lock for {unconfirmed:.0f} s: stopping before "
-                           "another gateway may take over")
-                return
-
-    def _lost(self, why: str) -> None:
-        self._stop.set()
-        log.critical("%s", why)
-        if self._on_lost is not None:
-            self._on_lost(why)
+    def _retake(self) -> None:
+        try:
+            self._conn = self._take()
+        except CatalogInUse as exc:
+            raise TakenElsewhere(str(exc)) from None
 
     def release(self) -> None:
         self._stop.set()

@@ -133,16 +133,7 @@ class _Postgres:
         self._conn = self._connect()
 
     def _connect(self) -> Any:
-        import psycopg
-
-        try:
-            return psycopg.connect(self._url, autocommit=True, connect_timeout=10,
-                                   application_name="tidegate catalog")
-        except psycopg.Error as exc:
-            raise SqlError("58030", f"could not connect to the catalog database {redact(self._url)}: "
-                           f"{str(exc).strip()}",
-                           hint="Check the catalog setting (--catalog, TIDEGATE_CATALOG) and that the "
-                                "database accepts connections.") from None
+        return pg_connect(self._url, "tidegate catalog")
 
     def execute(self, sql: str, params: Sequence[Any] | None = None) -> Any:
         import psycopg
@@ -201,6 +192,20 @@ class _Postgres:
 
     def close(self) -> None:
         self._conn.close()
+
+
+def pg_connect(url: str, application_name: str,
+               hint: str = "Check the catalog setting (--catalog, TIDEGATE_CATALOG) and that the database "
+                           "accepts connections.") -> Any:
+    """An autocommit connection to the catalog database; 58030 naming it (password hidden) when
+    it cannot be had."""
+    import psycopg
+
+    try:
+        return psycopg.connect(url, autocommit=True, connect_timeout=10, application_name=application_name)
+    except psycopg.Error as exc:
+        raise SqlError("58030", f"could not connect to the catalog database {redact(url)}: {str(exc).strip()}",
+                       hint=hint) from None
 
 
 def connect(target: str | Path) -> _Sqlite | _Postgres:

@@ -25,14 +25,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from catalog.db import redact
+from catalog.db import pg_connect
 from tidegate.errors import SqlError
 
 # Namespaces (the first int4 key): a table's commits, and the gate of multi-commit transactions.
 TABLE_NS = int.from_bytes(b"tdtb", "big", signed=True)
 GATE_NS = int.from_bytes(b"tdgt", "big", signed=True)
 IDLE_KEPT = 8
-CONNECT_TIMEOUT_S = 10
 
 
 def table_key(location: str) -> int:
@@ -51,21 +50,13 @@ class SharedLocks:
         self._closed = False
 
     def _connection(self) -> Any:
-        import psycopg
-
         with self._guard:
             while self._idle:
                 conn = self._idle.pop()
                 if not conn.closed:
                     return conn
-        try:
-            return psycopg.connect(self._url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S,
-                                   application_name="tidegate locks")
-        except psycopg.Error as exc:
-            raise SqlError("58030", f"could not connect to the catalog database {redact(self._url)}: "
-                           f"{str(exc).strip()}",
-                           hint="The gateways of a catalog lock tables there; check that the database "
-                                "accepts connections.") from None
+        return pg_connect(self._url, "tidegate locks", hint="The gateways of a catalog lock tables there; check "
+                                                            "that the database accepts connections.")
 
     def _give_back(self, conn: Any) -> None:
         with self._guard:

@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from catalog.active import FENCE_S, WATCH_S, fenced_connection
+from catalog.active import ConfirmedLock, TakenElsewhere, fenced_connection
 from catalog.db import is_postgres, redact
 from catalog.lock import DataDirLockError
 
@@ -77,17 +77,18 @@ def journal_slots(data_dir: Path | str) -> list[int]:
     return sorted(found)
 
 
-class GatewaySlot:
+class GatewaySlot(ConfirmedLock):
     """This gateway's slot among the gateways of the catalog at ``target`` (see the module docstring)."""
 
     def __init__(self, target: str | Path) -> None:
+        super().__init__()
         self._url = str(target) if is_postgres(target) else None
-        self._conn: Any = None
-        self._guard = threading.Lock()
-        self._stop = threading.Event()
-        self._confirmed = 0.0
         self._listen = ""
         self.number = 0
+
+    @property
+    def what(self) -> str:  # type: ignore[override]
+        return f"gateway slot {self.number}"
 
     @property
     def shared(self) -> bool:
@@ -102,6 +103,7 @@ class GatewaySlot:
             return self
         import psycopg
 
+        self._on_lost = on_lost
         try:
             self._conn = self._connect()
             for n in range(MAX_SLOTS):
@@ -109,9 +111,7 @@ class GatewaySlot:
                     self.number = n
                     self._conn.execute("SELECT set_config('application_name', %s, false)", (self._name(),))
                     self._confirmed = time.monotonic()
-                    threading.Thread(target=self._watch, args=(on_lost,), name="gateway-slot", daemon=True).start()
-                    threading.Thread(target=self._fence, args=(on_lost,), name="gateway-slot-fence",
-                                     daemon=True).start()
+                    threading.Thread(target=self._watch, name="gateway-slot", daemon=True).start()
                     return self
         except psycopg.Error as exc:
             raise DataDirLockError(f"could not take a gateway slot in the catalog database {redact(self._url)}: "
@@ -170,49 +170,10 @@ class GatewaySlot:
             return None
         return m.group(1).strip("[]"), int(m.group(2))
 
-    def _watch(self, on_lost: Callable[[str], None] | None) -> None:
-        """Confirm the slot every WATCH_S, as the active gateway confirms the catalog's lock."""
-        import psycopg
-
-        while not self._stop.wait(WATCH_S):
-            with self._guard:
-                if self._stop.is_set():
-                    return
-                try:
-                    self._conn.execute("SELECT 1")
-                    self._confirmed = time.monotonic()
-                    continue
-                except psycopg.Error:
-                    pass
-                try:
-                    self._conn.close()
-                    self._conn = self._connect()
-                    held = self._conn.execute("SELECT pg_try_advisory_lock(%s, %s)",
-                                              (SLOT_NS, self.number)).fetchone()[0]
-                except (psycopg.Error, DataDirLockError) as exc:
-                    log.warning("gateway slot %d not confirmed (retrying): %s", self.number, exc)
-                    continue
-                if held:
-                    self._confirmed = time.monotonic()
-                    continue
-            self._lost(on_lost, f"gateway slot {self.number} was taken by another gateway while this one was cut off")
-            return
-
-    def _fence(self, on_lost: Callable[[str], None] | None) -> None:
-        """Stop the gateway when the slot has not been confirmed for FENCE_S (the confirmation may
-        hang on a database that stopped answering), before the database lets another take it."""
-        while not self._stop.wait(0.5):
-            if time.monotonic() - self._confirmed >= FENCE_S:
-                self._lost(on_lost, f"could not confirm gateway slot {self.number} for {FENCE_S:.0f} s")
-                return
-
-    def _lost(self, on_lost: Callable[[str], None] | None, why: str) -> None:
-        if self._stop.is_set():
-            return
-        self._stop.set()
-        log.critical("%s: stopping", why)
-        if on_lost is not None:
-            on_lost(why)
+    def _retake(self) -> None:
+        self._conn = self._connect()
+        if not self._conn.execute("SELECT pg_try_advisory_lock(%s, %s)", (SLOT_NS, self.number)).fetchone()[0]:
+            raise TakenElsewhere("taken while this gateway was cut off from the catalog database")
 
     def sweep(self, candidates: Iterable[int], recover: Callable[[int], None]) -> list[int]:
         """Call ``recover(slot)`` for each other slot of ``candidates`` (those with something

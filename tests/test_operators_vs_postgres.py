@@ -124,6 +124,14 @@ def test_text_functions_take_text_only(connections) -> None:
     assert refused > len(TEXT_CALLS) * 8, refused  # most column types have no text functions
 
 
+def _table_on_both(connections, name: str, columns: str, rows: list[str]) -> None:
+    """Table ``name`` (``columns``) with ``rows`` (SQL row constructors) on PostgreSQL and tidegate."""
+    for conn in connections:
+        conn.execute(f"DROP TABLE IF EXISTS {name}")
+        conn.execute(f"CREATE TABLE {name} ({columns})")
+        conn.execute(f"INSERT INTO {name} VALUES {', '.join(rows)}")
+
+
 def _differences(oconn: psycopg.Connection, sconn: psycopg.Connection, statements: list[str]) -> list[str]:
     """The statements whose outcome on tidegate (rows as text, or SQLSTATE and message) is not
     PostgreSQL's, each with both outcomes."""
@@ -258,11 +266,8 @@ JSON_PATH_EXPRESSIONS = (
 
 def test_json_paths_match_postgres(connections) -> None:
     oconn, sconn = connections
-    for conn in (oconn, sconn):
-        conn.execute("DROP TABLE IF EXISTS op_jpath")
-        conn.execute("CREATE TABLE op_jpath (k int, j jsonb, js json)")
-        for k, doc in enumerate(JSON_PATH_DOCS):
-            conn.execute(f"INSERT INTO op_jpath VALUES ({k}, {doc}, {doc})")
+    _table_on_both(connections, "op_jpath", "k int, j jsonb, js json",
+                   [f"({k}, {doc}, {doc})" for k, doc in enumerate(JSON_PATH_DOCS)])
     statements = [f"SELECT k, {e} FROM op_jpath ORDER BY k" for e in JSON_PATH_EXPRESSIONS]
     statements += [f"SELECT {doc}::jsonb #>> {path}" for doc in JSON_PATH_DOCS[:2] for path in JSON_PATHS[:8]]
     wrong = _differences(oconn, sconn, statements)
@@ -292,10 +297,7 @@ TIME_ROW_EXPRESSIONS = [
 
 def test_time_values_print_as_time(connections) -> None:
     oconn, sconn = connections
-    for conn in (oconn, sconn):
-        conn.execute("DROP TABLE IF EXISTS op_time")
-        conn.execute("CREATE TABLE op_time (k int, t time, g int)")
-        conn.execute(f"INSERT INTO op_time VALUES {', '.join(TIME_ROWS)}")
+    _table_on_both(connections, "op_time", "k int, t time, g int", TIME_ROWS)
     statements = [f"SELECT {e.format(x=x)} FROM op_time" for e in TIME_EXPRESSIONS for x in TIME_VALUES[:1]]
     statements += [f"SELECT g, {e.format(x='t')} FROM op_time GROUP BY g ORDER BY g" for e in TIME_EXPRESSIONS[:4]]
     statements += [f"SELECT k, {e.format(x=x)} FROM op_time ORDER BY k" for e in TIME_ROW_EXPRESSIONS for x in TIME_VALUES]

@@ -56,6 +56,20 @@ def _insert_keys(url: str, warehouse: str, t: TableDef, writer: int, keys: list[
     out.put((writer, stored, refused))
 
 
+def _run_all(work: list[tuple]) -> list:
+    """Run each (function, args) in a process of its own at once; what each put on its queue
+    (the queue is its last argument), once every one exited cleanly."""
+    out = _SPAWN.Queue()
+    procs = [_SPAWN.Process(target=fn, args=(*args, out)) for fn, args in work]
+    for p in procs:
+        p.start()
+    results = [out.get(timeout=300) for _ in procs]
+    for p in procs:
+        p.join(timeout=60)
+        assert p.exitcode == 0
+    return results
+
+
 def _shared_catalog(pg_oracle) -> str:
     return create_database(pg_oracle.url, f"tg_locks_{next(_names)}_{int(time.time() * 1000) % 10**9}")
 
@@ -69,15 +83,7 @@ def test_one_primary_key_stored_once_across_processes(pg_oracle, tmp_path: Path)
     TableStore(warehouse).create(t)
     rng = random.Random(7)
     plans = [rng.sample(range(60), 40) for _ in range(4)]
-    out = _SPAWN.Queue()
-    procs = [_SPAWN.Process(target=_insert_keys, args=(url, str(warehouse), t, w, keys, out))
-             for w, keys in enumerate(plans)]
-    for p in procs:
-        p.start()
-    results = [out.get(timeout=300) for _ in procs]
-    for p in procs:
-        p.join(timeout=60)
-        assert p.exitcode == 0
+    results = _run_all([(_insert_keys, (url, str(warehouse), t, w, keys)) for w, keys in enumerate(plans)])
     stored = pa.table(DeltaTable(t.location).to_pyarrow_table()).to_pylist()
     ids = [r["id"] for r in stored]
     assert len(ids) == len(set(ids)), f"duplicate keys: {sorted(i for i in ids if ids.count(i) > 1)}"
@@ -126,15 +132,8 @@ def test_a_transaction_over_two_tables_is_seen_whole_by_another_process(pg_oracl
     a, b = _table(warehouse, "a", 16410), _table(warehouse, "b", 16411)
     for t in (a, b):
         TableStore(warehouse).create(t)
-    out = _SPAWN.Queue()
-    procs = [_SPAWN.Process(target=_watch, args=(url, str(warehouse), (a, b), 25.0, out)) for _ in range(2)]
-    procs.append(_SPAWN.Process(target=_transfer, args=(url, str(warehouse), (a, b), 60, out)))
-    for p in procs:
-        p.start()
-    results = [out.get(timeout=300) for _ in procs]
-    for p in procs:
-        p.join(timeout=60)
-        assert p.exitcode == 0
+    results = _run_all([(_watch, (url, str(warehouse), (a, b), 25.0))] * 2
+                       + [(_transfer, (url, str(warehouse), (a, b), 60))])
     readers = [r for r in results if r[0] == "reader"]
     assert all(r[1] > 20 for r in readers), readers  # the readers did read while commits went on
     assert [r[2] for r in readers] == [[], []]
