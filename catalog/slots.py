@@ -84,6 +84,9 @@ class GatewaySlot(ConfirmedLock):
         super().__init__()
         self._url = str(target) if is_postgres(target) else None
         self._listen = ""
+        # one sweep at a time in this process: an advisory lock is re-entrant within its session,
+        # so two threads of one gateway could otherwise both "take" a dead slot and recover it
+        self._sweeping = threading.Lock()
         self.number = 0
 
     @property
@@ -182,6 +185,10 @@ class GatewaySlot(ConfirmedLock):
         the slots recovered."""
         if self._url is None:
             return []
+        with self._sweeping:
+            return self._sweep(candidates, recover)
+
+    def _sweep(self, candidates: Iterable[int], recover: Callable[[int], None]) -> list[int]:
         import psycopg
 
         done = []

@@ -39,7 +39,6 @@ from sqlglot import exp
 
 from catalog.roles import DATABASE_OID
 from catalog import slots
-from catalog.db import is_postgres
 from catalog.slots import GatewaySlot
 from catalog.store import TEMP_SCHEMA_PREFIX, Catalog, TableDef, is_temp_schema
 from catalog.txn import CatalogTxn
@@ -93,6 +92,7 @@ class Engine:
 
         self.settings = settings
         self.catalog = catalog
+        self._own_slot = slot is None  # taken here: let go at shutdown (else the caller's)
         self.slot = slot or GatewaySlot(settings.catalog_target).take()
         self._stopping = threading.Event()
         self.runtime = runtime or sparkmod.SparkRuntime(settings)
@@ -111,8 +111,7 @@ class Engine:
             log.info("completed %d transaction(s) interrupted during COMMIT", recovered)
         # Temporary tables of sessions of a gateway that died (kill -9) belong to no session now:
         # every one on an embedded catalog (one gateway), this slot's and jobs' on a shared one.
-        shared = is_postgres(settings.catalog_target)
-        self._discard_temp_schemas(lambda pid: not shared or slots.slot_of_pid(pid) in (n, None))
+        self._discard_temp_schemas(lambda pid: not self.slot.shared or slots.slot_of_pid(pid) in (n, None))
         self.sweep_slots()
         # The events table exists from the first start on; its recorder queues events at once
         # and commits them once started (engine.events).
@@ -235,6 +234,8 @@ class Engine:
         self.maintenance.stop()
         self.events.close()  # last of the recorders' sources: what they recorded is committed
         self.runtime.stop()
+        if self._own_slot:
+            self.slot.release()
 
 
 @dataclass
