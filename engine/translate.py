@@ -447,6 +447,55 @@ _TIME_KEEPING = (exp.Min, exp.Max, exp.Coalesce, exp.Greatest, exp.Least, exp.La
                  exp.LastValue, exp.NthValue, exp.Case, exp.If, exp.Nullif, exp.AnyValue, exp.Bracket)
 
 
+def _interval_span(text: exp.Expression) -> exp.Expression:
+    """The length of a stored interval (PostgreSQL's text form: ``1 year -2 mons +3 days
+    -04:05:06.5``) in microseconds, as PostgreSQL orders and compares intervals: a month is 30
+    days, a day 24 hours (interval_cmp). Two intervals are equal when their lengths are."""
+    def number(pattern: str, scale: int = 0) -> exp.Expression:
+        found = _func("regexp_extract", text.copy(), _string(pattern), exp.Literal.number(1))
+        value = _cast(exp.Nullif(this=found, expression=_string("")), f"DECIMAL(38,{scale})")
+        return _func("coalesce", value, exp.Literal.number(0))
+
+    clock = "([+-]?)([0-9]+):([0-9]+):([0-9]+(?:[.][0-9]+)?)"
+    months = exp.Add(this=exp.Mul(this=number("([+-]?[0-9]+) years?"), expression=exp.Literal.number(12)),
+                     expression=number("([+-]?[0-9]+) mons?"))
+    days = exp.Add(this=exp.Mul(this=exp.paren(months), expression=exp.Literal.number(30)),
+                   expression=number("([+-]?[0-9]+) days?"))
+
+    def clock_part(group: int, scale: int = 0) -> exp.Expression:
+        found = _func("regexp_extract", text.copy(), _string(clock), exp.Literal.number(group))
+        return _func("coalesce", _cast(exp.Nullif(this=found, expression=_string("")), f"DECIMAL(38,{scale})"),
+                     exp.Literal.number(0))
+
+    micros = exp.Add(this=exp.Add(this=exp.Mul(this=clock_part(2), expression=exp.Literal.number(3_600_000_000)),
+                                  expression=exp.Mul(this=clock_part(3), expression=exp.Literal.number(60_000_000))),
+                     expression=exp.Mul(this=clock_part(4, 6), expression=exp.Literal.number(1_000_000)))
+    negative = exp.EQ(this=_func("regexp_extract", text.copy(), _string(clock), exp.Literal.number(1)),
+                      expression=_string("-"))
+    signed = exp.If(this=negative, true=exp.Neg(this=exp.paren(micros)), false=micros)
+    span = exp.Add(this=exp.Mul(this=exp.paren(days), expression=exp.Literal.number(86_400_000_000)),
+                   expression=exp.paren(signed))
+    whole = _cast(span, "DECIMAL(38,0)")
+    return exp.If(this=exp.Is(this=text.copy(), expression=exp.Null()), true=_cast(exp.Null(), "DECIMAL(38,0)"),
+                  false=whole)
+
+
+def _interval_length(node: exp.Expression) -> exp.Expression | None:
+    """``node``'s length in microseconds (see :func:`_interval_span`) when it is a stored interval
+    column, an interval constant or an untyped literal / NULL beside one; else None."""
+    iv = node.meta.get("pg_interval") if node.meta else None
+    if iv is not None:
+        return exp.Literal.number((iv.months * 30 + iv.days) * 86_400_000_000 + iv.micros)
+    if isinstance(node, exp.Column) and _dtype(node) == _T.INTERVAL:
+        return _interval_span(node.copy())
+    if isinstance(node, exp.Literal) and node.is_string:
+        months, days, micros = pgvalues.parse_interval_fields(node.name)
+        return exp.Literal.number((months * 30 + days) * 86_400_000_000 + micros)
+    if isinstance(node, exp.Null):
+        return _cast(exp.Null(), "DECIMAL(38,0)")
+    return None
+
+
 def _row_value(node: exp.Expression) -> bool:
     """Whether ``node`` is a row value: ``(a, b)``, or a scalar subquery selecting one."""
     node = node.unnest()
@@ -2394,12 +2443,36 @@ class _Translator:
             if clock is not None:
                 for v in values:
                     self._coerce_literal(v, clock)
+        if isinstance(node, (exp.Between, exp.In)) and isinstance(node.this, exp.Column) \
+                and _dtype(node.this) == _T.INTERVAL and not node.args.get("query"):
+            # a stored interval against interval bounds or items: by length, as PostgreSQL compares
+            others = [node.args.get("low"), node.args.get("high")] if isinstance(node, exp.Between) else node.expressions
+            lengths = [_interval_length(o) for o in others]
+            if any(x is None for x in lengths):
+                raise SqlError("0A000", f'comparison on the interval column "{node.this.name}" with a value '
+                               "computed at run time is not supported",
+                               hint="Compare it with interval constants, or store the duration as a number.")
+            for o, length in zip(others, lengths):
+                o.replace(length)
+            node.this.replace(_interval_span(node.this.copy()))
         if isinstance(node, exp.Between):  # x BETWEEN 'a' AND 'b': the bounds take x's type
             for bound in ("low", "high"):
                 self._coerce_literal(node.args.get(bound), node.this)
         if isinstance(node, exp.In) and not node.args.get("query"):  # x IN ('a', 'b'): as x = 'a' OR ...
             for item in node.expressions:
                 self._coerce_literal(item, node.this)
+        if isinstance(node, exp.Ordered) and isinstance(node.this, exp.Column) and _dtype(node.this) == _T.INTERVAL:
+            node.set("this", _interval_span(node.this.copy()))  # ORDER BY a stored interval: by length
+        if isinstance(node, (exp.Max, exp.Min)) and isinstance(node.this, exp.Column) \
+                and _dtype(node.this) == _T.INTERVAL:
+            # the longest / shortest stored interval itself (its text), not the text's order
+            chosen = _func("max_by" if isinstance(node, exp.Max) else "min_by", node.this.copy(),
+                           _interval_span(node.this.copy()))
+            return _typed(chosen, node.this.type)
+        if isinstance(node, (exp.Greatest, exp.Least)) and any(
+                isinstance(a, exp.Column) and _dtype(a) == _T.INTERVAL for a in [node.this, *node.expressions]):
+            raise SqlError("0A000", f"{'greatest' if isinstance(node, exp.Greatest) else 'least'}() over an interval "
+                           "column is not supported", hint="Use CASE with comparisons of the values.")
         if isinstance(node, (exp.Sum, exp.Avg)) and not isinstance(node.this, exp.Literal):
             if _dtype(node.this) in _STRING_TYPES:
                 fname = "sum" if isinstance(node, exp.Sum) else "avg"
@@ -2941,12 +3014,17 @@ class _Translator:
     @staticmethod
     def _check_stored_interval(node: exp.Expression) -> None:
         """Interval columns are stored as PostgreSQL's interval text, which Spark cannot compute
-        with: refuse arithmetic on them rather than let Spark read the text as a number."""
+        with: a comparison with another interval (a column, a constant, an untyped literal)
+        compares their lengths, as PostgreSQL does ('1 mon' = '30 days', '1 day' < '25:00:00');
+        arithmetic is refused rather than let Spark read the text as a number."""
+        if isinstance(node, exp.Predicate) and any(
+                isinstance(o, exp.Column) and _dtype(o) == _T.INTERVAL for o in (node.this, node.args.get("expression"))):
+            left, right = _interval_length(node.this), _interval_length(node.expression)
+            if left is not None and right is not None:
+                node.this.replace(left)
+                node.expression.replace(right)
+                return
         for operand, other in ((node.this, node.args.get("expression")), (node.args.get("expression"), node.this)):
-            if isinstance(node, (exp.EQ, exp.NEQ)) and other is not None and (
-                    (other.meta and other.meta.get("pg_interval") is not None)
-                    or (isinstance(other, exp.Literal) and other.is_string) or isinstance(other, exp.Null)):
-                continue  # (in)equality with a constant compares the canonical text
             if isinstance(operand, exp.Column) and _dtype(operand) == _T.INTERVAL:
                 what = "comparison" if isinstance(node, exp.Predicate) else "arithmetic"
                 raise SqlError("0A000", f'{what} on the interval column "{operand.name}" is not supported',

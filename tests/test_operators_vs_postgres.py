@@ -307,6 +307,34 @@ def test_time_values_print_as_time(connections) -> None:
     assert not wrong, f"{len(wrong)} of {len(statements)} differ:\n" + "\n".join(wrong[:30])
 
 
+# Stored intervals (kept as PostgreSQL's text) are ordered and compared by length, as PostgreSQL
+# does (30-day months, 24-hour days): ORDER BY, max / min, BETWEEN and IN used the text's order
+# ('9 days' > '10 days'), '1 day' = '24:00:00' was false, iv > interval '1 week' was 0A000.
+INTERVAL_ROWS = ["(1, '9 days', 1)", "(2, '10 days', 1)", "(3, '1 mon', 2)", "(4, '25 hours', 2)", "(5, NULL, 3)",
+                 "(6, '-1 days +02:00:00', 3)", "(7, '1 year -2 mons', 3)", "(8, '00:00:00.5', 1)", "(9, '24:00:00', 1)",
+                 "(10, '-00:00:01', 2)"]
+INTERVAL_STATEMENTS = [
+    "SELECT k FROM op_iv ORDER BY iv, k", "SELECT k FROM op_iv ORDER BY iv DESC NULLS LAST, k",
+    "SELECT k, iv AS x FROM op_iv ORDER BY x, k", "SELECT max(iv), min(iv) FROM op_iv",
+    "SELECT g, max(iv), min(iv) FROM op_iv GROUP BY g ORDER BY g", "SELECT k, rank() OVER (ORDER BY iv) FROM op_iv ORDER BY k",
+    "SELECT k, max(iv) OVER (PARTITION BY g ORDER BY k) FROM op_iv ORDER BY k",
+    "SELECT k, iv > interval '1 week', iv = '1 mon', iv = interval '30 days', iv <= '1 day', iv <> '24:00:00', "
+    "iv < '0', iv >= interval '-1 day' FROM op_iv ORDER BY k",
+    "SELECT k FROM op_iv WHERE iv BETWEEN '1 day' AND '2 weeks' ORDER BY k",
+    "SELECT k FROM op_iv WHERE iv NOT BETWEEN interval '1 second' AND '30 days' ORDER BY k",
+    "SELECT k FROM op_iv WHERE iv IN ('1 day', '30 days', '-1 second') ORDER BY k",
+    "SELECT k FROM op_iv WHERE iv = '1 day' OR iv = '720:00:00' ORDER BY k",
+    "SELECT a.k, b.k FROM op_iv a JOIN op_iv b ON a.iv < b.iv AND b.k = 4 ORDER BY 1, 2",
+]
+
+
+def test_stored_intervals_compare_by_length(connections) -> None:
+    oconn, sconn = connections
+    _table_on_both(connections, "op_iv", "k int, iv interval, g int", INTERVAL_ROWS)
+    wrong = _differences(oconn, sconn, INTERVAL_STATEMENTS)
+    assert not wrong, f"{len(wrong)} of {len(INTERVAL_STATEMENTS)} differ:\n" + "\n".join(wrong)
+
+
 # Row values: (a, b) prints as record_out prints it ("(1,x)", fields quoted when empty or holding
 # quotes, commas, parentheses, backslashes or spaces; NULL empty), typed record, in text and binary
 # (record_send); it printed as JSON ('{"a": 1, ...}') before.
