@@ -32,6 +32,7 @@ import re
 import socket
 import threading
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from datetime import datetime, timezone
 from typing import Any
@@ -99,7 +100,7 @@ class TakenElsewhere(Exception):
     """Another gateway holds the lock a :class:`ConfirmedLock` tried to take again."""
 
 
-class ConfirmedLock:
+class ConfirmedLock(ABC):
     """A session-level advisory lock held on a connection of its own (``_conn``), confirmed every
     WATCH_S by :meth:`_watch` (a connection the database ended is replaced and the lock taken again
     by :meth:`_retake`) and fenced by :meth:`_fence`: unconfirmed for FENCE_S, or taken elsewhere,
@@ -114,10 +115,10 @@ class ConfirmedLock:
         self._confirmed = 0.0
         self._on_lost: Callable[[str], None] | None = None
 
+    @abstractmethod
     def _retake(self) -> None:
         """Open a new connection and take the lock again on it; TakenElsewhere when another
         gateway holds it, DataDirLockError or psycopg.Error when it cannot tell now."""
-        raise NotImplementedError
 
     def _watch(self) -> None:
         import psycopg

@@ -30,7 +30,8 @@ from pathlib import Path
 from typing import Any
 
 from catalog.active import ConfirmedLock, TakenElsewhere, fenced_connection
-from catalog.db import is_postgres, redact
+from catalog.db import is_postgres, pg_connect, redact
+from tidegate.errors import SqlError
 from catalog.lock import DataDirLockError
 
 log = logging.getLogger(__name__)
@@ -87,6 +88,8 @@ class GatewaySlot(ConfirmedLock):
         # one sweep at a time in this process: an advisory lock is re-entrant within its session,
         # so two threads of one gateway could otherwise both "take" a dead slot and recover it
         self._sweeping = threading.Lock()
+        self._lookup: Any = None  # address_of's connection
+        self._lookup_guard = threading.Lock()
         self.number = 0
 
     @property
@@ -158,14 +161,18 @@ class GatewaySlot(ConfirmedLock):
             return None
         import psycopg
 
-        with self._guard:
+        # A connection of its own: lookups come from clients' cancel requests (any number, from
+        # anyone), and must never hold up the watcher that keeps the slot confirmed (_guard).
+        with self._lookup_guard:
             try:
-                row = self._conn.execute(
+                if self._lookup is None or self._lookup.closed:
+                    self._lookup = pg_connect(self._url, "tidegate slot lookup")
+                row = self._lookup.execute(
                     "SELECT a.application_name FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid "
                     "WHERE l.locktype = 'advisory' AND l.granted AND l.classid = %s AND l.objid = %s "
                     "AND l.objsubid = 2 AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())",
                     (SLOT_NS & 0xFFFFFFFF, n)).fetchone()
-            except psycopg.Error as exc:
+            except (psycopg.Error, SqlError) as exc:
                 log.warning("could not look up gateway slot %d: %s", n, exc)
                 return None
         m = _LISTENING.match(row[0]) if row else None
@@ -216,6 +223,10 @@ class GatewaySlot(ConfirmedLock):
 
     def release(self) -> None:
         self._stop.set()
+        with self._lookup_guard:
+            if self._lookup is not None:
+                self._lookup.close()
+                self._lookup = None
         with self._guard:
             if self._conn is not None and not self._conn.closed:
                 self._conn.close()
