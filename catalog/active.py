@@ -1,27 +1,28 @@
-"""Which gateway is active on a PostgreSQL catalog: one at a time, the others standing by.
+"""Which gateway leads a PostgreSQL catalog's background work: one at a time, the others follow.
 
-Everything a gateway does alone today (flows, refresh schedules, compaction, TTL, the key checks
-of PRIMARY KEY tables, the commit journal it recovers at start, the catalog's version it keeps in
-memory) assumes no other gateway works on the same catalog and warehouse. So one gateway is
-active: it holds a session-level advisory lock of the catalog database on a connection of its own
-for its whole life, as the data-dir lock holds a flock. The database releases the lock when that
-connection ends, kill -9 of the gateway included.
+Every gateway of a PostgreSQL catalog serves statements: reads, writes, DDL and jobs, from any of
+them, on one warehouse (the catalog's version, the tables' commit locks and the visibility gate
+are shared through the catalog database: catalog/store.py, catalog/shared_locks.py). The work that
+is not yet split into per-item leases -- flows, refresh schedules and the recovery of refreshes,
+compaction, TTL clean-up -- is led by one gateway: the holder of a session-level advisory lock of
+the catalog database, taken on a connection of its own for the leader's whole life. The database
+releases the lock when that connection ends, kill -9 of the gateway included.
 
-A gateway started while another is active is a standby: it says so, starts Spark (the slow part
-of a start) and waits for the lock without listening, so a load balancer that checks the port sends
-clients to the active gateway only. When the active gateway dies the standby takes the lock within
-:data:`POLL_S`, opens the data directory (the same path: shared storage), recovers what the dead
-gateway left (its interrupted commits, flows, jobs, refreshes: the start of any gateway) and
-listens. bench/ha.py measures the take-over.
+A gateway started while another leads follows: it listens and serves at once, and waits for the
+lock in the background (trying every :data:`POLL_S`). When the leader dies a follower takes the
+lock and starts the led work (recovering what the dead leader left: refreshes in flight, flows
+from their stored versions). Statements that need the led work's owner (CREATE / ALTER / DROP
+FLOW, ADMIN FLUSH_FLOW, REFRESH TABLE) are refused on a follower with 0A000 naming the leader.
+bench/ha.py measures the take-over.
 
-Fencing. A gateway must stop working before another starts, also when it is cut off from the
-catalog database rather than dead, for the database then ends its connection (and releases the
-lock) on its own. The lock's connection asks the database to drop it after :data:`SERVER_DROP_S`
-seconds of silence (TCP keepalives and user timeout, both sides), and a watcher confirms the lock
-every :data:`WATCH_S` seconds; a gateway that has not confirmed it for :data:`FENCE_S` seconds,
-or finds another gateway holding it, exits at once (``on_lost``), well before the database lets a
-standby have it. While the connection is only interrupted (the database restarted, a terminated
-backend) the watcher takes the lock again on a new one.
+Fencing. A leader must stop before another starts, also when it is cut off from the catalog
+database rather than dead, for the database then ends its connection (and releases the lock) on
+its own. The lock's connection asks the database to drop it after :data:`SERVER_DROP_S` seconds of
+silence (TCP keepalives and user timeout, both sides), and a watcher confirms the lock every
+:data:`WATCH_S` seconds; a gateway that has not confirmed it for :data:`FENCE_S` seconds, or finds
+another gateway holding it, exits at once (``on_lost``), well before the database lets a follower
+have it. While the connection is only interrupted (the database restarted, a terminated backend)
+the watcher takes the lock again on a new one.
 """
 
 from __future__ import annotations
@@ -46,19 +47,19 @@ from tidegate import sqllex
 
 log = logging.getLogger(__name__)
 
-# pg_try_advisory_lock's key held by the active gateway of a PostgreSQL catalog.
+# pg_try_advisory_lock's key held by the leading gateway of a PostgreSQL catalog.
 GATEWAY_LOCK = int.from_bytes(b"tdgate-1", "big")
-WATCH_S = 2.0  # how often the active gateway confirms its lock
+WATCH_S = 2.0  # how often the leader confirms its lock
 CHECK_TIMEOUT_S = 4  # connecting, or TCP data left unacknowledged, fails after this long
 FENCE_S = 8.0  # unconfirmed for this long: the gateway exits (within another 0.5 s)
 SERVER_DROP_S = 20  # the database drops the lock's silent connection after about this long
-POLL_S = 0.25  # how often a standby tries to take the lock
-STANDBY_PREFIX = "tidegate standby"
-ACTIVE_PREFIX = "tidegate gateway"
+POLL_S = 0.25  # how often a follower tries to take the lock
+FOLLOWER_PREFIX = "tidegate follower"
+LEADER_PREFIX = "tidegate leader"
 
 
 class CatalogInUse(DataDirLockError):
-    """Another gateway holds the PostgreSQL catalog; ``holder`` describes it."""
+    """Another gateway leads the PostgreSQL catalog; ``holder`` describes it."""
 
     def __init__(self, message: str, holder: str) -> None:
         super().__init__(message)
@@ -169,32 +170,35 @@ class ConfirmedLock(ABC):
 
 
 class CatalogLock(ConfirmedLock):
-    """The active gateway's lock on a PostgreSQL catalog (see the module docstring)."""
+    """The leading gateway's lock on a PostgreSQL catalog (see the module docstring)."""
 
-    what = "the catalog's lock"
+    what = "the catalog's lead"
 
     def __init__(self, url: str) -> None:
         super().__init__()
         self._url = url
         self._listen = ""
-        self._role = ACTIVE_PREFIX
+        self._role = LEADER_PREFIX
         self._watcher: threading.Thread | None = None
 
     def acquire(self, listen: str = "", on_lost: Callable[[str], None] | None = None,
-                standby: Callable[[str], None] | None = None) -> CatalogLock:
+                follow: Callable[[str], None] | None = None) -> CatalogLock:
         """Take the lock and watch it. Held by another gateway: CatalogInUse naming it, or with
-        ``standby``, call it once with the holder's description and wait for the lock."""
+        ``follow``, call it once with the holder's description and wait for the lock (a
+        follower's wait, in a thread of its own; returns unheld if released meanwhile)."""
         self._listen, self._on_lost = listen, on_lost
         try:
             self._conn = self._take()
         except CatalogInUse as exc:
-            if standby is None:
+            if follow is None:
                 raise
-            self._role = STANDBY_PREFIX
-            standby(exc.holder)
-            self._conn = self._wait()
-            self._role = ACTIVE_PREFIX
-            self._rename()
+            self._role = FOLLOWER_PREFIX
+            follow(exc.holder)
+            if not self._wait():
+                return self  # released while following
+            with self._guard:
+                self._role = LEADER_PREFIX
+                self._rename()
         self._confirmed = time.monotonic()
         self._watcher = threading.Thread(target=self._watch, name="catalog-lock", daemon=True)
         self._watcher.start()
@@ -210,9 +214,15 @@ class CatalogLock(ConfirmedLock):
             self._listen = listen
             self._rename()
 
+    @property
+    def leading(self) -> bool:
+        return self._role == LEADER_PREFIX and self._conn is not None and not self._stop.is_set()
+
     def _rename(self) -> None:
         import psycopg
 
+        if self._conn is None or self._conn.closed:
+            return  # named when connected
         try:
             self._conn.execute("SELECT set_config('application_name', %s, false)", (self._name(),))
         except psycopg.Error:
@@ -230,7 +240,7 @@ class CatalogLock(ConfirmedLock):
             "JOIN pg_stat_activity a ON a.pid = l.pid WHERE l.locktype = 'advisory' AND l.granted "
             "AND l.classid = %s AND l.objid = %s AND l.objsubid = 1",
             (GATEWAY_LOCK >> 32, GATEWAY_LOCK & 0xFFFFFFFF)).fetchone()
-        mine = f"{ACTIVE_PREFIX} {_process()}"
+        mine = f"{LEADER_PREFIX} {_process()}"
         if holder is not None and (holder[1] == mine or str(holder[1]).startswith(mine + " ")):
             # Our own earlier connection, not yet ended by the database: end it and take the lock.
             conn.execute("SELECT pg_terminate_backend(%s)", (holder[0],))
@@ -239,25 +249,31 @@ class CatalogLock(ConfirmedLock):
                 return conn
         who = f"{holder[1]} (connected from {holder[2] or 'a local socket'} at {holder[3]})" if holder else "unknown"
         conn.close()
-        raise CatalogInUse(f"the catalog {redact(self._url)} is in use by another gateway: {who}", who)
+        raise CatalogInUse(f"the catalog {redact(self._url)} is led by another gateway: {who}", who)
 
-    def _wait(self) -> Any:
-        """A standby's wait: try every POLL_S on one connection (a new one if it breaks)."""
+    def _wait(self) -> bool:
+        """A follower's wait: try every POLL_S on one connection (a new one if it breaks), kept as
+        ``_conn`` so the other gateways see this one (:func:`gateway_rows`). False once released."""
         import psycopg
 
-        conn = None
-        while True:
+        while not self._stop.is_set():
             try:
-                conn = conn if conn is not None and not conn.closed else self._connect()
-                if conn.execute("SELECT pg_try_advisory_lock(%s)", (GATEWAY_LOCK,)).fetchone()[0]:
-                    return conn
+                with self._guard:
+                    if self._stop.is_set():
+                        return False
+                    if self._conn is None or self._conn.closed:
+                        self._conn = self._connect()
+                    if self._conn.execute("SELECT pg_try_advisory_lock(%s)", (GATEWAY_LOCK,)).fetchone()[0]:
+                        return True
             except (psycopg.Error, DataDirLockError) as exc:
-                log.warning("standing by: the catalog database is not reachable (retrying): %s", exc)
-                if conn is not None:
-                    conn.close()
-                conn = None
-                time.sleep(1.0)
-            time.sleep(POLL_S)
+                log.warning("following: the catalog database is not reachable (retrying): %s", exc)
+                with self._guard:
+                    if self._conn is not None:
+                        self._conn.close()
+                    self._conn = None
+                self._stop.wait(1.0)
+            self._stop.wait(POLL_S)
+        return False
 
     def _retake(self) -> None:
         try:
@@ -280,9 +296,10 @@ GATEWAYS_COLUMNS: list[tuple[str, pa.DataType]] = [
     ("started", pa.timestamp("us", tz="UTC")), ("last_heartbeat", pa.timestamp("us", tz="UTC")),
     ("owns", pa.string()),
 ]
-# What the active gateway runs alone (the standbys: nothing until they take over).
-ACTIVE_OWNS = "statements, flows, refresh schedules, jobs, compaction, TTL clean-up"
-_NAME = re.compile(rf"^({re.escape(ACTIVE_PREFIX)}|{re.escape(STANDBY_PREFIX)}) (pid \S+)(?: listening on (\S+))?$")
+# What the leader runs, and what every gateway does.
+LEADER_OWNS = "statements, jobs, flows, refresh schedules, compaction, TTL clean-up"
+FOLLOWER_OWNS = "statements, jobs"
+_NAME = re.compile(rf"^({re.escape(LEADER_PREFIX)}|{re.escape(FOLLOWER_PREFIX)}) (pid \S+)(?: listening on (\S+))?$")
 _this_gateway: dict[str, Any] = {}
 
 
@@ -291,33 +308,48 @@ def this_gateway(listen: str) -> None:
     _this_gateway.update(gateway_id=_process(), address=listen, started=datetime.now(timezone.utc))
 
 
+def _lock_connections(catalog: Any) -> list[tuple[Any, ...]]:
+    """(application_name, backend_start, query_start, holds the lead) of every gateway's lead
+    connection: the leader's, and each follower's waiting one."""
+    return catalog.read(
+        "SELECT a.application_name, a.backend_start, a.query_start, EXISTS (SELECT 1 FROM pg_locks l "
+        "WHERE l.pid = a.pid AND l.locktype = 'advisory' AND l.granted AND l.classid = ? AND l.objid = ? "
+        "AND l.objsubid = 1) FROM pg_stat_activity a WHERE a.datname = current_database() "
+        f"AND (a.application_name LIKE '{LEADER_PREFIX} pid %' OR a.application_name LIKE '{FOLLOWER_PREFIX} pid %') "
+        "ORDER BY a.backend_start", (GATEWAY_LOCK >> 32, GATEWAY_LOCK & 0xFFFFFFFF))
+
+
 def gateway_rows(catalog: Any) -> pa.Table:
-    """One row per gateway of ``catalog``: on PostgreSQL every connection holding or waiting for
-    the catalog's lock (its last heartbeat: the lock's last confirmation, or the standby's last
-    try); on the embedded catalog this gateway."""
+    """One row per gateway of ``catalog``: on PostgreSQL every gateway's lead connection (its last
+    heartbeat: the leader's last confirmation, or the follower's last try); on the embedded
+    catalog this gateway, the leader."""
     cols: dict[str, list[Any]] = {n: [] for n, _ in GATEWAYS_COLUMNS}
     rows: list[tuple[Any, ...]] = []
     if catalog.backend == "postgresql":
-        found = catalog.read(
-            "SELECT a.application_name, a.backend_start, a.query_start, EXISTS (SELECT 1 FROM pg_locks l "
-            "WHERE l.pid = a.pid AND l.locktype = 'advisory' AND l.granted AND l.classid = ? AND l.objid = ? "
-            "AND l.objsubid = 1) FROM pg_stat_activity a WHERE a.datname = current_database() "
-            "AND (a.application_name LIKE 'tidegate gateway pid %' OR a.application_name LIKE 'tidegate standby pid %') "
-            "ORDER BY a.backend_start", (GATEWAY_LOCK >> 32, GATEWAY_LOCK & 0xFFFFFFFF))
-        for name, started, heartbeat, holds in found:
+        for name, started, heartbeat, holds in _lock_connections(catalog):
             m = _NAME.match(str(name))
             if m is None:
                 continue
-            role = "active" if holds else "standby"
-            rows.append((m.group(2), m.group(3), role, started, heartbeat, ACTIVE_OWNS if holds else ""))
+            rows.append((m.group(2), m.group(3), "leader" if holds else "follower", started, heartbeat,
+                         LEADER_OWNS if holds else FOLLOWER_OWNS))
+        rows.sort(key=lambda r: r[2] != "leader")
     elif _this_gateway:
         now = datetime.now(timezone.utc)
         g = _this_gateway
-        rows.append((g["gateway_id"], g["address"], "active", g["started"], now, ACTIVE_OWNS))
+        rows.append((g["gateway_id"], g["address"], "leader", g["started"], now, LEADER_OWNS))
     for row in rows:
         for (n, _), v in zip(GATEWAYS_COLUMNS, row):
             cols[n].append(v)
     return pa.table({n: pa.array(cols[n], t) for n, t in GATEWAYS_COLUMNS})
+
+
+def leader_of(catalog: Any) -> str:
+    """How a follower names the leading gateway in a refusal: ``pid 12@host listening on h:p``."""
+    for name, _, _, holds in _lock_connections(catalog):
+        m = _NAME.match(str(name))
+        if holds and m is not None:
+            return m.group(2) + (f" listening on {m.group(3)}" if m.group(3) else "")
+    return "none at the moment (a gateway takes over within seconds)"
 
 
 def mentions_gateway_relations(sql: str) -> bool:

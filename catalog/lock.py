@@ -11,6 +11,11 @@ found by the next holder means its predecessor died without releasing (logged at
 
 A refused :meth:`acquire` changes nothing in the data dir: the file is opened without truncation
 and nothing is written unless the flock is ours.
+
+The gateways of one PostgreSQL catalog share their data directory (catalog/active.py): each takes
+the flock *shared* (``acquire(shared=True)``), which keeps out a gateway of an embedded catalog (an
+exclusive holder) and is refused while one holds it. Shared holders leave the file's content
+alone; a refused exclusive taker says the directory is held by a PostgreSQL catalog's gateways.
 """
 
 from __future__ import annotations
@@ -49,6 +54,8 @@ class DataDirInUse(DataDirLockError):
 
 def describe_holder(holder: dict[str, str]) -> str:
     """'pid 1234, started ..., host h, listening on 127.0.0.1:5433' from a lock file's content."""
+    if holder.get("shared"):
+        return "shared by the gateways of a PostgreSQL catalog"
     if not holder.get("pid"):
         return "holder unknown: the lock file names no process"
     parts = [f"pid {holder['pid']}"]
@@ -94,15 +101,17 @@ class DataDirLock:
         self.path = self.data_dir / LOCK_FILE
         self._fd: int | None = None
         self._content: dict[str, str] = {}
+        self.shared = False
 
     @property
     def held(self) -> bool:
         return self._fd is not None
 
-    def acquire(self, listen: str = "", wait_s: float = 0.0) -> DataDirLock:
+    def acquire(self, listen: str = "", wait_s: float = 0.0, shared: bool = False) -> DataDirLock:
         """Take the lock, or raise. ``listen`` (host:port) is written for a refused gateway to show.
         ``wait_s``: how long to keep trying while another process holds it (a gateway taking over
-        from one that is exiting)."""
+        from one that is exiting). ``shared``: one of the gateways of a PostgreSQL catalog."""
+        self.shared = shared
         deadline = time.monotonic() + wait_s
         while True:
             try:
@@ -132,6 +141,8 @@ class DataDirLock:
             os.close(fd)
             raise DataDirInUse(self.data_dir, holder)
         self._fd = fd
+        if self.shared:
+            return self  # the file names the exclusive holder only
         try:
             previous = parse_holder(os.pread(fd, 4096, 0).decode(errors="replace"))
             if previous.get("pid"):
@@ -158,20 +169,41 @@ class DataDirLock:
         that has the flock but has not written its content yet)."""
         deadline = time.monotonic() + _CONTENT_WAIT_S
         while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            if self._try_flock(fd, fcntl.LOCK_SH if self.shared else fcntl.LOCK_EX):
                 return None
-            except OSError as e:
-                if e.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
-                    raise DataDirLockError(f"cannot lock data directory {self.data_dir}: {e}") from e
+            if not self.shared and self._held_shared():
+                return {"shared": "1"}
             holder = parse_holder(os.pread(fd, 4096, 0).decode(errors="replace"))
             if holder.get("pid") or time.monotonic() >= deadline:
                 return holder
             time.sleep(0.05)
 
+    def _try_flock(self, fd: int, mode: int) -> bool:
+        try:
+            fcntl.flock(fd, mode | fcntl.LOCK_NB)
+            return True
+        except OSError as e:
+            if e.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                raise DataDirLockError(f"cannot lock data directory {self.data_dir}: {e}") from e
+            return False
+
+    def _held_shared(self) -> bool:
+        """Whether the holders hold the flock shared (a shared one is granted to a new file)."""
+        try:
+            probe = os.open(self.path, os.O_RDONLY)
+        except OSError:
+            return False
+        try:
+            if self._try_flock(probe, fcntl.LOCK_SH):
+                fcntl.flock(probe, fcntl.LOCK_UN)
+                return True
+            return False
+        finally:
+            os.close(probe)
+
     def update(self, listen: str) -> None:
         """Record the address actually bound (known only after the socket is, e.g. with port 0)."""
-        if self._fd is None:
+        if self._fd is None or self.shared:
             return
         self._content["listen"] = listen
         self._write()
@@ -191,7 +223,8 @@ class DataDirLock:
         if fd is None:
             return
         try:
-            os.ftruncate(fd, 0)
+            if not self.shared:
+                os.ftruncate(fd, 0)
             os.fsync(fd)
         except OSError:
             log.warning("could not clear %s", self.path, exc_info=True)

@@ -22,6 +22,11 @@ outcome is unknown (an error after the log entry was written) is looked up by th
 before it is retried, so no batch is written twice; at start the next id is the last committed
 one plus one, so ids never repeat across restarts. A kill -9 loses only the events still queued.
 
+Several gateways of one PostgreSQL catalog record into the one table, each through its slot
+(catalog/slots.py): slot ``n`` commits under ``tidegate-events-<n>`` (slot 0: ``tidegate-events``)
+and numbers its events from ``n * SLOT_IDS + 1`` (:func:`slot_ids`), so the ids of two gateways
+never meet and each finds its own last id after a restart.
+
 Event types are dotted names (:data:`EVENT_TYPES`). Jobs (:mod:`engine.jobs`) report as
 ``job.submitted`` / ``job.started`` / ``job.finished`` / ``job.failed`` / ``job.cancelled``,
 ``object`` the job's name (or id), ``user`` who submitted it, the payload its id, what it runs and,
@@ -62,7 +67,13 @@ log = logging.getLogger(__name__)
 
 EVENTS_TABLE = "events"
 EVENTS_QUALIFIED = f"{PRIVATE_SCHEMA}.{EVENTS_TABLE}"
-APP_ID = "tidegate-events"  # the Delta application transaction of the recorder's batches
+APP_ID = "tidegate-events"  # the Delta application transaction of the recorder's batches (slot 0)
+SLOT_IDS = 10**12  # event ids per gateway slot
+
+
+def slot_ids(slot: int) -> tuple[str, int]:
+    """A slot's Delta application id and the id its events count up from (exclusive)."""
+    return (APP_ID if slot == 0 else f"{APP_ID}-{slot}"), slot * SLOT_IDS
 
 # Every event type the server records (dotted: subject.verb). ``ddl`` carries the statement.
 FLOW_CREATED = "flow.created"
@@ -85,13 +96,14 @@ DDL = "ddl"
 AUTH_FAILED = "auth.failed"
 GATEWAY_STARTED = "gateway.started"
 GATEWAY_STOPPED = "gateway.stopped"
+GATEWAY_LEADING = "gateway.leading"  # a follower took the lead of a shared catalog's background work
 EVENTS_DROPPED = "events.dropped"
 EVENT_TYPES = frozenset({
     FLOW_CREATED, FLOW_REPLACED, FLOW_DROPPED, FLOW_ACTIVATED, FLOW_SUSPENDED, FLOW_FAILED, FLOW_RECOVERED,
     FLOW_REBUILT,
     REFRESH_STARTED, REFRESH_FINISHED, REFRESH_FAILED,
     JOB_SUBMITTED, JOB_STARTED, JOB_FINISHED, JOB_FAILED, JOB_CANCELLED,
-    DDL, AUTH_FAILED, GATEWAY_STARTED, GATEWAY_STOPPED, EVENTS_DROPPED,
+    DDL, AUTH_FAILED, GATEWAY_STARTED, GATEWAY_STOPPED, GATEWAY_LEADING, EVENTS_DROPPED,
 })
 
 
@@ -183,8 +195,10 @@ class _InjectedFailure(Exception):
 class EventRecorder:
     """Queues events and commits them in batches from one writer thread (module docstring)."""
 
-    def __init__(self, catalog: Catalog, store: TableStore, settings: Settings, gateway: str = "") -> None:
+    def __init__(self, catalog: Catalog, store: TableStore, settings: Settings, gateway: str = "",
+                 slot: int = 0) -> None:
         self.catalog = catalog
+        self.app_id, self._base = slot_ids(slot)
         self.store = store
         self.enabled = bool(settings.events_enabled)
         self.gateway = gateway or f"{settings.host}:{settings.port}"
@@ -203,7 +217,7 @@ class EventRecorder:
         # every event: at 1,000 events/s that slowed the event loop recording them by ~20%.
         self._wake = threading.Event()
         self._thread: threading.Thread | None = None
-        self._next_id = 1
+        self._next_id = self._base + 1
         # Operator-only fault injection (environment, never SQL): the first N commits fail, before
         # the commit ("N") or after it landed ("N:after", an ambiguous failure).
         hook = os.environ.get("TIDEGATE_EVENTS_TEST_FAIL_COMMITS", "").strip()
@@ -252,7 +266,7 @@ class EventRecorder:
         t = self.catalog.get_table(PRIVATE_SCHEMA, EVENTS_TABLE)
         if t is not None and t.location:
             try:
-                self._next_id = (self.store.app_version(t.location, APP_ID) or 0) + 1
+                self._next_id = max(self._base, self.store.app_version(t.location, self.app_id) or 0) + 1
             except Exception:  # noqa: BLE001 - unreadable now: the first commit reads it again
                 log.exception("events: cannot read the last committed event id")
         self._thread = threading.Thread(target=self._run, name="tidegate-events", daemon=True)
@@ -350,7 +364,7 @@ class EventRecorder:
         try:
             t = self._table()
             self.store.forget(t.location or "")
-            return (self.store.app_version(t.location or "", APP_ID) or 0) >= last
+            return (self.store.app_version(t.location or "", self.app_id) or 0) >= last
         except Exception:  # noqa: BLE001 - cannot tell: treated as not landed
             return False
 
@@ -358,7 +372,7 @@ class EventRecorder:
         """The next id after a batch given up on: past anything committed (ids never repeat)."""
         try:
             t = self._table()
-            return max(first, (self.store.app_version(t.location or "", APP_ID) or 0) + 1)
+            return max(first, (self.store.app_version(t.location or "", self.app_id) or 0) + 1)
         except Exception:  # noqa: BLE001
             return first
 
@@ -379,7 +393,7 @@ class EventRecorder:
             "gateway": [self.gateway] * len(events),
             "payload": [e.payload for e in events],
         }, schema=storage_schema(t.columns))
-        self.store.apply(WriteOp(t, "append", data, app_id=APP_ID, app_version=last))
+        self.store.apply(WriteOp(t, "append", data, app_id=self.app_id, app_version=last))
         if fail:
             self._fail_commits -= 1
             raise _InjectedFailure("injected failure after the commit (TIDEGATE_EVENTS_TEST_FAIL_COMMITS)")

@@ -39,6 +39,7 @@ from sqlglot import exp
 
 from catalog.roles import DATABASE_OID
 from catalog import slots
+from catalog.shared_locks import SharedLocks
 from catalog.slots import GatewaySlot
 from catalog.store import TEMP_SCHEMA_PREFIX, Catalog, TableDef, is_temp_schema
 from catalog.txn import CatalogTxn
@@ -72,6 +73,7 @@ log = logging.getLogger(__name__)
 
 _session_ids = itertools.count(1)
 SWEEP_S = 5.0  # how often a gateway of a shared catalog looks for dead gateways' slots
+START_NS = int.from_bytes(b"tdst", "big", signed=True)  # the shared lock of gateways' start-up work
 # Spark sessions of closed connections kept for the next ones, with their temp views: a new
 # connection's first query then skips creating the views of the tables it reads (30-45 ms each).
 _IDLE_SPARK_SESSIONS = 8
@@ -85,7 +87,7 @@ class Engine:
 
     def __init__(self, settings: Settings, catalog: Catalog, runtime: sparkmod.SparkRuntime | None = None,
                  slot: GatewaySlot | None = None) -> None:
-        """``runtime``: Spark, possibly started already (a standby gateway warms it while it waits).
+        """``runtime``: Spark, possibly started already.
         ``slot``: this gateway's slot among the gateways of its catalog (catalog/slots.py; slot 0,
         the only one, on an embedded catalog)."""
         from engine.maintenance import Maintenance
@@ -97,7 +99,14 @@ class Engine:
         self._stopping = threading.Event()
         self.runtime = runtime or sparkmod.SparkRuntime(settings)
         self.reaper = TaskReaper(lambda: self.runtime.wait(0))  # tasks that ignore a cancel
-        self.store = TableStore(settings.warehouse_dir)
+        # Gateways sharing a PostgreSQL catalog share its tables: their commit locks and the
+        # visibility gate have a half in the catalog database (catalog/shared_locks.py).
+        self.shared_locks = SharedLocks(settings.catalog_target) if self.slot.shared else None
+        self.store = TableStore(settings.warehouse_dir, self.shared_locks)
+        # Whether this gateway leads the catalog's background work (flows, refresh schedules,
+        # compaction, TTL: catalog/active.py); ``leader_name`` names the leader in a refusal.
+        self.leading = threading.Event()
+        self.leader_name: Callable[[], str] = lambda: "another gateway"
         configure_file_cache(settings.interactive_cache_mb * 1024 * 1024)
         self.locks = TableLocks()  # UPDATE/DELETE/upsert write locks, held to transaction end
         # Transactions interrupted during COMMIT are completed before anything else runs: this
@@ -110,15 +119,17 @@ class Engine:
         if recovered:
             log.info("completed %d transaction(s) interrupted during COMMIT", recovered)
         # Temporary tables of sessions of a gateway that died (kill -9) belong to no session now:
-        # every one on an embedded catalog (one gateway), this slot's and jobs' on a shared one.
-        self._discard_temp_schemas(lambda pid: not self.slot.shared or slots.slot_of_pid(pid) in (n, None))
+        # every one on an embedded catalog (one gateway), this slot's on a shared one (a job's go
+        # when the job is taken over: engine/jobs.py).
+        self._discard_temp_schemas(lambda pid: not self.slot.shared or slots.slot_of_pid(pid) == n)
         self.sweep_slots()
         # The events table exists from the first start on; its recorder queues events at once
         # and commits them once started (engine.events).
         from engine.events import EventRecorder, ensure_events_table
 
-        ensure_events_table(catalog, self.store, settings)
-        self.events = EventRecorder(catalog, self.store, settings)
+        with self._starting():
+            ensure_events_table(catalog, self.store, settings)
+        self.events = EventRecorder(catalog, self.store, settings, slot=n)
         self.maintenance: Maintenance = Maintenance(self.store, catalog, settings, spark=self._maintenance_spark)
         self._maintenance_session: SparkSession | None = None
         from engine.flows import FlowRuntime
@@ -133,15 +144,45 @@ class Engine:
         self._idle_sessions: list[tuple[SparkSession, dict[str, _ViewEntry]]] = []
         self._idle_lock = threading.Lock()
 
-    def start(self) -> None:
+    @contextmanager
+    def _starting(self) -> Iterator[None]:
+        """One gateway of a shared catalog at a time creates what every gateway needs (the events
+        table, configured roles)."""
+        if self.shared_locks is None:
+            yield
+            return
+        with self.shared_locks.hold(START_NS, 0):
+            yield
+
+    def start(self, lead: bool = True) -> None:
+        """Start this gateway's work; with ``lead`` also the led work (:meth:`lead`), which a
+        follower of a shared catalog starts once it takes the lead."""
         if self.slot.shared:
             threading.Thread(target=self._sweep_slots_loop, name="tidegate-slot-sweeper", daemon=True).start()
         self.events.start()
         self.runtime.start()
+        self.jobs.start()
+        if lead:
+            self.lead()
+
+    def lead(self) -> None:
+        """Start the work one gateway of a catalog does for all: flows, refresh schedules (and
+        the recovery of refreshes a dead leader left), compaction and TTL clean-up."""
+        if self.leading.is_set() or self._stopping.is_set():
+            return
+        self.leading.set()
         self.maintenance.start()
         self.flows.start()
         self.refresh.start()
-        self.jobs.start()
+        self.jobs.wake()
+
+    def require_leader(self, what: str) -> None:
+        """0A000 on a follower for a statement only the leading gateway runs (a gateway of an
+        embedded catalog is the only one: it never follows)."""
+        if self.slot.shared and not self.leading.is_set():
+            raise SqlError("0A000", f"{what} runs on the gateway that leads this catalog's flows and refreshes, "
+                                    f"and this gateway follows; the leader is {self.leader_name()}",
+                           hint="Connect to the leading gateway (SHOW GATEWAYS lists it) and run it there.")
 
     def ready(self) -> bool:
         return self.runtime.ready()
@@ -183,9 +224,7 @@ class Engine:
         self._discard_temp_schemas(lambda pid: slots.slot_of_pid(pid) == n)
 
     def _discard_temp_schemas(self, dead: Callable[[int], bool]) -> None:
-        """Drop the temporary schemas (``pg_temp_<backend pid>``) of the sessions ``dead`` names.
-        Jobs' sessions (pids of no slot) belong to the active gateway, which starts after the last
-        one died."""
+        """Drop the temporary schemas (``pg_temp_<backend pid>``) of the sessions ``dead`` names."""
         for s in self.catalog.temp_schemas():
             if dead(int(s.name[len(TEMP_SCHEMA_PREFIX):])):
                 log.info("removing temporary schema %s left by a gateway that died", s.name)
@@ -229,11 +268,14 @@ class Engine:
     def shutdown(self) -> None:
         self._stopping.set()
         self.jobs.shutdown()  # running jobs stop and wait PENDING for the next start
-        self.refresh.shutdown()
-        self.flows.shutdown()
-        self.maintenance.stop()
+        if self.leading.is_set():
+            self.refresh.shutdown()
+            self.flows.shutdown()
+            self.maintenance.stop()
         self.events.close()  # last of the recorders' sources: what they recorded is committed
         self.runtime.stop()
+        if self.shared_locks is not None:
+            self.shared_locks.close()
         if self._own_slot:
             self.slot.release()
 

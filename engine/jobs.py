@@ -37,7 +37,9 @@ What a re-run may do (the job's *kind*, fixed at submission):
 Ownership: a running job is held through a lease row (:mod:`catalog.jobs`), renewed by the
 heartbeat; the fencing token is checked just before the commit point. With the embedded catalog
 the data-dir lock makes this gateway the only one, so at start every job another process left
-RUNNING is taken over at once; otherwise a job is taken over when its lease expired.
+RUNNING is taken over at once; otherwise a job is taken over when its lease expired. Every gateway
+of a PostgreSQL catalog runs jobs; a follower (catalog/active.py) leaves the jobs that need the
+leading gateway (``refresh`` and ``once`` jobs: REFRESH TABLE, flow statements) to the leader.
 """
 
 from __future__ import annotations
@@ -62,7 +64,7 @@ from sqlglot import exp
 from catalog import jobs as jobsmeta
 from catalog import refresh as rmeta
 from catalog.jobs import CANCELLED, FAILED, PENDING, RUNNING, SUCCEEDED, Job, LeaseLost
-from catalog.store import _type_from_json, _type_to_json
+from catalog.store import TEMP_SCHEMA_PREFIX, _type_from_json, _type_to_json
 from engine import events, ttl, txnlog
 from tidegate import dialect, sqllex, statements
 from tidegate.errors import SqlError
@@ -194,7 +196,7 @@ class JobManager:
         self.store = jobsmeta.store_for(engine.catalog)
         self.results_root = Path(engine.settings.data_dir) / "jobs"
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
-        self.lease_s = float(getattr(engine.settings, "job_lease_s", 15.0))
+        self.lease_s = float(getattr(engine.settings, "job_lease_s", 12.0))
         self.max_running = max(1, int(getattr(engine.settings, "max_running_jobs", 2)))
         self.result_ttl_s = ttl.duration_us(str(getattr(engine.settings, "job_result_ttl", "1 day"))) / 1e6
         # Catalog-only statements (pg_catalog, information_schema, constants) are answered by the
@@ -235,10 +237,17 @@ class JobManager:
             if run.thread is not None:
                 run.thread.join(timeout=10)
 
+    def wake(self) -> None:
+        """Look for work now (this gateway just took the lead: jobs only a leader runs)."""
+        self._wake.set()
+
     def _recover(self) -> None:
-        """Jobs a previous process left: commits recovery completed are SUCCEEDED; RUNNING jobs
-        are taken over (the embedded catalog's data-dir lock makes every other owner dead)."""
+        """Jobs a previous process left: commits recovery completed are SUCCEEDED; on an embedded
+        catalog RUNNING jobs are taken over (its data-dir lock makes every other owner dead); on
+        a shared one other gateways may be running them: taken over when their leases expire."""
         self._finish_recovered()
+        if self.engine.slot.shared:
+            return
         for job in self.store.with_status(RUNNING):
             self._take_over(job, "its gateway stopped")
 
@@ -257,6 +266,8 @@ class JobManager:
                 self._finished_event(job_id)
 
     def _take_over(self, job: Job, why: str) -> None:
+        # the interrupted run's temporary tables (its session's schema, named by the job's pid)
+        self.engine.discard_temp_schema(f"{TEMP_SCHEMA_PREFIX}{_JOB_PID_BASE + job.number}")
         if job.cancel_requested:
             self.store.finish(job.job_id, CANCELLED, error_code="57014", error_message="job cancelled",
                               progress="cancelled")
@@ -352,7 +363,12 @@ class JobManager:
             free = self.max_running - len(self._running)
         if free <= 0:
             return
-        for job in self.store.with_status(PENDING, limit=free):
+        leading = self.engine.leading.is_set() or not self.engine.slot.shared
+        for job in self.store.with_status(PENDING, limit=None if not leading else free):
+            if free <= 0:
+                break
+            if job.kind != TRANSACTIONAL and not leading:
+                continue  # REFRESH TABLE and flow statements run on the leading gateway
             token = self.store.claim(job.job_id, self.owner, self.gateway, self.lease_s)
             if token is None:
                 continue
@@ -362,6 +378,7 @@ class JobManager:
             run.thread = threading.Thread(target=self._run, args=(run,), name=f"tidegate-{job.job_id}", daemon=True)
             with self._guard:
                 self._running[job.job_id] = run
+            free -= 1
             run.thread.start()
 
     def _expire_results(self) -> None:

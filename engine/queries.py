@@ -259,7 +259,7 @@ class QueryStatements:
                 return RowStream.from_table([ResultField("Tables", ColumnType(TEXT)), ResultField("Table_type", ColumnType(TEXT))],
                                             pa.table({"Tables": names, "Table_type": kinds}), command="SHOW")
             return RowStream.from_table([ResultField("Tables", ColumnType(TEXT))], pa.table({"Tables": names}), command="SHOW")
-        if words[1:] == ["GATEWAYS"]:  # INFORMATION_SCHEMA.GATEWAYS: the active gateway and its standbys
+        if words[1:] == ["GATEWAYS"]:  # INFORMATION_SCHEMA.GATEWAYS: the leader and its followers
             from catalog.active import gateway_rows
 
             table = gateway_rows(self.catalog)

@@ -788,6 +788,7 @@ class RefreshManager:
         """``REFRESH TABLE name [WAIT]`` / ``SHOW REFRESH STATUS`` (trees of the dialect)."""
         if isinstance(node, dialect.ShowRefreshStatus):
             return self.status_rows()
+        self.engine.require_leader("REFRESH TABLE")  # it owns refreshes and their recovery
         name: exp.Table = node.this
         if isinstance(name.this, exp.Dot) or (name.catalog and name.catalog != DATABASE_NAME):
             raise SqlError("0A000", f'cross-database references are not implemented: "{name.sql(dialect=dialect.Tidegate)}"')

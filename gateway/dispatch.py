@@ -30,6 +30,8 @@ from tidegate.session import SessionInfo
 from tidegate.sqllex import words
 from tidegate.statements import Kind as StatementKind
 
+log = logging.getLogger(__name__)
+
 
 class BackendSession(Protocol):
     """What a connection needs from the backends: EngineSession's contract (docs/DESIGN.md)."""
@@ -799,30 +801,18 @@ def is_cheap_constant(sql: str) -> bool:
 
 
 def _fence_this_gateway(reason: str) -> None:
-    """This gateway may no longer be the active one (catalog.active): it exits at once, before a
-    standby can take over, leaving what it was doing as kill -9 would (recovered by the next
-    active gateway) rather than commit anything more."""
+    """This gateway may no longer hold its slot or the catalog's lead (catalog.active, catalog.slots):
+    it exits at once, before another gateway can take them over, leaving what it was doing as
+    kill -9 would (recovered by the gateway that takes over) rather than commit anything more."""
     logging.shutdown()
     os._exit(3)
-
-
-def _standing_by(runtime: Any) -> Callable[[str], None]:
-    def standby(holder: str) -> None:
-        print(f"tidegate standby: the catalog is held by {holder}; waiting to take over", flush=True)
-        runtime.start()  # Spark is the slow part of a start: warm while waiting
-    return standby
-
-
-# A standby that took the catalog's lock waits this long for the data dir's: the dead gateway's
-# flock goes with its process, a fenced one exits within a second.
-DATA_DIR_TAKEOVER_S = 30.0
 
 
 class RoutedBackend:
     """The real backends of a server: the catalog, its pg_catalog evaluator, and the Spark engine."""
 
     def __init__(self, settings: Settings) -> None:
-        from catalog.active import CatalogLock
+        from catalog.active import CatalogInUse, CatalogLock
         from catalog.db import is_postgres
         from catalog.lock import DataDirLock
         from catalog.pgcatalog import CatalogQueries
@@ -832,27 +822,30 @@ class RoutedBackend:
 
         listen = f"{settings.host}:{settings.port}"
         runtime = SparkRuntime(settings)
-        # On a PostgreSQL catalog one gateway is active and the others stand by until it dies
-        # (catalog.active); the active one then takes the data-dir lock as the only gateway of an
-        # embedded catalog does. That lock comes before anything touches the data dir (catalog,
-        # Spark's files, flows' checkpoints): a second backend on the same dir raises
-        # catalog.lock.DataDirInUse having changed nothing. Held until shutdown(), or death.
+        # The data-dir lock comes before anything touches the data dir (catalog, Spark's files,
+        # flows' checkpoints): a gateway of an embedded catalog takes it exclusively, and a second
+        # backend on the same dir raises catalog.lock.DataDirInUse having changed nothing; the
+        # gateways of a PostgreSQL catalog share it (all serve) and one of them leads the
+        # catalog's background work (catalog.active). Held until shutdown(), or death.
+        shared = is_postgres(settings.catalog_target)
+        self.data_dir_lock = DataDirLock(settings.data_dir).acquire(listen=listen, shared=shared)
         self.catalog_lock: CatalogLock | None = None
-        if is_postgres(settings.catalog_target):
-            self.catalog_lock = CatalogLock(settings.catalog_target).acquire(
-                listen, on_lost=_fence_this_gateway, standby=_standing_by(runtime))
-        try:
-            self.data_dir_lock = DataDirLock(settings.data_dir).acquire(
-                listen=listen, wait_s=DATA_DIR_TAKEOVER_S if self.catalog_lock is not None else 0)
-        except BaseException:
-            if self.catalog_lock is not None:
-                self.catalog_lock.release()
-            raise
+        self.leads_at_start = not shared
+        self._follower: threading.Thread | None = None
         self.slot: GatewaySlot | None = None
         try:
+            if shared:
+                self.catalog_lock = CatalogLock(settings.catalog_target)
+                try:
+                    self.catalog_lock.acquire(listen, on_lost=_fence_this_gateway)
+                    self.leads_at_start = True
+                except CatalogInUse as exc:
+                    print(f"tidegate follower: the catalog's flows, refreshes and maintenance are led by "
+                          f"{exc.holder}; serving statements and jobs, and taking the lead when it goes",
+                          flush=True)
             settings.data_dir.mkdir(parents=True, exist_ok=True)
             self.settings = settings
-            self.catalog = Catalog(settings.catalog_target)
+            self.catalog = Catalog(settings.catalog_target, shared=shared)
             self.catalog.bind_data_dir(settings.data_dir)
             # this gateway's journal, Delta application id and backend pids (catalog.slots)
             self.slot = GatewaySlot(settings.catalog_target).take(on_lost=_fence_this_gateway)
@@ -862,7 +855,12 @@ class RoutedBackend:
             self.queries = CatalogQueries(SessionView(self.catalog, None))
             self.engine = Engine(settings, self.catalog, runtime, self.slot)
             self.engine.jobs.catalog_queries = self.queries  # jobs of catalog-only statements
-            self.catalog.roles.sync_configured([(u.name, u.superuser) for u in settings.users])
+            if shared:
+                from catalog.active import leader_of
+
+                self.engine.leader_name = lambda: leader_of(self.catalog)
+            with self.engine._starting():
+                self.catalog.roles.sync_configured([(u.name, u.superuser) for u in settings.users])
         except BaseException:
             catalog = getattr(self, "catalog", None)
             if catalog is not None:
@@ -907,6 +905,10 @@ class RoutedBackend:
             self.slot.update(listen or f"{self.settings.host}:{self.settings.port}")
         if listen:
             self.engine.events.gateway = listen
+        if not self.leads_at_start and self.catalog_lock is not None:
+            self._follower = threading.Thread(target=self._follow, args=(listen or "",), name="tidegate-follower",
+                                              daemon=True)
+            self._follower.start()
         s = self.settings
         self.record_event("gateway.started", payload={
             "version": __version__, "pid": os.getpid(), "listen": listen or f"{s.host}:{s.port}",
@@ -916,7 +918,19 @@ class RoutedBackend:
                 "file_connector_roots": len(s.file_connector_roots), "events_ttl": s.events_ttl,
                 "events_flush_interval_s": s.events_flush_interval_s, "events_batch_size": s.events_batch_size,
                 "events_queue_size": s.events_queue_size}})
-        self.engine.start()
+        self.engine.start(lead=self.leads_at_start)
+
+    def _follow(self, listen: str) -> None:
+        """A follower's wait for the catalog's lead; then it leads (catalog.active)."""
+        assert self.catalog_lock is not None
+        self.catalog_lock.acquire(listen or f"{self.settings.host}:{self.settings.port}",
+                                  on_lost=_fence_this_gateway, follow=lambda holder: None)
+        if not self.catalog_lock.leading:
+            return  # shutting down
+        print("tidegate leader: took the lead of the catalog's flows, refreshes and maintenance", flush=True)
+        log.warning("this gateway took the lead of the catalog's background work")
+        self.record_event("gateway.leading", payload={"listen": listen})
+        self.engine.lead()
 
     def record_event(self, type: str, *, object: str | None = None, user: str | None = None,
                      payload: dict[str, Any] | None = None) -> None:
@@ -948,6 +962,8 @@ class RoutedBackend:
         return RoutedSession(self)
 
     def shutdown(self) -> None:
+        if self.catalog_lock is not None and not self.catalog_lock.leading:
+            self.catalog_lock.release()  # a follower stops waiting for the lead first
         try:
             from tidegate import __version__
 

@@ -199,21 +199,23 @@ def test_gateway_on_a_postgres_catalog(pg_oracle, tmp_path) -> None:
             names = {r[0] for r in cat.execute("SELECT name FROM relations WHERE schema = 'app'")}
         assert names == {"kv", "kv_two", "s"}
 
-        # A second gateway on the same catalog stands by, naming the active one, and does not
-        # listen; kill -9 of the active one (its catalog lock goes with its connection) makes
-        # the standby the active gateway.
-        standby = start_tidegate(data_dir, extra_args=["--catalog", url], standby=True)
+        # A second gateway on the same catalog serves at once, following the first (it leads the
+        # catalog's flows and refreshes); kill -9 of the leader (its catalog lock goes with its
+        # connection) makes the follower lead.
+        follower = start_tidegate(data_dir, extra_args=["--catalog", url])
         try:
-            said = next(line for line in standby.log if line.startswith("tidegate standby:"))
-            assert f"tidegate gateway pid {server.proc.pid}@" in said and f":{server.port}" in said
-            with pytest.raises(OSError):
-                socket.create_connection(("127.0.0.1", standby.port), timeout=1).close()
+            said = next(line for line in follower.log if line.startswith("tidegate follower:"))
+            assert f"tidegate leader pid {server.proc.pid}@" in said and f":{server.port}" in said
+            with psycopg.connect(follower.dsn, autocommit=True) as conn:
+                assert conn.execute("SELECT v FROM app.kv WHERE id = 1").fetchone() == ("one",)
+                with pytest.raises(psycopg.errors.FeatureNotSupported, match=f"the leader is pid {server.proc.pid}@"):
+                    conn.execute("REFRESH TABLE app.kv")
             server.kill9()
-            standby.wait_listening()
+            follower.wait_for_line("tidegate leader:", timeout=30)
         except BaseException:
-            standby.stop()
+            follower.stop()
             raise
-        server = standby
+        server = follower
         with psycopg.connect(server.dsn, autocommit=True) as conn:
             assert conn.execute("SELECT id, v FROM app.kv ORDER BY id").fetchall() == [(1, "one"), (2, "two")]
             assert conn.execute("SELECT * FROM app.kv_two").fetchall() == [("two",)]
@@ -244,7 +246,7 @@ def test_a_gateway_that_loses_the_catalog_lock_takes_it_again_or_stops(pg_oracle
     url = create_database(pg_oracle.url, f"tg_catalog_lock_{int(time.time() * 1000) % 10**9}")
     server = start_tidegate(tmp_path / "data", extra_args=["--catalog", url])
     key = int.from_bytes(b"tdgate-1", "big")
-    mine = f"tidegate gateway pid {server.proc.pid}@%"
+    mine = f"tidegate leader pid {server.proc.pid}@%"
     held = ("SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid WHERE l.locktype = 'advisory' "
             "AND l.granted AND l.objid = %s AND a.application_name LIKE %s")
     terminate = "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name LIKE %s"
@@ -268,7 +270,7 @@ def test_a_gateway_that_loses_the_catalog_lock_takes_it_again_or_stops(pg_oracle
                 pytest.fail("could not take the catalog's lock from the gateway")
             assert server.proc.wait(timeout=30) == 3  # it exited at once: nothing more is committed
             deadline = time.monotonic() + 5  # the log is read by a thread: its last lines may trail
-            while not any("lost the catalog's lock to another gateway" in line for line in server.log):
+            while not any("lost the catalog's lead to another gateway" in line for line in server.log):
                 assert time.monotonic() < deadline, "\n".join(server.log[-20:])
                 time.sleep(0.1)
     finally:

@@ -64,8 +64,19 @@ class TidegateServer:
     def kill9(self) -> None:
         self.stop(signal.SIGKILL)
 
+    def wait_for_line(self, prefix: str, timeout: float = 60.0) -> float:
+        """Block until the gateway printed a line starting with ``prefix``; seconds waited."""
+        started = time.monotonic()
+        while not any(line.startswith(prefix) for line in list(self.log)):
+            if self.proc.poll() is not None:
+                raise RuntimeError("tidegate exited:\n" + "\n".join(self.log[-50:]))
+            if time.monotonic() - started > timeout:
+                raise RuntimeError(f"tidegate never said {prefix!r}:\n" + "\n".join(self.log[-50:]))
+            time.sleep(0.02)
+        return time.monotonic() - started
+
     def wait_listening(self, timeout: float = 60.0) -> float:
-        """Block until the gateway accepts connections (a standby once it took over); seconds waited."""
+        """Block until the gateway accepts connections; seconds waited."""
         started = time.monotonic()
         while True:
             if self.proc.poll() is not None:
@@ -81,10 +92,8 @@ class TidegateServer:
 
 def start_tidegate(data_dir: Path | str | None = None, port: int | None = None,
                    extra_args: list[str] | None = None, env: dict[str, str] | None = None,
-                   timeout: float = 30.0, file_roots: list[Path | str] | None = None,
-                   standby: bool = False) -> TidegateServer:
-    """Start the gateway and return once it accepts connections (Spark may still be starting), or
-    with ``standby`` once it says it stands by for another gateway of its PostgreSQL catalog.
+                   timeout: float = 30.0, file_roots: list[Path | str] | None = None) -> TidegateServer:
+    """Start the gateway and return once it accepts connections (Spark may still be starting).
 
     ``file_roots`` are the directories refreshable tables with ``connector = 'file'`` may read
     (``TIDEGATE_FILE_CONNECTOR_ROOTS``; one given in ``env`` wins). By default, the folder holding
@@ -122,11 +131,6 @@ def start_tidegate(data_dir: Path | str | None = None, port: int | None = None,
     while time.time() < deadline:
         if proc.poll() is not None:
             raise RuntimeError("tidegate exited during start:\n" + "\n".join(server.log[-50:]))
-        if standby:
-            if any(line.startswith("tidegate standby:") for line in server.log):
-                return server
-            time.sleep(0.05)
-            continue
         try:
             with socket.create_connection(("127.0.0.1", port), timeout=0.5):
                 return server

@@ -2,10 +2,11 @@
 
 Settings come from built-in defaults < TOML (--config / TIDEGATE_CONFIG) < TIDEGATE_* environment
 < flags. The socket is bound (and "tidegate listening on HOST:PORT" printed) before Spark is
-ready; SIGTERM/SIGINT stop the server gracefully. One gateway per data dir: a second one exits with
-status 1 naming the holder (catalog.lock); on a PostgreSQL catalog it stands by instead, without
-listening, and takes over when the active one dies (catalog.active). A gateway that can no longer
-confirm it is the active one exits with status 3.
+ready; SIGTERM/SIGINT stop the server gracefully. One gateway per data dir of an embedded catalog:
+a second one exits with status 1 naming the holder (catalog.lock). The gateways of a PostgreSQL
+catalog all serve; one leads the flows, refreshes and maintenance, and a follower takes the lead
+when it dies (catalog.active). A gateway that can no longer confirm its slot or its lead exits
+with status 3.
 """
 
 from __future__ import annotations

@@ -78,7 +78,7 @@ class Settings:
     # is kept for FETCH JOB, and the lease a running job is held by (renewed every third of it).
     max_running_jobs: int = 2
     job_result_ttl: str = "1 day"
-    job_lease_s: float = 15.0
+    job_lease_s: float = 12.0
     # The TOML file these settings were read from (set by load_settings, never by a layer).
     config_file: Path | None = None
 

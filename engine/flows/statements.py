@@ -31,6 +31,9 @@ def execute(session: EngineSession, node: exp.Expression, info: SessionInfo) -> 
     """Run one FLOW statement (a tree of the dialect) for ``session``."""
     rt: FlowRuntime = session.engine.flows
     stmt = syntax.statement(node)
+    led = _LED.get(type(stmt))
+    if led is not None:  # the leading gateway runs the flows (catalog/active.py)
+        session.engine.require_leader(led)
     if isinstance(stmt, syntax.CreateFlow):
         return _create(session, rt, stmt, info)
     if isinstance(stmt, syntax.DropFlow):
@@ -70,6 +73,10 @@ def execute(session: EngineSession, node: exp.Expression, info: SessionInfo) -> 
         rt.updated(rt.flows.update(f))
         return CommandResult("COMMENT")
     raise SqlError("0A000", "statement is not supported")
+
+
+_LED = {syntax.CreateFlow: "CREATE FLOW", syntax.DropFlow: "DROP FLOW", syntax.FlushFlow: "ADMIN FLUSH_FLOW",
+        syntax.CommentOnFlow: "COMMENT ON FLOW"}
 
 
 def _check_flow_owner(session: EngineSession, info: SessionInfo, f: FlowDef) -> None:
@@ -270,6 +277,7 @@ def drop_dependent_flows(session: EngineSession, tables: list, cascade: bool) ->
     flows = dependent_flows(session, tables)
     if not flows:
         return []
+    session.engine.require_leader(f"DROP of a table flow {flows[0].name} reads")
     rt: FlowRuntime = session.engine.flows
     if cascade:
         for f in flows:
