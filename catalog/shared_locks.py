@@ -21,16 +21,19 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
 from catalog.db import pg_connect
 from tidegate.errors import SqlError
 
-# Namespaces (the first int4 key): a table's commits, and the gate of multi-commit transactions.
+# Namespaces (the first int4 key): a table's commits, the gate of multi-commit transactions, and
+# a table's write lock held to a transaction's end (engine/locks.py TableLocks).
 TABLE_NS = int.from_bytes(b"tdtb", "big", signed=True)
 GATE_NS = int.from_bytes(b"tdgt", "big", signed=True)
+ROWS_NS = int.from_bytes(b"tdrw", "big", signed=True)
+_CANCEL_POLL_S = 0.1
 IDLE_KEPT = 8
 
 
@@ -93,11 +96,89 @@ class SharedLocks:
                 conn.close()  # the session's end releases what it held
             self._give_back(conn)
 
+    def session(self) -> LockSession:
+        """A set of locks held together to an end the caller chooses (:class:`LockSession`)."""
+        return LockSession(self)
+
     def close(self) -> None:
         with self._guard:
             self._closed = True
             idle, self._idle = self._idle, []
         for conn in idle:
+            conn.close()
+
+
+class LockSession:
+    """Exclusive advisory locks held together on one database session until :meth:`release_all`:
+    a transaction's table write locks (engine/locks.py). One session for all of them, so a wait
+    for another gateway's lock is seen by PostgreSQL's deadlock detector together with the
+    locks this one holds (a cycle among gateways fails one of them with 40P01)."""
+
+    def __init__(self, locks: SharedLocks) -> None:
+        self._locks = locks
+        self._conn: Any = None
+        self._cancel_sent = False
+
+    def take(self, namespace: int, key: int, *, cancelled: Callable[[], bool] | None = None,
+             wait: bool = True) -> None:
+        """Take ``(namespace, key)``. A wait is one blocking request; a ``cancelled()`` that turns
+        true meanwhile cancels it (57014). Without ``wait``: :class:`LockBusy` when another
+        session holds it. 58030 when the database cannot be reached (what this session held is
+        then released: the database ends the session)."""
+        import psycopg
+
+        if self._conn is None or self._conn.closed:
+            self._conn = self._locks._connection()
+        conn = self._conn
+        try:
+            if conn.execute("SELECT pg_try_advisory_lock(%s, %s)", (namespace, key)).fetchone()[0]:
+                return
+            if not wait:
+                raise LockBusy()
+            done = threading.Event()
+
+            def watch() -> None:
+                while not done.wait(_CANCEL_POLL_S):
+                    if cancelled is not None and cancelled():
+                        try:
+                            conn.cancel_safe(timeout=2)
+                        except Exception:  # noqa: BLE001 - the wait goes on; tried again next poll
+                            continue
+                        self._cancel_sent = True
+                        return
+
+            watcher = threading.Thread(target=watch, name="tidegate-lock-wait", daemon=True)
+            watcher.start()
+            try:
+                conn.execute("SELECT pg_advisory_lock(%s, %s)", (namespace, key))
+            finally:
+                done.set()
+                watcher.join()
+        except psycopg.Error as exc:
+            if getattr(exc, "sqlstate", None) not in ("57014", "40P01"):
+                self._drop()  # a broken session: what it held goes with it
+            raise _sql_error(exc) from None
+
+    def release_all(self) -> None:
+        """Release every lock this session holds."""
+        import psycopg
+
+        conn, self._conn = self._conn, None
+        if conn is None:
+            return
+        try:
+            conn.execute("SELECT pg_advisory_unlock_all()")
+        except psycopg.Error:
+            conn.close()  # the session's end releases what it held
+        if self._cancel_sent:  # a cancel sent just as a wait ended must not reach a later use
+            self._cancel_sent = False
+            conn.close()
+        else:
+            self._locks._give_back(conn)
+
+    def _drop(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
             conn.close()
 
 

@@ -108,7 +108,7 @@ class Engine:
         self.leading = threading.Event()
         self.leader_name: Callable[[], str] = lambda: "another gateway"
         configure_file_cache(settings.interactive_cache_mb * 1024 * 1024)
-        self.locks = TableLocks()  # UPDATE/DELETE/upsert write locks, held to transaction end
+        self.locks = TableLocks(self.shared_locks)  # UPDATE/DELETE/upsert write locks, held to transaction end
         # Transactions interrupted during COMMIT are completed before anything else runs: this
         # slot's, then those of slots whose gateway died and was not replaced.
         n = self.slot.number

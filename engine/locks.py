@@ -11,6 +11,13 @@ take no lock here.
 Waits form a graph; a wait that would close a cycle fails at once with 40P01 "deadlock detected",
 as PostgreSQL's detector does (after its deadlock_timeout). A cancelled statement stops waiting
 (57014).
+
+The gateways of a PostgreSQL catalog share their tables, so each lock has a second half there
+(``TableLocks(shared)``): once a session holds a table's lock in its gateway it takes the
+advisory lock ``(b"tdrw", table)`` of the catalog database, on one database session per
+transaction (catalog/shared_locks.py ``LockSession``), kept to the transaction's end. A writer on
+another gateway waits for it as a second writer in one gateway waits; PostgreSQL finds cycles
+among gateways (40P01) and a cancel stops the wait.
 """
 
 from __future__ import annotations
@@ -19,7 +26,7 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 
-from catalog.shared_locks import GATE_NS, SharedLocks
+from catalog.shared_locks import GATE_NS, ROWS_NS, LockBusy, LockSession, SharedLocks, table_key
 from tidegate.errors import SqlError
 
 _POLL_S = 0.1
@@ -28,20 +35,43 @@ _POLL_S = 0.1
 class TableLocks:
     """Exclusive write locks on tables (by location), owned by engine sessions (by id)."""
 
-    def __init__(self) -> None:
+    def __init__(self, shared: SharedLocks | None = None) -> None:
         self._cond = threading.Condition()
         self._holders: dict[str, int] = {}
         self._waiting: dict[int, str] = {}  # owner -> the location it waits for
+        self._shared = shared
+        self._sessions: dict[int, LockSession] = {}  # owner -> its shared halves
 
     def acquire(self, owner: int, location: str, name: str, cancelled: Callable[[], bool],
                 nowait: bool = False) -> None:
+        if self._acquire_here(owner, location, name, cancelled, nowait) and self._shared is not None:
+            with self._cond:
+                session = self._sessions.get(owner)
+                if session is None:
+                    session = self._sessions[owner] = self._shared.session()
+            try:
+                session.take(ROWS_NS, table_key(location), cancelled=cancelled, wait=not nowait)
+            except BaseException as exc:
+                with self._cond:  # not held after all: let this gateway's waiters have it
+                    if self._holders.get(location) == owner:
+                        del self._holders[location]
+                        self._cond.notify_all()
+                if isinstance(exc, LockBusy):
+                    raise SqlError("55P03", f'could not obtain lock on row in relation "{name}"') from None
+                raise
+
+    def _acquire_here(self, owner: int, location: str, name: str, cancelled: Callable[[], bool],
+                      nowait: bool) -> bool:
+        """This gateway's half; True when newly taken (False: the owner held it already)."""
         with self._cond:
             while True:
                 holder = self._holders.get(location)
-                if holder is None or holder == owner:
+                if holder == owner:
+                    return False
+                if holder is None:
                     self._holders[location] = owner
                     self._waiting.pop(owner, None)
-                    return
+                    return True
                 if nowait:
                     raise SqlError("55P03", f'could not obtain lock on row in relation "{name}"')
                 if self._closes_cycle(owner, holder):
@@ -68,6 +98,10 @@ class TableLocks:
         return False
 
     def release_all(self, owner: int) -> None:
+        with self._cond:
+            session = self._sessions.pop(owner, None)
+        if session is not None:  # the other gateways' waiters first: this gateway's may go on at once
+            session.release_all()
         with self._cond:
             mine = [loc for loc, h in self._holders.items() if h == owner]
             for loc in mine:

@@ -11,6 +11,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from catalog.roles import DATABASE_OID, PRIVILEGES, PUBLIC, RoleDef, make_verifier
+from catalog.store import is_temp_schema
 from engine import ddl
 from engine.ddl import TokenReader
 from tidegate.errors import SqlError
@@ -161,7 +162,9 @@ def _owned_by(session: EngineSession, name: str) -> list[str]:
     roles = cat.roles
     owned = []
     for s in cat.list_schemas():
-        if s.owner == name:
+        # A session's temporary schema is the system's in PostgreSQL (its tables are the role's):
+        # one whose session just ended, and is being dropped, does not keep the role.
+        if s.owner == name and not is_temp_schema(s.name):
             owned.append(f"owner of schema {s.name}")
         if name in roles.grants_on("n", s.oid):
             owned.append(f"privileges for schema {s.name}")

@@ -163,3 +163,69 @@ def test_a_lock_another_gateway_holds_is_not_taken(pg_oracle, tmp_path: Path) ->
         gone.apply(WriteOp(t, "append", _rows(t, [1], 9), keys=["id"], unique=True))
     assert down.value.sqlstate == "58030"
     assert DeltaTable(t.location).to_pyarrow_table().num_rows == 0
+
+
+def test_transaction_table_locks_are_held_across_gateways(pg_oracle) -> None:
+    """TableLocks of two gateways (two TableLocks on separate connections: two database sessions):
+    a table one transaction holds makes the other's writer wait until it ends; NOWAIT is 55P03; a
+    cancel stops the wait (57014); two transactions taking two tables in opposite orders through
+    different gateways end in 40P01 for one of them, and the other goes on."""
+    import threading
+
+    from engine.locks import TableLocks
+
+    url = _shared_catalog(pg_oracle)
+    one, other = TableLocks(SharedLocks(url)), TableLocks(SharedLocks(url))
+    never = lambda: False  # noqa: E731
+    one.acquire(1, "/w/a", "a", never)
+    with pytest.raises(SqlError) as busy:
+        other.acquire(2, "/w/a", "a", never, nowait=True)
+    assert (busy.value.sqlstate, busy.value.message) == ("55P03", 'could not obtain lock on row in relation "a"')
+    got = threading.Event()
+    waiter = threading.Thread(target=lambda: (other.acquire(2, "/w/a", "a", never), got.set()))
+    waiter.start()
+    assert not got.wait(1.0), "took a table another gateway's transaction holds"
+    one.release_all(1)
+    assert got.wait(10), "the waiter never got the table once it was released"
+    waiter.join()
+
+    cancel = threading.Event()
+    failed: list[SqlError] = []
+
+    def cancelled_wait() -> None:
+        try:
+            one.acquire(3, "/w/a", "a", cancel.is_set)
+        except SqlError as exc:
+            failed.append(exc)
+
+    waiter = threading.Thread(target=cancelled_wait)
+    waiter.start()
+    time.sleep(0.5)
+    cancel.set()
+    waiter.join(5)
+    assert [e.sqlstate for e in failed] == ["57014"] and not waiter.is_alive()
+    other.release_all(2)
+    one.acquire(3, "/w/a", "a", never)  # free after the cancelled wait: nothing was left held
+    one.release_all(3)
+
+    one.acquire(4, "/w/x", "x", never)
+    other.acquire(5, "/w/y", "y", never)
+    outcomes: dict[int, str] = {}
+
+    def cross(locks: TableLocks, owner: int, location: str) -> None:
+        try:
+            locks.acquire(owner, location, location, never)
+            outcomes[owner] = "ok"
+        except SqlError as exc:
+            outcomes[owner] = exc.sqlstate
+            locks.release_all(owner)  # the transaction aborts: its locks go
+
+    crossing = [threading.Thread(target=cross, args=(one, 4, "/w/y")),
+                threading.Thread(target=cross, args=(other, 5, "/w/x"))]
+    for t in crossing:
+        t.start()
+    for t in crossing:
+        t.join(30)
+    assert sorted(outcomes.values()) == ["40P01", "ok"], outcomes
+    one.release_all(4)
+    other.release_all(5)
