@@ -11,14 +11,18 @@ gateway comes back as a follower and the round repeats once its Spark is warm. T
 
 Throughput. Clients insert rows (INSERT ... VALUES of ``--batch`` rows, autocommit) into two
 tables for ``--seconds``: all through one gateway, then each table's clients through a gateway of
-its own. Target: two gateways >= 1.6x one; every acknowledged row is stored once.
+its own. Target: two gateways >= 1.6x one; every acknowledged row is stored once. Measured twice:
+the gateways sharing the host's cores, and each gateway (with its JVM) held to a core of its own,
+as gateways on separate hosts are (the one-gateway run then has one core); the gateways' CPU use
+in the one-gateway run says how much of the host one gateway already takes.
 
-    python bench/ha.py [--rounds 3] [--seconds 20] [--clients 4] [--batch 20]
+    python bench/ha.py [--rounds 3] [--seconds 20] [--clients 4] [--batch 20]   (--rounds 0: throughput only)
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import tempfile
@@ -163,27 +167,86 @@ def _insert_load(targets: list[tuple[str, str]], clients: int, seconds: float, b
     return sum(len(v) for v in acked.values()) / elapsed, acked
 
 
-def throughput(url: str, seconds: float, clients: int, batch: int) -> tuple[float, float, bool]:
+def _tree(pid: int) -> list[int]:
+    """``pid`` and its descendants (a gateway and its Spark JVM)."""
+    parents: dict[int, int] = {}
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                parents[int(d)] = int(open(f"/proc/{d}/stat").read().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                pass
+    tree, grew = {pid}, True
+    while grew:
+        grew = False
+        for child, parent in parents.items():
+            if parent in tree and child not in tree:
+                tree.add(child)
+                grew = True
+    return sorted(tree)
+
+
+def _pin(server: TidegateServer, cpus: set[int]) -> None:
+    """Run every thread of a gateway (and its JVM) on ``cpus`` only."""
+    for pid in _tree(server.proc.pid):
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            try:
+                os.sched_setaffinity(int(tid), cpus)
+            except OSError:
+                pass  # a thread that ended meanwhile
+
+
+def _cpu_s(servers: list[TidegateServer]) -> float:
+    """CPU seconds the gateways (with their JVMs) used so far."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for server in servers:
+        for pid in _tree(server.proc.pid):
+            try:
+                fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+                total += (int(fields[11]) + int(fields[12])) / tick
+            except (OSError, IndexError, ValueError):
+                pass
+    return total
+
+
+def throughput(url: str, seconds: float, clients: int, batch: int) -> list[tuple[str, float, float, float, bool]]:
+    """(layout, rows/s through one gateway, through two, gateways' CPU use in the one-gateway run
+    in cores, every acknowledged row stored once) for the gateways sharing the host's cores, and
+    for a core each (as two hosts would give them; the one-gateway run then has one core)."""
     data_dir = Path(tempfile.mkdtemp(prefix="bench-ha-tp-")) / "data"
     one = _gateway(data_dir, url)
     two = _gateway(data_dir, url)
+    out = []
     try:
         one.wait_for_spark()
         _warm(two)
-        lost = False
-        rates = []
-        for label, dsns in (("one", (one.dsn, one.dsn)), ("two", (one.dsn, two.dsn))):
-            tables = [f"tp_{label}_a", f"tp_{label}_b"]
-            with psycopg.connect(one.dsn, autocommit=True) as conn:
-                for t in tables:
-                    conn.execute(f"CREATE TABLE {t} (id bigint PRIMARY KEY, v text)")
-            rate, acked = _insert_load(list(zip(dsns, tables)), clients, seconds, batch)
-            rates.append(rate)
-            with psycopg.connect(two.dsn, autocommit=True) as conn:
-                for t in tables:
-                    stored = [r[0] for r in conn.execute(f"SELECT id FROM {t}")]
-                    lost |= sorted(stored) != sorted(acked[t])
-        return rates[0], rates[1], not lost
+        cores = sorted(os.sched_getaffinity(0))
+        for layout in ("sharing the host's cores", "a core each"):
+            if layout == "a core each":
+                if len(cores) < 2:
+                    break
+                _pin(one, {cores[0]})
+                _pin(two, {cores[1]})
+            lost = False
+            rates, used = [], 0.0
+            for label, dsns in (("one", (one.dsn, one.dsn)), ("two", (one.dsn, two.dsn))):
+                tag = f"{label}_{len(out)}"
+                tables = [f"tp_{tag}_a", f"tp_{tag}_b"]
+                with psycopg.connect(one.dsn, autocommit=True) as conn:
+                    for t in tables:
+                        conn.execute(f"CREATE TABLE {t} (id bigint PRIMARY KEY, v text)")
+                cpu, started = _cpu_s([one, two]), time.monotonic()
+                rate, acked = _insert_load(list(zip(dsns, tables)), clients, seconds, batch)
+                if label == "one":
+                    used = (_cpu_s([one, two]) - cpu) / (time.monotonic() - started)
+                rates.append(rate)
+                with psycopg.connect(two.dsn, autocommit=True) as conn:
+                    for t in tables:
+                        stored = [r[0] for r in conn.execute(f"SELECT id FROM {t}")]
+                        lost |= sorted(stored) != sorted(acked[t])
+            out.append((layout, rates[0], rates[1], used, not lost))
+        return out
     finally:
         two.stop()
         one.stop()
@@ -199,19 +262,22 @@ def main() -> None:
     pg = start_postgres()
     try:
         stamp = int(time.time())
-        rows = takeover(create_database(pg.url, f"tg_bench_ha_{stamp}"), args.rounds)
-        one, two, exact = throughput(create_database(pg.url, f"tg_bench_tp_{stamp}"), args.seconds,
-                                     args.clients, args.batch)
+        rows = takeover(create_database(pg.url, f"tg_bench_ha_{stamp}"), args.rounds) if args.rounds else {}
+        layouts = throughput(create_database(pg.url, f"tg_bench_tp_{stamp}"), args.seconds, args.clients,
+                             args.batch)
     finally:
         pg.stop()
-    print(f"take-over after SIGKILL, {args.rounds} rounds (seconds from the kill)")
-    print(f"{'':32} {'p50':>7} {'max':>7} {'target':>7}")
+    if rows:
+        print(f"take-over after SIGKILL, {args.rounds} rounds (seconds from the kill)")
+        print(f"{'':32} {'p50':>7} {'max':>7} {'target':>7}")
     for label, times in rows.items():
         print(f"{label:32} {statistics.median(times):7.2f} {max(times):7.2f} {TARGET_S:7.1f}")
-    print(f"\ninserts, {2 * args.clients} clients, {args.batch} rows per INSERT, a table per gateway")
-    print(f"{'one gateway':32} {one:9.0f} rows/s")
-    print(f"{'two gateways':32} {two:9.0f} rows/s   {two / one:.2f}x (target {TARGET_SCALE}x)")
-    print(f"{'every acknowledged row stored once':32} {'yes' if exact else 'NO'}")
+    print(f"\ninserts, {2 * args.clients} clients, {args.batch} rows per INSERT, a table per gateway "
+          f"(host: {os.cpu_count()} cores)")
+    print(f"{'gateways':26} {'one':>11} {'two':>11} {'ratio':>6} {'target':>6}  {'1 gw used':>9}  stored once")
+    for layout, one, two, used, exact in layouts:
+        print(f"{layout:26} {one:7.0f} r/s {two:7.0f} r/s {two / one:5.2f}x {TARGET_SCALE:5.1f}x  "
+              f"{used:5.2f} cores  {'yes' if exact else 'NO'}")
 
 
 if __name__ == "__main__":

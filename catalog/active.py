@@ -343,6 +343,17 @@ def gateway_rows(catalog: Any) -> pa.Table:
     return pa.table({n: pa.array(cols[n], t) for n, t in GATEWAYS_COLUMNS})
 
 
+def leader_address(catalog: Any) -> str | None:
+    """Where the gateway leading ``catalog``'s flows and refreshes listens (None: none now)."""
+    if catalog.backend != "postgresql":
+        return _this_gateway.get("address")
+    for name, _, _, holds in _lock_connections(catalog):
+        m = _NAME.match(str(name))
+        if holds and m is not None:
+            return m.group(3)
+    return None
+
+
 def leader_of(catalog: Any) -> str:
     """How a follower names the leading gateway in a refusal: ``pid 12@host listening on h:p``."""
     for name, _, _, holds in _lock_connections(catalog):

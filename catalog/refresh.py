@@ -27,7 +27,7 @@ from typing import Any
 import pyarrow as pa
 
 from tidegate.errors import SqlError
-from catalog import live
+from catalog import active, live
 from catalog.db import CatalogStore, shared_store
 from tidegate import sqllex
 
@@ -38,7 +38,7 @@ REFRESH_TABLES_COLUMNS: list[tuple[str, pa.DataType]] = [
     ("last_trigger_time", pa.timestamp("us", tz="UTC")), ("last_success_time", pa.timestamp("us", tz="UTC")),
     ("trigger_interval_secs", pa.int64()), ("rows_loaded", pa.int64()), ("rows_inserted", pa.int64()),
     ("rows_updated", pa.int64()), ("rows_deleted", pa.int64()), ("last_error", pa.string()),
-    ("skipped_ticks", pa.int64()),
+    ("skipped_ticks", pa.int64()), ("gateway", pa.string()),
 ]
 
 _SCHEMA_SQL = """
@@ -229,6 +229,8 @@ def information_schema_rows(catalog: Any) -> pa.Table:
     cols: dict[str, list[Any]] = {n: [] for n, _ in REFRESH_TABLES_COLUMNS}
     tables = sorted((t for t in catalog.list_tables(kind="table") if is_refreshable(t.options)),
                     key=lambda t: (t.schema, t.name))
+    # the gateway that schedules and runs refreshes: the catalog's leader (catalog/active.py)
+    gateway = active.leader_address(catalog) if tables else None
     for t in tables:
         st = states.get(t.oid) or RefreshState(t.oid)
         interval = t.options.get("refresh_interval_sec")
@@ -238,6 +240,7 @@ def information_schema_rows(catalog: Any) -> pa.Table:
             "trigger_interval_secs": int(interval) if interval else None,
             "rows_loaded": st.rows_loaded, "rows_inserted": st.rows_inserted, "rows_updated": st.rows_updated,
             "rows_deleted": st.rows_deleted, "last_error": st.last_error, "skipped_ticks": st.skipped_ticks,
+            "gateway": gateway,
         }
         for k, v in values.items():
             cols[k].append(v)

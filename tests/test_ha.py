@@ -85,6 +85,17 @@ def test_every_gateway_serves_and_one_leads(pair) -> None:
             assert f"the leader is pid {leader.proc.pid}@" in str(refused.value)
             assert f"listening on 127.0.0.1:{leader.port}" in str(refused.value)
         a.execute("CREATE FLOW led_f SINK TO led_sink AS SELECT count(*) AS n FROM led_src")
+        # the flows and the refreshes are the leader's, as every gateway shows
+        source = leader.data_dir.parent / "led_csv"
+        source.mkdir(exist_ok=True)
+        (source / "a.csv").write_text("id,v\n1,2\n")
+        b.execute(f"CREATE TABLE led_ref (id int PRIMARY KEY, v int) WITH (connector = 'file', path = '{source}', "
+                  "refresh_mode = 'FULL_RELOAD') FORMAT PLAIN ENCODE CSV (without_header = 'false')")
+        for conn in (a, b):
+            assert conn.execute("SELECT flownode_addrs FROM information_schema.flows WHERE flow_name = 'led_f'"
+                                ).fetchone() == (f'{{"0":"127.0.0.1:{leader.port}"}}',)
+            assert conn.execute("SELECT gateway FROM information_schema.refresh_tables WHERE table_name = 'led_ref'"
+                                ).fetchone() == (f"127.0.0.1:{leader.port}",)
         b.execute("INSERT INTO led_src VALUES ('2024-01-01 00:00:01', 2)")  # a follower's write reaches the flow
         with pytest.raises(psycopg.errors.FeatureNotSupported):
             b.execute("ADMIN FLUSH_FLOW('led_f')")

@@ -367,7 +367,7 @@ def test_concurrent_refresh_rejected_and_show_status(conn, tidegate: TidegateSer
     assert [d.name for d in cur.description] == [
         "table_schema", "table_name", "current_status", "last_trigger_time", "last_success_time",
         "trigger_interval_secs", "rows_loaded", "rows_inserted", "rows_updated", "rows_deleted", "last_error",
-        "skipped_ticks"]
+        "skipped_ticks", "gateway"]
     busy = {r[1]: r[2] for r in cur.fetchall()}
     assert busy["f_conc"] in ("REFRESHING", "FINISHING", "IDLE")
     for name in ("f_conc", "f_conc2"):

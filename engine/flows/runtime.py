@@ -82,7 +82,11 @@ class FlowRuntime:
         self._tls = threading.local()
         self._last_pending_check = 0.0
         self._gone: dict[int, set[int]] = {}  # flow id -> oids of its source tables being dropped
-        self.node = f"{self.settings.host}:{self.settings.port}"
+
+    @property
+    def node(self) -> str:
+        """Where this gateway listens (the address bound): flows' ``flownode_addrs``."""
+        return self.engine.events.gateway
 
     # -- lifecycle ------------------------------------------------------------------------------
 

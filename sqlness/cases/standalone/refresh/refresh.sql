@@ -35,6 +35,7 @@ SELECT * FROM rf_events ORDER BY id;
 -- SQLNESS REPLACE \d{4}-\d\d-\d\d\s\d\d:\d\d:\d\d(\.\d+)?\+00\s*\| <time>|
 -- SQLNESS REPLACE (last_\w+_time)\s+\| \1|
 -- SQLNESS REPLACE -{5,} -----
+-- SQLNESS REPLACE 127\.0\.0\.1:\d+ <gateway>
 SHOW REFRESH STATUS;
 
 -- A row that does not fit the schema: the refresh fails, naming file and line; the table is unchanged.
