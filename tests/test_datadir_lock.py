@@ -146,6 +146,40 @@ def test_second_lock_in_the_same_process_is_refused(tmp_path: Path) -> None:
     DataDirLock(tmp_path).acquire().release()  # released: free again
 
 
+HOLD_SHARED = """
+import sys
+from catalog.lock import DataDirLock
+DataDirLock(sys.argv[1]).acquire(listen="127.0.0.1:6544", shared=True)
+print("locked", flush=True)
+sys.stdin.read()
+"""
+
+
+def test_gateways_of_a_postgresql_catalog_share_the_lock(tmp_path: Path, holders) -> None:
+    """Shared holders (the gateways of a PostgreSQL catalog) coexist and keep out an exclusive
+    one (an embedded catalog's gateway), which names them; an exclusive holder keeps them out;
+    shared holders leave the file's content alone."""
+    data = tmp_path / "data"
+    holders.append(hold(data, HOLD_SHARED))
+    mine = DataDirLock(data).acquire(listen="127.0.0.1:1", shared=True)  # a second gateway of the catalog
+    try:
+        assert mine.held and (data / LOCK_FILE).read_bytes() == b""
+        with pytest.raises(DataDirInUse) as err:
+            DataDirLock(data).acquire(listen="127.0.0.1:2")
+        assert str(err.value) == (f"data directory {data} is in use by another gateway (shared by the gateways "
+                                  "of a PostgreSQL catalog); stop it first")
+    finally:
+        mine.release()
+    kill9(holders[0])
+    exclusive = DataDirLock(data).acquire(listen="127.0.0.1:3")
+    try:
+        with pytest.raises(DataDirInUse) as err:
+            DataDirLock(data).acquire(listen="127.0.0.1:4", shared=True)
+        assert err.value.holder["listen"] == "127.0.0.1:3"
+    finally:
+        exclusive.release()
+
+
 def test_update_never_shows_a_reader_an_empty_file(tmp_path: Path) -> None:
     """The gateway rewrites the listen address right after binding, when clients (and refused
     gateways) may already read the file."""
