@@ -2,9 +2,9 @@
 
 The store-level tests run once per backend, on the oracle PostgreSQL server for the second. The
 gateway tests start ``tidegate serve --catalog postgresql://...`` and use it through psycopg: what
-was created is there after kill -9 of the active gateway, served by the gateway that stood by for
-it, and a catalog that cannot be reached stops the gateway with a message (tests/test_ha.py runs
-the take-over under load).
+was created is there after kill -9 of the leading gateway, served by a second gateway that served
+beside it and then leads, and a catalog that cannot be reached stops the gateway with a message
+(tests/test_ha.py runs the take-over under load).
 Every sqlness golden file also runs on a PostgreSQL catalog (tests/test_cluster_sqlness.py).
 """
 
