@@ -343,24 +343,29 @@ def gateway_rows(catalog: Any) -> pa.Table:
     return pa.table({n: pa.array(cols[n], t) for n, t in GATEWAYS_COLUMNS})
 
 
+def _leader(catalog: Any) -> tuple[str, str | None] | None:
+    """(gateway id, listen address) of the gateway leading a PostgreSQL ``catalog``, or None."""
+    for name, _, _, holds in _lock_connections(catalog):
+        m = _NAME.match(str(name))
+        if holds and m is not None:
+            return m.group(2), m.group(3)
+    return None
+
+
 def leader_address(catalog: Any) -> str | None:
     """Where the gateway leading ``catalog``'s flows and refreshes listens (None: none now)."""
     if catalog.backend != "postgresql":
         return _this_gateway.get("address")
-    for name, _, _, holds in _lock_connections(catalog):
-        m = _NAME.match(str(name))
-        if holds and m is not None:
-            return m.group(3)
-    return None
+    leader = _leader(catalog)
+    return leader[1] if leader is not None else None
 
 
 def leader_of(catalog: Any) -> str:
     """How a follower names the leading gateway in a refusal: ``pid 12@host listening on h:p``."""
-    for name, _, _, holds in _lock_connections(catalog):
-        m = _NAME.match(str(name))
-        if holds and m is not None:
-            return m.group(2) + (f" listening on {m.group(3)}" if m.group(3) else "")
-    return "none at the moment (a gateway takes over within seconds)"
+    leader = _leader(catalog)
+    if leader is None:
+        return "none at the moment (a gateway takes over within seconds)"
+    return leader[0] + (f" listening on {leader[1]}" if leader[1] else "")
 
 
 def mentions_gateway_relations(sql: str) -> bool:

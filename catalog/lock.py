@@ -107,23 +107,12 @@ class DataDirLock:
     def held(self) -> bool:
         return self._fd is not None
 
-    def acquire(self, listen: str = "", wait_s: float = 0.0, shared: bool = False) -> DataDirLock:
+    def acquire(self, listen: str = "", shared: bool = False) -> DataDirLock:
         """Take the lock, or raise. ``listen`` (host:port) is written for a refused gateway to show.
-        ``wait_s``: how long to keep trying while another process holds it (a gateway taking over
-        from one that is exiting). ``shared``: one of the gateways of a PostgreSQL catalog."""
-        self.shared = shared
-        deadline = time.monotonic() + wait_s
-        while True:
-            try:
-                return self._acquire(listen)
-            except DataDirInUse:
-                if time.monotonic() >= deadline:
-                    raise
-                time.sleep(0.1)
-
-    def _acquire(self, listen: str) -> DataDirLock:
+        ``shared``: one of the gateways of a PostgreSQL catalog."""
         if self._fd is not None:
             return self
+        self.shared = shared
         try:
             self.data_dir.mkdir(parents=True, exist_ok=True)
             created = not self.path.exists()

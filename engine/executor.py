@@ -127,7 +127,7 @@ class Engine:
         # and commits them once started (engine.events).
         from engine.events import EventRecorder, ensure_events_table
 
-        with self._starting():
+        with self.starting():
             ensure_events_table(catalog, self.store, settings)
         self.events = EventRecorder(catalog, self.store, settings, slot=n)
         self.maintenance: Maintenance = Maintenance(self.store, catalog, settings, spark=self._maintenance_spark)
@@ -145,7 +145,7 @@ class Engine:
         self._idle_lock = threading.Lock()
 
     @contextmanager
-    def _starting(self) -> Iterator[None]:
+    def starting(self) -> Iterator[None]:
         """One gateway of a shared catalog at a time creates what every gateway needs (the events
         table, configured roles)."""
         if self.shared_locks is None:

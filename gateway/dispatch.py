@@ -831,7 +831,6 @@ class RoutedBackend:
         self.data_dir_lock = DataDirLock(settings.data_dir).acquire(listen=listen, shared=shared)
         self.catalog_lock: CatalogLock | None = None
         self.leads_at_start = not shared
-        self._follower: threading.Thread | None = None
         self.slot: GatewaySlot | None = None
         try:
             if shared:
@@ -859,7 +858,7 @@ class RoutedBackend:
                 from catalog.active import leader_of
 
                 self.engine.leader_name = lambda: leader_of(self.catalog)
-            with self.engine._starting():
+            with self.engine.starting():
                 self.catalog.roles.sync_configured([(u.name, u.superuser) for u in settings.users])
         except BaseException:
             catalog = getattr(self, "catalog", None)
@@ -906,9 +905,7 @@ class RoutedBackend:
         if listen:
             self.engine.events.gateway = listen
         if not self.leads_at_start and self.catalog_lock is not None:
-            self._follower = threading.Thread(target=self._follow, args=(listen or "",), name="tidegate-follower",
-                                              daemon=True)
-            self._follower.start()
+            threading.Thread(target=self._follow, args=(listen or "",), name="tidegate-follower", daemon=True).start()
         s = self.settings
         self.record_event("gateway.started", payload={
             "version": __version__, "pid": os.getpid(), "listen": listen or f"{s.host}:{s.port}",
